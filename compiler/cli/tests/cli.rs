@@ -1,0 +1,155 @@
+//! End-to-end tests of the `wsp` binary: exit codes, formats, walking, imports.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn wsp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run wsp")
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wsp-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const CLEAN: &str = "axis rows = Dense[4]\ninput X: f32[4, 8, 8] = load(\"x.npy\")\noutput Y: f32[4, 8, 8]\nkernel copy(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x\n}\nworkload w {\n    for i in P(rows) { copy[i](x: X[i], y: Y[i]) }\n}\n";
+
+#[test]
+fn clean_file_exits_zero() {
+    let d = tempdir("clean");
+    std::fs::write(d.join("a.wsp"), CLEAN).unwrap();
+    let o = wsp(&d, &["check", "a.wsp"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("checked 1 file: 0 errors"));
+}
+
+#[test]
+fn errors_exit_one_and_render_location() {
+    let d = tempdir("err");
+    std::fs::write(d.join("a.wsp"), CLEAN.replace("y = x", "y = xx")).unwrap();
+    let o = wsp(&d, &["check", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("E0101") && err.contains("a.wsp:5:9"), "{err}");
+}
+
+#[test]
+fn json_format_is_an_array_with_positions() {
+    let d = tempdir("json");
+    std::fs::write(d.join("a.wsp"), CLEAN.replace("y = x", "y = xx")).unwrap();
+    let o = wsp(&d, &["check", "--format", "json", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.trim_start().starts_with('['), "{out}");
+    assert!(out.contains("\"code\": \"E0101\""), "{out}");
+    assert!(out.contains("\"line\": 5, \"column\": 9"), "{out}");
+    assert!(out.contains("\"replacement\": \"x\""), "{out}");
+}
+
+#[test]
+fn sarif_format() {
+    let d = tempdir("sarif");
+    std::fs::write(d.join("a.wsp"), CLEAN.replace("y = x", "y = xx")).unwrap();
+    let o = wsp(&d, &["check", "--format", "sarif", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("\"version\": \"2.1.0\"") && out.contains("\"ruleId\": \"E0101\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn directories_are_walked_and_imports_loaded() {
+    let d = tempdir("walk");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(
+        d.join("sub/lib.wsp"),
+        "kernel copy(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x\n}\n",
+    )
+    .unwrap();
+    let main = "import lib.{copy}\naxis rows = Dense[4]\ninput X: f32[4, 8, 8] = load(\"x.npy\")\noutput Y: f32[4, 8, 8]\nworkload w {\n    for i in P(rows) { copy[i](x: X[i], y: Y[i]) }\n}\n";
+    std::fs::write(d.join("sub/main.wsp"), main).unwrap();
+    let o = wsp(&d, &["check", "."]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("checked 2 files"));
+    // A missing module is an error at the import.
+    std::fs::write(
+        d.join("sub/main.wsp"),
+        main.replace("lib.{copy}", "nolib.{copy}"),
+    )
+    .unwrap();
+    let o = wsp(&d, &["check", "sub/main.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("E0103"));
+}
+
+#[test]
+fn deny_warnings_turns_warnings_into_failure() {
+    let d = tempdir("deny");
+    let src = format!("{CLEAN}schedule s = w.dispatch(work_steal).dispatch(work_steal)\n");
+    std::fs::write(d.join("a.wsp"), src).unwrap();
+    assert_eq!(wsp(&d, &["check", "a.wsp"]).status.code(), Some(0));
+    assert_eq!(
+        wsp(&d, &["check", "--deny", "warnings", "a.wsp"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        wsp(&d, &["check", "--deny", "bogus", "a.wsp"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn usage_and_io_problems_exit_two() {
+    let d = tempdir("io");
+    assert_eq!(wsp(&d, &["check", "missing.wsp"]).status.code(), Some(2));
+    std::fs::write(d.join("bad.wsp"), [0xff, 0xfe, 0x00]).unwrap();
+    let o = wsp(&d, &["check", "bad.wsp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not valid UTF-8"));
+    assert_eq!(wsp(&d, &["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn explain_prints_and_rejects_unknown_codes() {
+    let d = tempdir("explain");
+    let o = wsp(&d, &["explain", "E0101"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("# E0101"));
+    let o = wsp(&d, &["explain", "E0199"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("E0101"));
+}
+
+#[test]
+fn explain_types_prints_workload_types() {
+    let d = tempdir("types");
+    std::fs::write(d.join("a.wsp"), CLEAN).unwrap();
+    let o = wsp(&d, &["check", "--explain-types", "a.wsp"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "w: Workload[Dense[4], copy, Independent]"
+    );
+}

@@ -1,0 +1,1826 @@
+//! Per-item checks (names, calls against kernel signatures, channel use, schedules, dtypes, axes,
+//! tile directions) and file-level checks (duplicates, imports).
+//!
+//! [`check_item`] depends only on the item's own AST and on the file's [`scope`] (signatures), and
+//! its diagnostics have item-relative spans, so it is not re-run when another item changes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label};
+use wsp_syntax::ast::*;
+use wsp_syntax::Span;
+
+use crate::db::{item_ast, parse_file, Db, File, ItemId, Symbol};
+use crate::resolve::{imports_of, scope, ImportTarget, Scoped};
+
+pub const DTYPES: &[&str] = &[
+    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
+];
+
+/// Tile operations and functions usable in kernel bodies.
+pub const KERNEL_FUNCTIONS: &[&str] = &[
+    "max",
+    "min",
+    "pow",
+    "select",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "recip",
+    "tanh",
+    "sigmoid",
+    "sin",
+    "cos",
+    "relu",
+    "gelu",
+    "silu",
+    "abs",
+    "neg",
+    "rowsum",
+    "rowmax",
+    "rowmin",
+    "rowmean",
+    "colsum",
+    "colmax",
+    "colmin",
+    "matmul",
+    "transpose",
+    "cast",
+    "full",
+    "iota",
+    "rowtopk",
+    "talloc",
+    "tpush",
+    "tpop",
+    "tfree",
+];
+
+/// Initialisers of global tensors.
+pub const INITIALISERS: &[&str] = &["load", "random", "zeros", "ones", "full"];
+
+pub const AXIS_CTORS: &[&str] = &["Dense", "DenseDyn", "Ragged", "Sparse"];
+
+/// Names usable in workload and process bodies besides user items.
+pub const WORKLOAD_BUILTINS: &[&str] = &["P", "combine", "sequential", "connect", "replicate"];
+
+pub const EXPECT_BUILTINS: &[&str] = &[
+    "close",
+    "total_cycles",
+    "tasks",
+    "load",
+    "random",
+    "zeros",
+    "ones",
+    "full",
+];
+
+pub const SCHEDULE_DIRECTIVES: &[&str] = &[
+    "dispatch",
+    "streams",
+    "stream_by",
+    "timing",
+    "task_window",
+    "ready",
+    "target",
+];
+
+pub const SCHEDULE_POLICIES: &[&str] = &[
+    "round_robin",
+    "affinity",
+    "hash",
+    "work_steal",
+    "by",
+    "immediate",
+    "batched",
+    "interleaved",
+    "rate_limit",
+    "fifo",
+    "lifo",
+    "priority",
+];
+
+/// Architecture models a schedule may target.
+pub const TARGETS: &[&str] = &["ascend910b", "ascend950", "aie_ml", "pto_wsp_v9", "cpu_sim"];
+
+/// Edit distance for "did you mean" suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate within a small edit distance.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, c)| *d <= limit && *c != name)
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// What a local name is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Local {
+    Value,
+    Tile(Direction),
+    Pipe,
+}
+
+struct Checker<'a> {
+    file: FileName,
+    scope: &'a BTreeMap<String, Scoped>,
+    consts: &'a BTreeMap<String, i64>,
+    locals: Vec<BTreeMap<String, Local>>,
+    diags: Vec<Diagnostic>,
+    /// Extra builtin names allowed in the current context.
+    builtins: &'static [&'static [&'static str]],
+    /// Channels a process declares.
+    produces: BTreeSet<String>,
+    consumes: BTreeSet<String>,
+    in_process: bool,
+}
+
+const KERNEL_CTX: &[&[&str]] = &[KERNEL_FUNCTIONS, DTYPES];
+const WORKLOAD_CTX: &[&[&str]] = &[WORKLOAD_BUILTINS];
+const GLOBAL_CTX: &[&[&str]] = &[INITIALISERS, DTYPES];
+const EXPECT_CTX: &[&[&str]] = &[EXPECT_BUILTINS];
+
+impl<'a> Checker<'a> {
+    fn new(
+        file: FileName,
+        scope: &'a BTreeMap<String, Scoped>,
+        consts: &'a BTreeMap<String, i64>,
+    ) -> Self {
+        Checker {
+            file,
+            scope,
+            consts,
+            locals: vec![BTreeMap::new()],
+            diags: Vec::new(),
+            builtins: &[],
+            produces: BTreeSet::new(),
+            consumes: BTreeSet::new(),
+            in_process: false,
+        }
+    }
+
+    fn label(&self, span: Span, msg: impl Into<String>) -> Label {
+        Label::new(self.file.clone(), span, msg)
+    }
+
+    fn local(&self, name: &str) -> Option<Local> {
+        self.locals.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn bind(&mut self, name: &str, l: Local) {
+        if let Some(s) = self.locals.last_mut() {
+            s.insert(name.to_string(), l);
+        }
+    }
+
+    fn is_builtin(&self, name: &str) -> bool {
+        self.builtins.iter().any(|set| set.contains(&name))
+    }
+
+    fn candidates(&self) -> Vec<&str> {
+        let mut c: Vec<&str> = self.scope.keys().map(String::as_str).collect();
+        for s in &self.locals {
+            c.extend(s.keys().map(String::as_str));
+        }
+        for set in self.builtins {
+            c.extend(set.iter().copied());
+        }
+        c
+    }
+
+    fn unresolved(&mut self, id: &Ident) {
+        let cands = self.candidates();
+        let sugg = suggest(&id.name, cands.iter().copied()).map(str::to_string);
+        let mut d = Diagnostic::new(
+            "E0101",
+            format!("cannot find `{}` in this scope", id.name),
+            self.label(id.span, "not found"),
+        );
+        match sugg {
+            Some(s) => {
+                d = d
+                    .with_help(format!("a name with a similar spelling exists: `{s}`"))
+                    .with_fix(Fix {
+                        title: format!("change to `{s}`"),
+                        edits: vec![Edit {
+                            file: self.file.clone(),
+                            span: id.span,
+                            replacement: s,
+                        }],
+                    });
+            }
+            None => {
+                d = d.with_help(
+                    "define it (`const`, `param`, `axis`, `input`, `kernel`, ...) or import it \
+                     (`import std.nn.{name}`)",
+                );
+            }
+        }
+        self.diags.push(d);
+    }
+
+    /// "`name` is a constant, not a kernel": a name resolved to the wrong kind of item.
+    #[allow(clippy::too_many_arguments)]
+    fn wrong_kind(
+        &mut self,
+        code: &'static str,
+        name: &str,
+        found: &Symbol,
+        expected: &str,
+        span: Span,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) {
+        let what = found.describe();
+        self.diags.push(
+            Diagnostic::new(
+                code,
+                format!("`{name}` is {what}, not {expected}"),
+                self.label(span, label),
+            )
+            .with_help(help),
+        );
+    }
+
+    fn check_name(&mut self, id: &Ident) {
+        if self.local(&id.name).is_some()
+            || self.scope.contains_key(&id.name)
+            || self.is_builtin(&id.name)
+        {
+            return;
+        }
+        self.unresolved(id);
+    }
+
+    fn dtype(&mut self, ty: &TypeExpr) {
+        if !DTYPES.contains(&ty.dtype.name.as_str()) {
+            let sugg = suggest(&ty.dtype.name, DTYPES.iter().copied());
+            let mut d = Diagnostic::new(
+                "E0201",
+                format!("unknown dtype `{}`", ty.dtype.name),
+                self.label(ty.dtype.span, "not a dtype"),
+            )
+            .with_note(format!("the dtypes are {}", DTYPES.join(" ")));
+            if let Some(s) = sugg {
+                d = d.with_help(format!("did you mean `{s}`?")).with_fix(Fix {
+                    title: format!("change to `{s}`"),
+                    edits: vec![Edit {
+                        file: self.file.clone(),
+                        span: ty.dtype.span,
+                        replacement: s.to_string(),
+                    }],
+                });
+            }
+            self.diags.push(d);
+        }
+        for dim in ty.dims.iter().flatten() {
+            self.expr(&dim.size);
+        }
+    }
+
+    // ---- expressions -----------------------------------------------------------------
+
+    fn expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Name(id) => self.check_name(id),
+            ExprKind::Field { base, field } => {
+                if let ExprKind::Name(b) = &base.kind {
+                    if b.name == "P" && self.is_builtin("P") {
+                        if !matches!(field.name.as_str(), "seq" | "sel") {
+                            self.diags.push(
+                                Diagnostic::new(
+                                    "E0404",
+                                    format!("`P` has no form `P.{}`", field.name),
+                                    self.label(field.span, "unknown loop form"),
+                                )
+                                .with_help(
+                                    "the loop forms are `P(axes)` (parallel), `P.seq(axis)` \
+                                     (sequential) and `P.sel(sparse[row])` (selected)",
+                                ),
+                            );
+                        }
+                        return;
+                    }
+                }
+                self.expr(base);
+            }
+            ExprKind::Unary { expr, .. } => self.expr(expr),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.expr(lhs);
+                self.expr(rhs);
+            }
+            ExprKind::Call {
+                callee,
+                coords,
+                args,
+            } => {
+                if let Some(coords) = coords {
+                    self.task_call(e, callee, coords, args);
+                    return;
+                }
+                self.expr(callee);
+                for a in args {
+                    self.expr(&a.value);
+                }
+            }
+            ExprKind::Index { base, indices } => {
+                self.expr(base);
+                indices.iter().for_each(|i| self.expr(i));
+            }
+            ExprKind::Range { start, end } => {
+                if let Some(s) = start {
+                    self.expr(s);
+                }
+                if let Some(s) = end {
+                    self.expr(s);
+                }
+            }
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().for_each(|i| self.expr(i))
+            }
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bool(_)
+            | ExprKind::FullSlice
+            | ExprKind::Error => {}
+        }
+    }
+
+    /// `k[coords](args)`: the callee must be a kernel; arguments must match its parameters.
+    fn task_call(&mut self, call: &Expr, callee: &Expr, coords: &[Expr], args: &[Arg]) {
+        coords.iter().for_each(|c| self.expr(c));
+        args.iter().for_each(|a| self.expr(&a.value));
+        let ExprKind::Name(kid) = &callee.kind else {
+            self.diags.push(
+                Diagnostic::new(
+                    "E0105",
+                    "only a kernel can be called with task coordinates",
+                    self.label(callee.span, "not a kernel name"),
+                )
+                .with_help("a task is written `kernel[coords](param: view, ...)`"),
+            );
+            return;
+        };
+        let params = match self.scope.get(&kid.name).map(|s| &s.symbol) {
+            Some(Symbol::Kernel(p)) => p.clone(),
+            Some(other) => {
+                self.wrong_kind(
+                    "E0105",
+                    &kid.name,
+                    other,
+                    "a kernel",
+                    kid.span,
+                    "called as a task",
+                    "a task is written `kernel[coords](param: view, ...)`",
+                );
+                return;
+            }
+            None => {
+                self.unresolved(kid);
+                return;
+            }
+        };
+        let mut given: BTreeMap<String, Span> = BTreeMap::new();
+        for (i, a) in args.iter().enumerate() {
+            let pname = match &a.name {
+                Some(n) => {
+                    if !params.iter().any(|p| p.name == n.name) {
+                        let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+                        let mut d = Diagnostic::new(
+                            "E0106",
+                            format!("kernel `{}` has no parameter `{}`", kid.name, n.name),
+                            self.label(n.span, "unknown parameter"),
+                        )
+                        .with_note(format!(
+                            "`{}` takes ({})",
+                            kid.name,
+                            names.join(", ")
+                        ));
+                        if let Some(s) = suggest(&n.name, names.iter().copied()) {
+                            d = d.with_help(format!("did you mean `{s}`?")).with_fix(Fix {
+                                title: format!("change to `{s}`"),
+                                edits: vec![Edit {
+                                    file: self.file.clone(),
+                                    span: n.span,
+                                    replacement: s.to_string(),
+                                }],
+                            });
+                        }
+                        self.diags.push(d);
+                        continue;
+                    }
+                    n.name.clone()
+                }
+                None => match params.get(i) {
+                    Some(p) => p.name.clone(),
+                    None => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0106",
+                                format!(
+                                    "kernel `{}` takes {} parameters but argument {} was given",
+                                    kid.name,
+                                    params.len(),
+                                    i + 1
+                                ),
+                                self.label(a.span, "extra argument"),
+                            )
+                            .with_help("remove the argument"),
+                        );
+                        continue;
+                    }
+                },
+            };
+            if let Some(sig) = params.iter().find(|p| p.name == pname) {
+                let more = crate::types::check_view(
+                    &self.file,
+                    &kid.name,
+                    sig,
+                    a,
+                    self.scope,
+                    self.consts,
+                );
+                self.diags.extend(more);
+            }
+            if let Some(first) = given.insert(pname.clone(), a.span) {
+                self.diags.push(
+                    Diagnostic::new(
+                        "E0108",
+                        format!("parameter `{pname}` is given twice"),
+                        self.label(a.span, "given again here"),
+                    )
+                    .with_label(self.label(first, "first given here"))
+                    .with_help("remove one of the two arguments"),
+                );
+            }
+        }
+        let missing: Vec<&str> = params
+            .iter()
+            .filter(|p| !p.has_default && !given.contains_key(&p.name))
+            .map(|p| p.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            let list = missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.diags.push(
+                Diagnostic::new(
+                    "E0107",
+                    format!("task `{}` is missing {list}", kid.name),
+                    self.label(call.span, format!("missing {list}")),
+                )
+                .with_help(format!(
+                    "pass every parameter without a default: {}",
+                    missing
+                        .iter()
+                        .map(|m| format!("{m}: <view>"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            );
+        }
+    }
+
+    // ---- statements ------------------------------------------------------------------
+
+    fn block(&mut self, b: &Block) {
+        self.locals.push(BTreeMap::new());
+        for s in &b.stmts {
+            self.stmt(s);
+        }
+        self.locals.pop();
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Let {
+                names, ty, value, ..
+            } => {
+                self.expr(value);
+                if let Some(t) = ty {
+                    self.dtype(t);
+                }
+                names.iter().for_each(|n| self.bind(&n.name, Local::Value));
+            }
+            StmtKind::Var { name, ty, value } => {
+                self.expr(value);
+                if let Some(t) = ty {
+                    self.dtype(t);
+                }
+                self.bind(&name.name, Local::Value);
+            }
+            StmtKind::Assign { target, value, .. } => {
+                self.expr(value);
+                self.assign_target(target);
+            }
+            StmtKind::For { vars, iter, body } => {
+                self.loop_iter(vars, iter);
+                self.locals.push(BTreeMap::new());
+                vars.iter().for_each(|v| self.bind(&v.name, Local::Value));
+                self.block(body);
+                self.locals.pop();
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (c, b) in branches {
+                    self.expr(c);
+                    self.block(b);
+                }
+                if let Some(b) = otherwise {
+                    self.block(b);
+                }
+            }
+            StmtKind::Send { channel, value } => {
+                self.channel_use(channel, true);
+                self.expr(value);
+            }
+            StmtKind::Consume {
+                channel,
+                bindings,
+                body,
+            } => {
+                self.channel_use(channel, false);
+                self.locals.push(BTreeMap::new());
+                bindings
+                    .iter()
+                    .for_each(|v| self.bind(&v.name, Local::Value));
+                self.block(body);
+                self.locals.pop();
+            }
+            StmtKind::Pipe { name, elem, args } => {
+                self.dtype(elem);
+                args.iter().for_each(|a| self.expr(&a.value));
+                self.bind(&name.name, Local::Pipe);
+            }
+            StmtKind::Section { body, .. } => self.block(body),
+            StmtKind::Expr(e) => self.expr(e),
+            StmtKind::Error => {}
+        }
+    }
+
+    fn assign_target(&mut self, target: &Expr) {
+        let root = match &target.kind {
+            ExprKind::Name(id) => Some(id),
+            ExprKind::Index { base, indices } => {
+                indices.iter().for_each(|i| self.expr(i));
+                match &base.kind {
+                    ExprKind::Name(id) => Some(id),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let Some(id) = root else {
+            self.diags.push(
+                Diagnostic::new(
+                    "E0304",
+                    "this cannot be assigned to",
+                    self.label(target.span, "not a tile, `var` or sub-range"),
+                )
+                .with_help("assign to an `out`/`inout` tile, a sub-range of one, or a `var`"),
+            );
+            return;
+        };
+        match self.local(&id.name) {
+            Some(Local::Tile(Direction::In)) => self.diags.push(
+                Diagnostic::new(
+                    "E0301",
+                    format!("cannot write to `{}`, an `in` tile", id.name),
+                    self.label(id.span, "written here"),
+                )
+                .with_help(format!(
+                    "declare the parameter `{}: inout ...` to read and write it, or write to an \
+                     `out` tile",
+                    id.name
+                )),
+            ),
+            Some(_) => {}
+            None => self.check_name(id),
+        }
+    }
+
+    fn loop_iter(&mut self, vars: &[Ident], iter: &Expr) {
+        // `P(a, b)`, `P.seq(a)`, `P.sel(s[b])`, or a constant range `0..N`.
+        if let ExprKind::Call { callee, args, .. } = &iter.kind {
+            let form = match &callee.kind {
+                ExprKind::Name(n) if n.name == "P" => Some("P"),
+                ExprKind::Field { base, field } => match &base.kind {
+                    ExprKind::Name(n) if n.name == "P" => match field.name.as_str() {
+                        "seq" => Some("P.seq"),
+                        "sel" => Some("P.sel"),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(form) = form {
+                if self.is_builtin("P") {
+                    self.loop_axes(form, vars, iter, args);
+                    return;
+                }
+            }
+        }
+        self.expr(iter);
+    }
+
+    fn loop_axes(&mut self, form: &str, vars: &[Ident], iter: &Expr, args: &[Arg]) {
+        if form != "P.sel" && vars.len() != args.len() {
+            self.diags.push(
+                Diagnostic::new(
+                    "E0405",
+                    format!(
+                        "{} loop variable(s) for {} axis/axes",
+                        vars.len(),
+                        args.len()
+                    ),
+                    self.label(iter.span, "one variable per axis"),
+                )
+                .with_help("write `for a, b in P(x, y)`: one loop variable per axis"),
+            );
+        }
+        for a in args {
+            match &a.value.kind {
+                ExprKind::Name(id) => {
+                    match self.scope.get(&id.name).map(|s| &s.symbol) {
+                        Some(Symbol::Axis(kind)) => {
+                            if form == "P.sel" {
+                                self.diags.push(
+                                    Diagnostic::new(
+                                        "E0402",
+                                        format!(
+                                        "`P.sel` iterates over one row of a Sparse axis, but `{}` \
+                                         is used without a row",
+                                        id.name
+                                    ),
+                                        self.label(a.value.span, "needs a row"),
+                                    )
+                                    .with_help(format!("write `P.sel({}[row])`", id.name)),
+                                );
+                            } else if kind == "Sparse" || kind == "Ragged" {
+                                // A nested axis iterated as a whole needs its row.
+                                self.diags.push(
+                                Diagnostic::new(
+                                    "E0406",
+                                    format!(
+                                        "`{}` is a {kind} axis: iterate one row of it, \
+                                         `{}[row]`",
+                                        id.name, id.name
+                                    ),
+                                    self.label(a.value.span, "nested axis without a row"),
+                                )
+                                .with_help(if kind == "Sparse" {
+                                    format!("write `P.sel({}[b])` inside a loop over its outer axis", id.name)
+                                } else {
+                                    format!("write `P({}[b])` inside a loop over its outer axis", id.name)
+                                }),
+                            );
+                            }
+                        }
+                        Some(other) => {
+                            self.wrong_kind(
+                                "E0401",
+                                &id.name,
+                                other,
+                                "an axis",
+                                a.value.span,
+                                "expected an axis",
+                                "loops iterate over axes declared with `axis`",
+                            );
+                        }
+                        None => {
+                            if self.local(&id.name).is_none() {
+                                self.unresolved(id)
+                            }
+                        }
+                    }
+                }
+                ExprKind::Index { base, indices } => {
+                    indices.iter().for_each(|i| self.expr(i));
+                    if let ExprKind::Name(id) = &base.kind {
+                        match self.scope.get(&id.name).map(|s| &s.symbol) {
+                            Some(Symbol::Axis(kind)) => {
+                                if form == "P.sel" && kind != "Sparse" {
+                                    self.diags.push(
+                                        Diagnostic::new(
+                                            "E0402",
+                                            format!(
+                                                "`P.sel` needs a row of a Sparse axis, but `{}` is \
+                                                 {kind}",
+                                                id.name
+                                            ),
+                                            self.label(base.span, format!("a {kind} axis")),
+                                        )
+                                        .with_help(
+                                            "declare the axis as `Sparse(outer, indptr, indices)`, \
+                                             or iterate it with `P(...)`",
+                                        ),
+                                    );
+                                } else if form != "P.sel" && kind == "Sparse" {
+                                    self.diags.push(
+                                        Diagnostic::new(
+                                            "E0402",
+                                            format!(
+                                                "`{}` is a Sparse axis: iterate its row with \
+                                                 `P.sel`",
+                                                id.name
+                                            ),
+                                            self.label(iter_span(a), "Sparse row"),
+                                        )
+                                        .with_help(format!("write `P.sel({}[..])`", id.name)),
+                                    );
+                                }
+                            }
+                            Some(other) => {
+                                self.wrong_kind(
+                                    "E0401",
+                                    &id.name,
+                                    other,
+                                    "an axis",
+                                    base.span,
+                                    "expected an axis",
+                                    "loops iterate over axes declared with `axis`",
+                                );
+                            }
+                            None => self.unresolved(id),
+                        }
+                    } else {
+                        self.expr(base);
+                    }
+                }
+                _ => {
+                    self.diags.push(
+                        Diagnostic::new(
+                            "E0401",
+                            format!("`{form}` takes axes"),
+                            self.label(a.value.span, "expected an axis"),
+                        )
+                        .with_help("loops iterate over axes declared with `axis`"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn channel_use(&mut self, ch: &Ident, send: bool) {
+        match self.scope.get(&ch.name).map(|s| &s.symbol) {
+            Some(Symbol::Channel) => {}
+            Some(other) => {
+                self.wrong_kind(
+                    "E0503",
+                    &ch.name,
+                    other,
+                    "a channel",
+                    ch.span,
+                    "expected a channel",
+                    "declare it with `channel name: Channel[depth: n]`",
+                );
+                return;
+            }
+            None => {
+                self.unresolved(ch);
+                return;
+            }
+        }
+        if !self.in_process {
+            self.diags.push(
+                Diagnostic::new(
+                    "E0504",
+                    format!(
+                        "`{}` outside a process",
+                        if send { "send" } else { "consume" }
+                    ),
+                    self.label(ch.span, "channel used here"),
+                )
+                .with_help("channels are used inside `process` bodies; connect processes with `connect(...)`"),
+            );
+            return;
+        }
+        let (declared, code, clause) = if send {
+            (&self.produces, "E0501", "produces")
+        } else {
+            (&self.consumes, "E0502", "consumes")
+        };
+        if !declared.contains(&ch.name) {
+            let verb = if send { "sends on" } else { "consumes" };
+            self.diags.push(
+                Diagnostic::new(
+                    code,
+                    format!(
+                        "this process {verb} `{}` but does not declare `{clause} {}`",
+                        ch.name, ch.name
+                    ),
+                    self.label(ch.span, format!("not declared `{clause}`")),
+                )
+                .with_help(format!("add `{clause} {}` to the process header", ch.name)),
+            );
+        }
+    }
+}
+
+fn iter_span(a: &Arg) -> Span {
+    a.value.span
+}
+
+/// Diagnostics of one item, with spans relative to the item's start.
+/// Types and flow of one kernel: tile shapes and dtypes through every operation
+/// (`types::check_kernel`), then reads before writes and the pipe protocol (`flow`).
+#[salsa::tracked(returns(ref))]
+pub fn kernel_types<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
+    let Some(Item {
+        kind: ItemKind::Kernel(k),
+        ..
+    }) = item_ast(db, item)
+    else {
+        return Vec::new();
+    };
+    let file = item.file(db);
+    let fname = FileName::new(file.path(db).as_str());
+    let consts = crate::db::const_values(db, file);
+    let mut out = crate::types::check_kernel(&fname, k, consts);
+    // Flow checks need the whole body; a recovered syntax error may have swallowed a write.
+    let damaged = matches!(&k.body, KernelBody::Block(b) if crate::flow::has_error_nodes(b));
+    if !damaged {
+        out.extend(crate::flow::check_kernel_flow(&fname, k, consts));
+    }
+    out
+}
+
+/// Races between iterations of `P` loops and view bounds in one workload or process body.
+#[salsa::tracked(returns(ref))]
+pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
+    let body = match item_ast(db, item).as_ref().map(|i| &i.kind) {
+        Some(ItemKind::Workload(Workload {
+            body: WorkloadBody::Block(b),
+            ..
+        })) => b,
+        Some(ItemKind::Process(p)) => &p.body,
+        _ => return Vec::new(),
+    };
+    let file = item.file(db);
+    let fname = FileName::new(file.path(db).as_str());
+    crate::races::check_block(
+        &fname,
+        body,
+        scope(db, file),
+        crate::db::const_values(db, file),
+        crate::races::axis_sizes(db, file),
+    )
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
+    let Some(ast) = item_ast(db, item) else {
+        return Vec::new();
+    };
+    let file = item.file(db);
+    let scope = scope(db, file);
+    let consts = crate::db::const_values(db, file);
+    let mut c = Checker::new(FileName::new(file.path(db).as_str()), scope, consts);
+    match &ast.kind {
+        ItemKind::Const(d) => {
+            c.builtins = &[];
+            if let Some(t) = &d.ty {
+                c.dtype(t);
+            }
+            c.expr(&d.value);
+        }
+        ItemKind::Param(d) => {
+            c.dtype(&d.ty);
+            if let Some(v) = &d.default {
+                c.expr(v);
+            }
+        }
+        ItemKind::Axis(d) => axis(&mut c, d, crate::races::axis_sizes(db, file)),
+        ItemKind::Tensor(d) => {
+            c.builtins = GLOBAL_CTX;
+            c.dtype(&d.ty);
+            if d.ty.dims.is_none() {
+                c.diags.push(
+                    Diagnostic::new(
+                        "E0202",
+                        format!("tensor `{}` needs a shape", d.name.name),
+                        c.label(d.ty.span, "scalar type"),
+                    )
+                    .with_help(format!("write a shape: `{}[N, 64]`", d.ty.dtype.name)),
+                );
+            }
+            if let Some(init) = &d.init {
+                if d.kind == TensorKind::Output {
+                    c.diags.push(
+                        Diagnostic::new(
+                            "E0203",
+                            format!("output `{}` cannot have an initialiser", d.name.name),
+                            c.label(init.span, "initialiser"),
+                        )
+                        .with_help("outputs are written by the workload; use `tensor` for an initialised scratch tensor"),
+                    );
+                }
+                c.expr(init);
+            }
+        }
+        ItemKind::Kernel(k) => {
+            kernel(&mut c, k);
+            c.diags.extend(kernel_types(db, item).iter().cloned());
+        }
+        ItemKind::Workload(w) => {
+            c.builtins = WORKLOAD_CTX;
+            let sizes = crate::races::axis_sizes(db, file);
+            match &w.body {
+                WorkloadBody::Block(b) => {
+                    c.block(b);
+                    c.diags.extend(item_races(db, item).iter().cloned());
+                }
+                WorkloadBody::Expr(e) => {
+                    composition(&mut c, e);
+                    let more = combine_races(db, file, &c.file, e, scope, consts, sizes);
+                    c.diags.extend(more);
+                }
+            }
+        }
+        ItemKind::Channel(ch) => {
+            if let Some(t) = &ch.ty_name {
+                if t.name != "Channel" {
+                    c.diags.push(
+                        Diagnostic::new(
+                            "E0505",
+                            format!("expected `Channel`, found `{}`", t.name),
+                            c.label(t.span, "not a channel type"),
+                        )
+                        .with_help("write `channel name: Channel[depth: 2]`"),
+                    );
+                }
+            }
+            for a in &ch.args {
+                match a.name.as_ref().map(|n| n.name.as_str()) {
+                    Some("depth" | "latency") => c.expr(&a.value),
+                    _ => c.diags.push(
+                        Diagnostic::new(
+                            "E0505",
+                            "a channel takes `depth:` and `latency:`",
+                            c.label(a.span, "unknown channel argument"),
+                        )
+                        .with_help("write `Channel[depth: 2]` or `Channel[depth: 2, latency: 10]`"),
+                    ),
+                }
+            }
+        }
+        ItemKind::Process(p) => {
+            c.builtins = WORKLOAD_CTX;
+            c.in_process = true;
+            for (list, set) in [(&p.consumes, 0), (&p.produces, 1)] {
+                for ch in list {
+                    match c.scope.get(&ch.name).map(|s| &s.symbol) {
+                        Some(Symbol::Channel) => {}
+                        Some(other) => {
+                            c.wrong_kind(
+                                "E0503",
+                                &ch.name,
+                                other,
+                                "a channel",
+                                ch.span,
+                                "expected a channel",
+                                "declare it with `channel name: Channel[depth: n]`",
+                            );
+                        }
+                        None => c.unresolved(ch),
+                    }
+                    if set == 0 {
+                        c.consumes.insert(ch.name.clone());
+                    } else {
+                        c.produces.insert(ch.name.clone());
+                    }
+                }
+            }
+            c.block(&p.body);
+            // `P` loops inside a process declare independence too; views are bounds-checked.
+            c.diags.extend(item_races(db, item).iter().cloned());
+        }
+        ItemKind::Schedule(s) => schedule(&mut c, s),
+        ItemKind::Expect(e) => {
+            c.builtins = EXPECT_CTX;
+            c.expr(&e.expr);
+            let more = crate::expect::check_expect(&c.file, e, scope, consts);
+            c.diags.extend(more);
+        }
+        ItemKind::Import(_) | ItemKind::Error => {}
+    }
+    c.diags
+}
+
+/// Races between the operands of `combine(a, b, ...)`: reads the operands' ASTs (a dependency
+/// on exactly those items).
+fn combine_races(
+    db: &dyn Db,
+    file: File,
+    fname: &FileName,
+    e: &Expr,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    sizes: &BTreeMap<String, crate::types::D>,
+) -> Vec<Diagnostic> {
+    let ExprKind::Call { callee, args, .. } = &e.kind else {
+        return Vec::new();
+    };
+    let ExprKind::Name(form) = &callee.kind else {
+        return Vec::new();
+    };
+    if form.name != "combine" {
+        return Vec::new();
+    }
+    let items = crate::db::file_items(db, file);
+    let mut asts = Vec::new();
+    for a in args {
+        let ExprKind::Name(n) = &a.value.kind else {
+            continue;
+        };
+        let found = items
+            .iter()
+            .find(|(id, _)| id.tag(db) == crate::db::ItemTag::Workload && id.key(db) == &n.name);
+        if let Some((id, _)) = found {
+            if let Some(Item {
+                kind:
+                    ItemKind::Workload(Workload {
+                        body: WorkloadBody::Block(b),
+                        ..
+                    }),
+                ..
+            }) = item_ast(db, *id)
+            {
+                asts.push((n, b));
+            }
+        }
+    }
+    crate::races::check_combine(fname, form.span, &asts, scope, consts, sizes)
+}
+
+fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>) {
+    let (ctor, args): (&Ident, Vec<&Expr>) = match &d.ctor.kind {
+        ExprKind::Index { base, indices } => match &base.kind {
+            ExprKind::Name(n) => (n, indices.iter().collect()),
+            _ => return bad_axis(c, &d.ctor),
+        },
+        ExprKind::Call {
+            callee,
+            args,
+            coords: None,
+        } => match &callee.kind {
+            ExprKind::Name(n) => (n, args.iter().map(|a| &a.value).collect()),
+            _ => return bad_axis(c, &d.ctor),
+        },
+        _ => return bad_axis(c, &d.ctor),
+    };
+    let want = match ctor.name.as_str() {
+        "Dense" | "DenseDyn" => 1,
+        "Ragged" => 2,
+        "Sparse" => 3,
+        _ => {
+            let sugg = suggest(&ctor.name, AXIS_CTORS.iter().copied());
+            let mut diag = Diagnostic::new(
+                "E0403",
+                format!("unknown axis kind `{}`", ctor.name),
+                c.label(ctor.span, "not an axis kind"),
+            )
+            .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)`, `Sparse(outer, indptr, indices)`");
+            if let Some(s) = sugg {
+                diag = diag.with_help(format!("did you mean `{s}`?"));
+            }
+            c.diags.push(diag);
+            return;
+        }
+    };
+    if args.len() != want {
+        c.diags.push(
+            Diagnostic::new(
+                "E0403",
+                format!(
+                    "`{}` takes {want} argument(s), found {}",
+                    ctor.name,
+                    args.len()
+                ),
+                c.label(d.ctor.span, "wrong number of arguments"),
+            )
+            .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)`, `Sparse(outer, indptr, indices)`"),
+        );
+    }
+    for a in &args {
+        c.expr(a);
+    }
+    if args.len() == want {
+        axis_args(c, ctor, &args, sizes);
+    }
+    // The outer axis of a nested axis must be an axis.
+    if matches!(ctor.name.as_str(), "Ragged" | "Sparse") {
+        if let Some(Expr {
+            kind: ExprKind::Name(outer),
+            ..
+        }) = args.first()
+        {
+            if let Some(sym) = c.scope.get(&outer.name).map(|s| &s.symbol) {
+                if !matches!(sym, Symbol::Axis(_)) {
+                    c.wrong_kind(
+                        "E0401",
+                        &outer.name,
+                        sym,
+                        "an axis",
+                        outer.span,
+                        "the outer axis must be an axis",
+                        format!(
+                            "`{}(outer, ...)` nests inside an axis declared with `axis`",
+                            ctor.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// E0412: the arguments of an axis constructor have the right kind: `Dense[n]` a positive
+/// constant, `DenseDyn(size)` a runtime size, `Ragged`/`Sparse` 1-D integer tensors whose length
+/// fits the outer axis (`lens`: one per outer index; `indptr`: one more).
+fn axis_args(
+    c: &mut Checker,
+    ctor: &Ident,
+    args: &[&Expr],
+    sizes: &BTreeMap<String, crate::types::D>,
+) {
+    use crate::types::D;
+    let err = |c: &mut Checker, span: Span, msg: String, label: &str, help: String| {
+        c.diags
+            .push(Diagnostic::new("E0412", msg, c.label(span, label.to_string())).with_help(help));
+    };
+    match ctor.name.as_str() {
+        "Dense" => {
+            let Some(a) = args.first() else { return };
+            match crate::types::eval_int(a, c.consts) {
+                Some(v) if v > 0 => {}
+                Some(v) => err(
+                    c,
+                    a.span,
+                    format!("`Dense` needs a positive size, found {v}"),
+                    "not positive",
+                    "an axis has at least one index".into(),
+                ),
+                None => {
+                    let is_param = matches!(&a.kind, ExprKind::Name(n)
+                        if matches!(c.scope.get(&n.name).map(|s| &s.symbol), Some(Symbol::Param)));
+                    if is_param || !matches!(&a.kind, ExprKind::Name(_)) {
+                        err(
+                            c,
+                            a.span,
+                            "`Dense` needs a constant size".into(),
+                            "not a constant",
+                            "for a size known only at run time write `DenseDyn(size)`".into(),
+                        );
+                    }
+                }
+            }
+        }
+        "DenseDyn" => {
+            let Some(a) = args.first() else { return };
+            if let Some(v) = crate::types::eval_int(a, c.consts) {
+                err(
+                    c,
+                    a.span,
+                    format!("`DenseDyn` needs a runtime size, but this is the constant {v}"),
+                    "a constant",
+                    format!("write `Dense[{v}]` for a static size, or pass a `param`"),
+                );
+            }
+        }
+        "Ragged" | "Sparse" => {
+            let outer = match args.first().map(|a| &a.kind) {
+                Some(ExprKind::Name(n)) => sizes.get(&n.name).cloned(),
+                _ => None,
+            };
+            for (i, a) in args.iter().enumerate().skip(1) {
+                let role = match (ctor.name.as_str(), i) {
+                    ("Ragged", _) => "lens",
+                    (_, 1) => "indptr",
+                    _ => "indices",
+                };
+                let ExprKind::Name(n) = &a.kind else {
+                    err(
+                        c,
+                        a.span,
+                        format!("`{role}` of `{}` must name an integer tensor", ctor.name),
+                        "not a tensor",
+                        format!("declare it: `input {role}: i32[N] = load(\"{role}.npy\")`"),
+                    );
+                    continue;
+                };
+                let Some(sym) = c.scope.get(&n.name).map(|s| s.symbol.clone()) else {
+                    continue;
+                };
+                let Symbol::Tensor { dtype, dims, .. } = sym else {
+                    err(
+                        c,
+                        a.span,
+                        format!(
+                            "`{role}` of `{}` must be an integer tensor; `{}` is {}",
+                            ctor.name,
+                            n.name,
+                            sym.describe()
+                        ),
+                        "not a tensor",
+                        format!("declare it: `input {role}: i32[N] = load(\"{role}.npy\")`"),
+                    );
+                    continue;
+                };
+                if !matches!(
+                    dtype.as_str(),
+                    "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64"
+                ) {
+                    err(
+                        c,
+                        a.span,
+                        format!(
+                            "`{role}` of `{}` must be an integer tensor; `{}` is `{dtype}`",
+                            ctor.name, n.name
+                        ),
+                        "not an integer tensor",
+                        "declare it with an integer dtype such as `i32`".into(),
+                    );
+                    continue;
+                }
+                let Some(dims) = dims else { continue };
+                if dims.len() != 1 {
+                    err(
+                        c,
+                        a.span,
+                        format!(
+                            "`{role}` of `{}` must be a vector; `{}` has {} dimensions",
+                            ctor.name,
+                            n.name,
+                            dims.len()
+                        ),
+                        "not a vector",
+                        format!("`{role}` is one-dimensional"),
+                    );
+                    continue;
+                }
+                let want = match (role, &outer) {
+                    ("lens", Some(o)) => Some(o.clone()),
+                    ("indptr", Some(D::K(k))) => Some(D::K(k + 1)),
+                    _ => None,
+                };
+                if let Some(w) = want {
+                    if dims[0] != w {
+                        err(
+                            c,
+                            a.span,
+                            format!(
+                                "`{role}` of `{}` has length {}, but the outer axis needs {w}",
+                                ctor.name, dims[0]
+                            ),
+                            "wrong length",
+                            if role == "lens" {
+                                "`lens` holds one length per index of the outer axis".into()
+                            } else {
+                                "`indptr` holds one offset per outer index, plus one".into()
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn bad_axis(c: &mut Checker, e: &Expr) {
+    c.diags.push(
+        Diagnostic::new(
+            "E0403",
+            "expected an axis kind",
+            c.label(e.span, "not an axis kind"),
+        )
+        .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)`, `Sparse(outer, indptr, indices)`"),
+    );
+}
+
+fn kernel(c: &mut Checker, k: &Kernel) {
+    c.builtins = KERNEL_CTX;
+    for p in &k.params {
+        c.dtype(&p.ty);
+        if let Some(d) = &p.default {
+            c.expr(d);
+        }
+        let l = match p.dir {
+            Some((d, _)) => Local::Tile(d),
+            None => Local::Value,
+        };
+        c.bind(&p.name.name, l);
+    }
+    let KernelBody::Block(body) = &k.body else {
+        return;
+    };
+    c.block(body);
+    if crate::flow::has_error_nodes(body) {
+        return;
+    }
+    // Every `out` tile must be written somewhere in the body.
+    let mut written = BTreeSet::new();
+    collect_written(&body.stmts, &mut written);
+    for p in &k.params {
+        if matches!(p.dir, Some((Direction::Out, _))) && !written.contains(p.name.name.as_str()) {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0302",
+                    format!("`out` tile `{}` is never written", p.name.name),
+                    c.label(p.name.span, "never written"),
+                )
+                .with_help(format!(
+                    "assign it in the body (`{} = ...`), or make it `in` if it is only read",
+                    p.name.name
+                )),
+            );
+        }
+    }
+}
+
+fn collect_written<'a>(stmts: &'a [Stmt], out: &mut BTreeSet<&'a str>) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Assign { target, .. } => {
+                let root = match &target.kind {
+                    ExprKind::Name(id) => Some(id),
+                    ExprKind::Index { base, .. } => match &base.kind {
+                        ExprKind::Name(id) => Some(id),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(id) = root {
+                    out.insert(id.name.as_str());
+                }
+            }
+            StmtKind::For { body, .. }
+            | StmtKind::Section { body, .. }
+            | StmtKind::Consume { body, .. } => collect_written(&body.stmts, out),
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (_, b) in branches {
+                    collect_written(&b.stmts, out);
+                }
+                if let Some(b) = otherwise {
+                    collect_written(&b.stmts, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `combine(a, b)`, `sequential(a, b)`, `connect(p, replicate(w, 4))`.
+fn composition(c: &mut Checker, e: &Expr) {
+    let ExprKind::Call {
+        callee,
+        args,
+        coords: None,
+    } = &e.kind
+    else {
+        c.diags.push(
+            Diagnostic::new(
+                "E0407",
+                "a workload is a block or `combine(..)`, `sequential(..)` or `connect(..)`",
+                c.label(e.span, "not a workload composition"),
+            )
+            .with_help("write `workload w { ... }` or `workload w = sequential(a, b)`"),
+        );
+        return;
+    };
+    let form = match &callee.kind {
+        ExprKind::Name(n) => n.name.as_str(),
+        _ => "",
+    };
+    let want_process = match form {
+        "combine" | "sequential" => false,
+        "connect" => true,
+        _ => {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0407",
+                    "a workload is a block or `combine(..)`, `sequential(..)` or `connect(..)`",
+                    c.label(callee.span, "not a workload composition"),
+                )
+                .with_help("write `workload w { ... }` or `workload w = sequential(a, b)`"),
+            );
+            return;
+        }
+    };
+    for a in args {
+        let mut v = &a.value;
+        // `replicate(worker, n)` inside `connect`.
+        if let ExprKind::Call {
+            callee,
+            args: rargs,
+            coords: None,
+        } = &v.kind
+        {
+            if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") && want_process {
+                if rargs.len() != 2 {
+                    c.diags.push(
+                        Diagnostic::new(
+                            "E0407",
+                            "`replicate` takes a process and a count",
+                            c.label(v.span, "write `replicate(worker, 4)`"),
+                        )
+                        .with_help("write `replicate(worker, 4)`"),
+                    );
+                    continue;
+                }
+                c.expr(&rargs[1].value);
+                v = &rargs[0].value;
+            }
+        }
+        let ExprKind::Name(id) = &v.kind else {
+            c.expr(v);
+            continue;
+        };
+        let (expected, plural) = if want_process {
+            ("a process", "processes")
+        } else {
+            ("a workload", "workloads")
+        };
+        match c.scope.get(&id.name).map(|s| &s.symbol) {
+            Some(Symbol::Process) if want_process => {}
+            Some(Symbol::Workload) if !want_process => {}
+            Some(other) => {
+                let what = other.describe();
+                c.diags.push(
+                    Diagnostic::new(
+                        "E0407",
+                        format!("`{form}` takes {plural}, but `{}` is {what}", id.name),
+                        c.label(id.span, format!("expected {expected}")),
+                    )
+                    .with_help(if want_process {
+                        "`connect(...)` joins processes; `combine`/`sequential` join workloads"
+                    } else {
+                        "`combine`/`sequential` join workloads; `connect(...)` joins processes"
+                    }),
+                );
+            }
+            None => c.unresolved(id),
+        }
+    }
+}
+
+fn schedule(c: &mut Checker, s: &Schedule) {
+    match c.scope.get(&s.workload.name).map(|x| &x.symbol) {
+        Some(Symbol::Workload) => {}
+        Some(other) => {
+            c.wrong_kind(
+                "E0602",
+                &s.workload.name,
+                other,
+                "a workload",
+                s.workload.span,
+                "expected a workload",
+                "a schedule is written `schedule name = workload .directive(...)`",
+            );
+        }
+        None => c.unresolved(&s.workload),
+    }
+    c.builtins = &[SCHEDULE_POLICIES, TARGETS];
+    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+    for d in &s.directives {
+        let name = d.name.name.as_str();
+        if !SCHEDULE_DIRECTIVES.contains(&name) {
+            let mut diag = Diagnostic::new(
+                "E0601",
+                format!("unknown schedule directive `.{name}`"),
+                c.label(d.name.span, "unknown directive"),
+            )
+            .with_note(format!(
+                "the directives are {}",
+                SCHEDULE_DIRECTIVES
+                    .iter()
+                    .map(|d| format!("`.{d}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            if let Some(sg) = suggest(name, SCHEDULE_DIRECTIVES.iter().copied()) {
+                diag = diag
+                    .with_help(format!("did you mean `.{sg}`?"))
+                    .with_fix(Fix {
+                        title: format!("change to `.{sg}`"),
+                        edits: vec![Edit {
+                            file: c.file.clone(),
+                            span: d.name.span,
+                            replacement: sg.to_string(),
+                        }],
+                    });
+            }
+            c.diags.push(diag);
+            continue;
+        }
+        if let Some(first) = seen.insert(name, d.span) {
+            c.diags.push(
+                Diagnostic::new(
+                    "W0601",
+                    format!("`.{name}` is given twice; the last one applies"),
+                    c.label(d.span, "repeated here"),
+                )
+                .with_label(c.label(first, "first given here"))
+                .with_help(format!("remove one of the two `.{name}` directives")),
+            );
+        }
+        if d.args.len() != 1 {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0603",
+                    format!("`.{name}` takes one argument, found {}", d.args.len()),
+                    c.label(d.span, "wrong number of arguments"),
+                )
+                .with_help(directive_help(name)),
+            );
+            continue;
+        }
+        let arg = &d.args[0].value;
+        // Names inside directive arguments may refer to task coordinates (`hash(b)`), so only
+        // the policy itself is checked here.
+        let policy = match &arg.kind {
+            ExprKind::Name(n) => Some(n),
+            ExprKind::Call { callee, .. } => match &callee.kind {
+                ExprKind::Name(n) => Some(n),
+                _ => None,
+            },
+            _ => None,
+        };
+        let allowed: &[&str] = match name {
+            "dispatch" => &["round_robin", "affinity", "hash", "work_steal", "by"],
+            "timing" => &["immediate", "batched", "interleaved", "rate_limit"],
+            "ready" => &["fifo", "lifo", "priority"],
+            "target" => TARGETS,
+            _ => &[],
+        };
+        if !allowed.is_empty() {
+            match policy {
+                Some(p) if allowed.contains(&p.name.as_str()) => policy_args(c, name, p, arg),
+                _ => {
+                    let span = policy.map(|p| p.span).unwrap_or(arg.span);
+                    let mut diag = Diagnostic::new(
+                        "E0604",
+                        format!("`.{name}` does not accept this policy"),
+                        c.label(span, "unknown policy"),
+                    )
+                    .with_help(directive_help(name));
+                    if let Some(p) = policy {
+                        if let Some(sg) = suggest(&p.name, allowed.iter().copied()) {
+                            diag = diag.with_note(format!("did you mean `{sg}`?"));
+                        }
+                    }
+                    c.diags.push(diag);
+                }
+            }
+        } else if matches!(name, "task_window" | "streams")
+            && crate::types::eval_int(arg, c.consts).is_none()
+            && !matches!(arg.kind, ExprKind::Error)
+        {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0606",
+                    format!("`.{name}` takes an integer constant"),
+                    c.label(arg.span, "not an integer constant"),
+                )
+                .with_help(directive_help(name)),
+            );
+        } else if let ExprKind::Int(0) = arg.kind {
+            if matches!(name, "task_window" | "streams") {
+                c.diags.push(
+                    Diagnostic::new(
+                        "E0605",
+                        format!("`.{name}(0)` can never run a task"),
+                        c.label(arg.span, "must be at least 1"),
+                    )
+                    .with_help(directive_help(name)),
+                );
+            }
+        }
+    }
+}
+
+/// E0606: the arguments of a schedule policy: `round_robin(n)`, `batched(n)`, `interleaved(n)`,
+/// `rate_limit(n)` a positive integer constant; `affinity(axis)` an axis; `hash(e)`, `by(e)`,
+/// `priority(e)` one expression; `work_steal`, `immediate`, `fifo`, `lifo` and targets none.
+fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
+    let args: Vec<&Expr> = match &arg.kind {
+        ExprKind::Call { args, .. } => args.iter().map(|a| &a.value).collect(),
+        _ => Vec::new(),
+    };
+    let is_call = matches!(arg.kind, ExprKind::Call { .. });
+    let p = policy.name.as_str();
+    let fail = |c: &mut Checker, span: Span, msg: String, label: &str| {
+        c.diags.push(
+            Diagnostic::new("E0606", msg, c.label(span, label.to_string()))
+                .with_help(directive_help(directive)),
+        );
+    };
+    match p {
+        "round_robin" | "batched" | "interleaved" | "rate_limit" => match args.as_slice() {
+            [n] => match crate::types::eval_int(n, c.consts) {
+                Some(v) if v >= 1 => {}
+                Some(v) => fail(
+                    c,
+                    n.span,
+                    format!("`{p}` needs a positive count, found {v}"),
+                    "must be at least 1",
+                ),
+                None => fail(
+                    c,
+                    n.span,
+                    format!("`{p}` takes an integer constant"),
+                    "not an integer constant",
+                ),
+            },
+            _ => fail(
+                c,
+                arg.span,
+                format!("`{p}` takes one count, found {} argument(s)", args.len()),
+                "write e.g. `round_robin(4)`",
+            ),
+        },
+        "affinity" => match args.as_slice() {
+            [Expr {
+                kind: ExprKind::Name(n),
+                span,
+            }] => match c.scope.get(&n.name).map(|s| s.symbol.clone()) {
+                Some(Symbol::Axis(_)) | None => {}
+                Some(other) => fail(
+                    c,
+                    *span,
+                    format!(
+                        "`affinity` takes an axis; `{}` is {}",
+                        n.name,
+                        other.describe()
+                    ),
+                    "not an axis",
+                ),
+            },
+            _ => fail(
+                c,
+                arg.span,
+                "`affinity` takes one axis".into(),
+                "write e.g. `affinity(batch)`",
+            ),
+        },
+        "hash" | "by" | "priority" => {
+            if args.len() != 1 {
+                fail(
+                    c,
+                    arg.span,
+                    format!("`{p}` takes one expression, found {}", args.len()),
+                    "write e.g. `hash(b)`",
+                );
+            }
+        }
+        _ => {
+            if is_call {
+                fail(
+                    c,
+                    arg.span,
+                    format!("`{p}` takes no arguments"),
+                    "remove the parentheses",
+                );
+            }
+        }
+    }
+}
+
+fn directive_help(name: &str) -> &'static str {
+    match name {
+        "dispatch" => {
+            "`.dispatch(round_robin(n) | affinity(axis) | hash(expr) | work_steal | by(expr))`"
+        }
+        "streams" => "`.streams(n)` with n ≥ 1",
+        "stream_by" => "`.stream_by(expr)`, e.g. `.stream_by(heads % 4)`",
+        "timing" => "`.timing(immediate | batched(n) | interleaved(n) | rate_limit(n))`",
+        "task_window" => "`.task_window(n)`: at most n tasks in flight, n ≥ 1",
+        "ready" => "`.ready(fifo | lifo | priority(expr))`",
+        "target" => "`.target(ascend910b | ascend950 | aie_ml | pto_wsp_v9 | cpu_sim)`",
+        _ => "see `wsp explain E0601` for the directives",
+    }
+}
+
+/// File-level diagnostics (absolute spans): duplicate definitions and imports.
+#[salsa::tracked(returns(ref))]
+pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
+    let parse = parse_file(db, file);
+    let fname = FileName::new(file.path(db).as_str());
+    let mut diags = Vec::new();
+    let mut first: BTreeMap<&str, Span> = BTreeMap::new();
+    for node in &parse.file.items {
+        if let Some(name) = node.item.name() {
+            let span = name.span.shift(node.range.start);
+            if let Some(prev) = first.get(name.name.as_str()) {
+                diags.push(
+                    Diagnostic::new(
+                        "E0102",
+                        format!("`{}` is defined twice", name.name),
+                        Label::new(fname.clone(), span, "defined again here"),
+                    )
+                    .with_label(Label::new(fname.clone(), *prev, "first defined here"))
+                    .with_help("rename one of them; every item of a module needs its own name"),
+                );
+            } else {
+                first.insert(name.name.as_str(), span);
+            }
+        }
+    }
+    let imports = imports_of(db, file);
+    let import_nodes = parse.file.items.iter().filter_map(|n| match &n.item.kind {
+        ItemKind::Import(i) => Some((n, i)),
+        _ => None,
+    });
+    for ((node, imp), (path, target)) in import_nodes.zip(imports) {
+        let off = node.range.start;
+        let path_span = match (imp.path.first(), imp.path.last()) {
+            (Some(a), Some(b)) => a.span.cover(b.span).shift(off),
+            _ => node.range,
+        };
+        let modname = imp
+            .path
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(".");
+        match target {
+            ImportTarget::Loaded(m) => {
+                if let Some(names) = &imp.names {
+                    let theirs = crate::db::own_symbols(db, *m);
+                    for n in names {
+                        if !theirs.contains_key(&n.name) {
+                            let mut d = Diagnostic::new(
+                                "E0104",
+                                format!("module `{modname}` has no item `{}`", n.name),
+                                Label::new(fname.clone(), n.span.shift(off), "not in the module"),
+                            );
+                            if let Some(s) = suggest(&n.name, theirs.keys().map(String::as_str)) {
+                                d = d.with_help(format!("did you mean `{s}`?"));
+                            } else {
+                                d = d.with_help(format!(
+                                    "`{modname}` defines: {}",
+                                    theirs.keys().cloned().collect::<Vec<_>>().join(", ")
+                                ));
+                            }
+                            diags.push(d);
+                        }
+                    }
+                }
+            }
+            ImportTarget::Missing => {
+                let help = if crate::resolve::is_std(path) {
+                    format!(
+                        "the standard library has: {}",
+                        crate::std_lib::modules().join(", ")
+                    )
+                } else {
+                    format!("create `{path}` or fix the module path")
+                };
+                diags.push(
+                    Diagnostic::new(
+                        "E0103",
+                        format!("cannot find module `{modname}`"),
+                        Label::new(fname.clone(), path_span, format!("no file `{path}`")),
+                    )
+                    .with_help(help),
+                );
+            }
+            ImportTarget::Unreadable(e) => diags.push(
+                Diagnostic::new(
+                    "E0103",
+                    format!("cannot read module `{modname}` ({path}): {e}"),
+                    Label::new(fname.clone(), path_span, "could not be read"),
+                )
+                .with_help("check the file's permissions and that it is UTF-8 text"),
+            ),
+        }
+    }
+    diags
+}

@@ -1,0 +1,324 @@
+//! The salsa database, its inputs and the structural queries (parse, items, scope).
+//!
+//! Incrementality: an item's identity ([`ItemId`]) is interned from its file, kind and name (or
+//! its position among unnamed items of its kind), never from its byte position, and the AST that
+//! [`item_ast`] returns has item-relative spans. An edit inside one item therefore changes only
+//! that item's `item_ast`; every other item's AST compares equal, salsa backdates it, and their
+//! checks are not re-run. [`scope`] holds signatures only (names, kinds, kernel parameters), so
+//! editing a body does not change it either.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use wsp_syntax::ast::{self, Item, ItemKind};
+
+/// One source file: its path (as the user gave it) and its text.
+#[salsa::input(debug)]
+pub struct File {
+    #[returns(ref)]
+    pub path: String,
+    #[returns(ref)]
+    pub text: Arc<str>,
+}
+
+/// The set of loaded files by path (user files and std modules). Module resolution reads it.
+#[salsa::input(debug)]
+pub struct FileSet {
+    #[returns(ref)]
+    pub files: BTreeMap<String, File>,
+    /// Paths that could not be read, with the I/O error.
+    #[returns(ref)]
+    pub unreadable: BTreeMap<String, String>,
+}
+
+/// The database trait every query takes.
+#[salsa::db]
+pub trait Db: salsa::Database {
+    /// The loaded files.
+    fn file_set(&self) -> FileSet;
+}
+
+/// The concrete database: salsa storage plus the file-set handle, and an optional log of
+/// executed queries (tests use it to prove incrementality).
+#[salsa::db]
+#[derive(Clone)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+    files: Option<FileSet>,
+    log: Option<Arc<Mutex<Vec<String>>>>,
+}
+
+impl Default for Database {
+    fn default() -> Self {
+        Database {
+            storage: salsa::Storage::new(None),
+            files: None,
+            log: None,
+        }
+    }
+}
+
+impl Database {
+    /// A database that records the name and key of every query it executes.
+    pub fn with_log() -> (Database, Arc<Mutex<Vec<String>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        let db = Database {
+            storage: salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
+                if let salsa::EventKind::WillExecute { database_key } = event.kind {
+                    if let Ok(mut l) = sink.lock() {
+                        l.push(format!("{database_key:?}"));
+                    }
+                }
+            }))),
+            files: None,
+            log: Some(log.clone()),
+        };
+        (db, log)
+    }
+
+    pub(crate) fn set_file_set_handle(&mut self, fs: FileSet) {
+        self.files = Some(fs);
+    }
+
+    /// Whether this database records executed queries.
+    pub fn is_logging(&self) -> bool {
+        self.log.is_some()
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+#[salsa::db]
+impl Db for Database {
+    fn file_set(&self) -> FileSet {
+        match self.files {
+            Some(fs) => fs,
+            None => panic!("Database used before Workspace::new set the file set"),
+        }
+    }
+}
+
+/// The parse of a file (tree, errors with absolute spans, tokens).
+#[salsa::tracked(returns(ref))]
+pub fn parse_file(db: &dyn Db, file: File) -> wsp_syntax::Parse {
+    wsp_syntax::parse(file.text(db))
+}
+
+/// What kind of item an [`ItemId`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ItemTag {
+    Import,
+    Const,
+    Param,
+    Axis,
+    Tensor,
+    Kernel,
+    Workload,
+    Channel,
+    Process,
+    Schedule,
+    Expect,
+    Error,
+}
+
+pub fn tag_of(item: &Item) -> ItemTag {
+    match &item.kind {
+        ItemKind::Import(_) => ItemTag::Import,
+        ItemKind::Const(_) => ItemTag::Const,
+        ItemKind::Param(_) => ItemTag::Param,
+        ItemKind::Axis(_) => ItemTag::Axis,
+        ItemKind::Tensor(_) => ItemTag::Tensor,
+        ItemKind::Kernel(_) => ItemTag::Kernel,
+        ItemKind::Workload(_) => ItemTag::Workload,
+        ItemKind::Channel(_) => ItemTag::Channel,
+        ItemKind::Process(_) => ItemTag::Process,
+        ItemKind::Schedule(_) => ItemTag::Schedule,
+        ItemKind::Expect(_) => ItemTag::Expect,
+        ItemKind::Error => ItemTag::Error,
+    }
+}
+
+/// A stable identity for an item: file, kind, name (or `#n` for the n-th unnamed item of its
+/// kind), and an occurrence number for duplicate names.
+#[salsa::interned(debug)]
+pub struct ItemId<'db> {
+    #[returns(copy)]
+    pub file: File,
+    #[returns(copy)]
+    pub tag: ItemTag,
+    #[returns(ref)]
+    pub key: String,
+    #[returns(copy)]
+    pub occurrence: u32,
+}
+
+/// The item identities of a file, in source order, with each item's absolute start offset.
+#[salsa::tracked(returns(ref))]
+pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<(ItemId<'db>, u32)> {
+    let parse = parse_file(db, file);
+    let mut seen: BTreeMap<(ItemTag, String), u32> = BTreeMap::new();
+    let mut unnamed: BTreeMap<ItemTag, u32> = BTreeMap::new();
+    let mut out = Vec::with_capacity(parse.file.items.len());
+    for node in &parse.file.items {
+        let tag = tag_of(&node.item);
+        let key = match node.item.name() {
+            Some(n) => n.name.clone(),
+            None => {
+                let n = unnamed.entry(tag).or_insert(0);
+                *n += 1;
+                format!("#{n}")
+            }
+        };
+        let occ = seen.entry((tag, key.clone())).or_insert(0);
+        let id = ItemId::new(db, file, tag, key, *occ);
+        *occ += 1;
+        out.push((id, node.range.start));
+    }
+    out
+}
+
+/// The AST of one item, with item-relative spans. Equal across edits to other items.
+#[salsa::tracked(returns(ref))]
+pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Item> {
+    let file = item.file(db);
+    let parse = parse_file(db, file);
+    let items = file_items(db, file);
+    items
+        .iter()
+        .zip(&parse.file.items)
+        .find(|((id, _), _)| *id == item)
+        .map(|(_, node)| node.item.clone())
+}
+
+/// Absolute start offset of an item in its file (changes when text before it changes; only
+/// used to turn relative spans into absolute ones at the very end).
+pub fn item_offset<'db>(db: &'db dyn Db, item: ItemId<'db>) -> u32 {
+    file_items(db, item.file(db))
+        .iter()
+        .find(|(id, _)| *id == item)
+        .map(|(_, off)| *off)
+        .unwrap_or(0)
+}
+
+/// What a global name is, as far as other items need to know (signatures, never bodies or
+/// positions).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Symbol {
+    Const,
+    Param,
+    /// An axis and its kind (`Dense`, `DenseDyn`, `Ragged`, `Sparse`, or `?` when malformed).
+    Axis(String),
+    /// A global tensor: its kind, dtype name and evaluated shape (`None` when a dimension could
+    /// not be evaluated).
+    Tensor {
+        kind: ast::TensorKind,
+        dtype: String,
+        dims: Option<Vec<crate::types::D>>,
+    },
+    /// A kernel: its parameters (name, is a tile, has a default).
+    Kernel(Vec<KernelParamSig>),
+    Workload,
+    Channel,
+    Process,
+    Schedule,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelParamSig {
+    pub name: String,
+    pub tile: bool,
+    pub has_default: bool,
+    pub dir: Option<ast::Direction>,
+    pub dtype: String,
+    /// The tile shape (evaluated), `None` for scalars or unevaluable dims.
+    pub dims: Option<Vec<crate::types::D>>,
+}
+
+impl Symbol {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Symbol::Const => "a constant",
+            Symbol::Param => "a param",
+            Symbol::Axis(_) => "an axis",
+            Symbol::Tensor { .. } => "a tensor",
+            Symbol::Kernel(_) => "a kernel",
+            Symbol::Workload => "a workload",
+            Symbol::Channel => "a channel",
+            Symbol::Process => "a process",
+            Symbol::Schedule => "a schedule",
+        }
+    }
+}
+
+pub fn symbol_of(item: &Item, consts: &BTreeMap<String, i64>) -> Option<Symbol> {
+    Some(match &item.kind {
+        ItemKind::Const(_) => Symbol::Const,
+        ItemKind::Param(_) => Symbol::Param,
+        ItemKind::Axis(a) => Symbol::Axis(axis_kind(&a.ctor)),
+        ItemKind::Tensor(t) => Symbol::Tensor {
+            kind: t.kind,
+            dtype: t.ty.dtype.name.clone(),
+            dims: crate::types::eval_dims(&t.ty, consts),
+        },
+        ItemKind::Kernel(k) => Symbol::Kernel(
+            k.params
+                .iter()
+                .map(|p| KernelParamSig {
+                    name: p.name.name.clone(),
+                    tile: p.dir.is_some(),
+                    has_default: p.default.is_some(),
+                    dir: p.dir.map(|d| d.0),
+                    dtype: p.ty.dtype.name.clone(),
+                    dims: crate::types::eval_dims(&p.ty, consts),
+                })
+                .collect(),
+        ),
+        ItemKind::Workload(_) => Symbol::Workload,
+        ItemKind::Channel(_) => Symbol::Channel,
+        ItemKind::Process(_) => Symbol::Process,
+        ItemKind::Schedule(_) => Symbol::Schedule,
+        ItemKind::Import(_) | ItemKind::Expect(_) | ItemKind::Error => return None,
+    })
+}
+
+/// The names a file defines itself: name → symbol (first definition wins).
+#[salsa::tracked(returns(ref))]
+pub fn own_symbols(db: &dyn Db, file: File) -> BTreeMap<String, Symbol> {
+    let mut out = BTreeMap::new();
+    let consts = const_values(db, file);
+    for node in &parse_file(db, file).file.items {
+        if let (Some(name), Some(sym)) = (node.item.name(), symbol_of(&node.item, consts)) {
+            out.entry(name.name.clone()).or_insert(sym);
+        }
+    }
+    out
+}
+
+/// The kind name of an axis constructor expression.
+pub fn axis_kind(ctor: &ast::Expr) -> String {
+    let callee = match &ctor.kind {
+        ast::ExprKind::Index { base, .. } => base,
+        ast::ExprKind::Call { callee, .. } => callee,
+        _ => return "?".into(),
+    };
+    match &callee.kind {
+        ast::ExprKind::Name(n) => n.name.clone(),
+        _ => "?".into(),
+    }
+}
+
+/// The folded integer values of the file's constants (in order; a constant may use earlier ones).
+#[salsa::tracked(returns(ref))]
+pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for node in &parse_file(db, file).file.items {
+        if let ItemKind::Const(c) = &node.item.kind {
+            if let Some(v) = crate::types::eval_int(&c.value, &out) {
+                out.insert(c.name.name.clone(), v);
+            }
+        }
+    }
+    out
+}

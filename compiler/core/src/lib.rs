@@ -1,0 +1,187 @@
+//! `wsp-core`: the salsa database and every semantic query of wsp.
+//!
+//! The core is pure: no file system, clock or threads. Drivers (the CLI, the language server)
+//! read files and hand them in through [`Workspace`]. See `db` for the incrementality scheme.
+
+pub mod check;
+pub mod db;
+pub mod expect;
+pub mod flow;
+pub mod lower;
+pub mod races;
+pub mod resolve;
+pub mod std_lib;
+pub mod types;
+pub mod wltype;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use salsa::{Durability, Setter};
+use wsp_diagnostics::{Diagnostic, FileName, Label};
+
+use crate::db::{file_items, parse_file, Database, File, FileSet};
+
+/// The facade drivers use: owns the database and the file inputs.
+pub struct Workspace {
+    db: Database,
+    files: FileSet,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Workspace::new()
+    }
+}
+
+impl Workspace {
+    /// A workspace with the standard library loaded (high durability).
+    pub fn new() -> Workspace {
+        Self::from_db(Database::default())
+    }
+
+    /// A workspace whose database logs executed queries (for incrementality tests).
+    pub fn with_query_log() -> (Workspace, Arc<std::sync::Mutex<Vec<String>>>) {
+        let (db, log) = Database::with_log();
+        (Self::from_db(db), log)
+    }
+
+    fn from_db(mut db: Database) -> Workspace {
+        let mut map = BTreeMap::new();
+        for (name, text) in std_lib::STD_MODULES {
+            let path = format!("std/{name}.wsp");
+            let f = File::builder(path.clone(), Arc::from(*text))
+                .durability(Durability::HIGH)
+                .new(&db);
+            map.insert(path, f);
+        }
+        let files = FileSet::new(&db, map, BTreeMap::new());
+        db.set_file_set_handle(files);
+        Workspace { db, files }
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    fn file(&self, path: &str) -> Option<File> {
+        self.files.files(&self.db).get(path).copied()
+    }
+
+    /// The salsa input of a loaded file (for queries such as [`lower::lowering_input`]).
+    pub fn file_handle(&self, path: &str) -> Option<File> {
+        self.file(path)
+    }
+
+    /// Adds or replaces a file. Module paths in it resolve relative to `path`.
+    pub fn set_file(&mut self, path: &str, text: String) {
+        let text: Arc<str> = Arc::from(text);
+        match self.file(path) {
+            Some(f) => {
+                if **f.text(&self.db) != *text {
+                    f.set_text(&mut self.db).to(text);
+                }
+            }
+            None => {
+                let f = File::new(&self.db, path.to_string(), text);
+                let mut map = self.files.files(&self.db).clone();
+                map.insert(path.to_string(), f);
+                let mut unreadable = self.files.unreadable(&self.db).clone();
+                unreadable.remove(path);
+                self.files.set_files(&mut self.db).to(map);
+                self.files.set_unreadable(&mut self.db).to(unreadable);
+            }
+        }
+    }
+
+    /// Paths imported by loaded files that are neither loaded nor known to be unreadable
+    /// (never std modules: those are embedded).
+    pub fn unloaded_imports(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in self.files.files(&self.db).values() {
+            for (path, target) in resolve::imports_of(&self.db, *f) {
+                if matches!(target, resolve::ImportTarget::Missing)
+                    && !resolve::is_std(path)
+                    && !out.contains(path)
+                {
+                    out.push(path.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Records that `path` could not be read; importing it reports the error.
+    pub fn set_unreadable(&mut self, path: &str, error: String) {
+        let mut unreadable = self.files.unreadable(&self.db).clone();
+        unreadable.insert(path.to_string(), error);
+        self.files.set_unreadable(&mut self.db).to(unreadable);
+    }
+
+    /// Every diagnostic of the file, with absolute spans, sorted by position.
+    pub fn check(&self, path: &str) -> Vec<Diagnostic> {
+        let Some(file) = self.file(path) else {
+            return Vec::new();
+        };
+        check_file(&self.db, file)
+    }
+
+    /// The text of a loaded file or std module, for rendering.
+    pub fn text(&self, file: &FileName) -> Option<Arc<str>> {
+        self.file(file.as_str()).map(|f| f.text(&self.db).clone())
+    }
+
+    /// `(workload name, Workload[Axes, Tasks, Deps])` for every workload of the file.
+    pub fn workload_types(&self, path: &str) -> Vec<(String, String)> {
+        match self.file(path) {
+            Some(f) => wltype::workload_types(&self.db, f),
+            None => Vec::new(),
+        }
+    }
+
+    /// Paths of the loaded user files (not std), sorted.
+    pub fn paths(&self) -> Vec<String> {
+        self.files
+            .files(&self.db)
+            .keys()
+            .filter(|p| !resolve::is_std(p))
+            .cloned()
+            .collect()
+    }
+}
+
+/// All diagnostics of a file: syntax errors, file-level checks, and every item's checks with
+/// their item-relative spans made absolute.
+pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
+    let fname = FileName::new(file.path(db).as_str());
+    let parse = parse_file(db, file);
+    let mut out: Vec<Diagnostic> = parse
+        .errors
+        .iter()
+        .map(|e| {
+            let mut d = Diagnostic::new(
+                e.code,
+                e.message.clone(),
+                Label::new(fname.clone(), e.span, e.label.clone()),
+            );
+            if let Some(h) = &e.help {
+                d = d.with_help(h.clone());
+            }
+            d
+        })
+        .collect();
+    out.extend(check::check_file_level(db, file).iter().cloned());
+    for (item, offset) in file_items(db, file) {
+        for d in check::check_item(db, *item) {
+            out.push(d.clone().shifted(&fname, *offset));
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.primary.span.start, a.primary.span.end, a.code).cmp(&(
+            b.primary.span.start,
+            b.primary.span.end,
+            b.code,
+        ))
+    });
+    out
+}

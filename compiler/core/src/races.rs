@@ -1,0 +1,783 @@
+//! Race analysis: iterations of a `P(...)` loop, and operands of `combine(...)`, are declared
+//! independent; a write by one that overlaps an access by another is an error.
+//!
+//! Each task argument is an *access*: a tensor, the view's index expressions, and whether the
+//! kernel writes it (`out`/`inout`). Index expressions are affine in loop variables, params and
+//! constants. Two accesses `A` (a write) and `B` of the same tensor, made by two different
+//! iterations of a `P` loop over variables `V`, cannot overlap when
+//!
+//! 1. some dimension's index intervals are disjoint (interval arithmetic over the loop domains), or
+//! 2. every `v ∈ V` has a *separating* dimension: both views index it with the same affine form,
+//!    whose only varying variable is `v` (outer loop variables, params and constants are fixed
+//!    across the two iterations), with a stride at least the extent (`X[b]`, `X[b*64 .. b*64+64]`).
+//!
+//! Otherwise two iterations that differ only in a non-separated `v` may touch the same region,
+//! and the loop is reported. The analysis never misses a race among affine views; it can report
+//! one that a finer analysis would rule out (different affine forms whose images happen not to
+//! meet), and it treats non-affine indices (`t % 4`) as touching their whole dimension.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label};
+use wsp_syntax::ast::*;
+use wsp_syntax::Span;
+
+use crate::db::Symbol;
+use crate::resolve::Scoped;
+use crate::types::{eval_int, D};
+
+/// An affine form: coefficients per variable name plus a constant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Affine {
+    coef: BTreeMap<String, i64>,
+    k: i64,
+}
+
+impl Affine {
+    fn konst(k: i64) -> Affine {
+        Affine {
+            coef: BTreeMap::new(),
+            k,
+        }
+    }
+    fn var(n: &str) -> Affine {
+        Affine {
+            coef: [(n.to_string(), 1)].into(),
+            k: 0,
+        }
+    }
+    fn add(mut self, o: &Affine, sign: i64) -> Option<Affine> {
+        for (v, c) in &o.coef {
+            let e = self.coef.entry(v.clone()).or_insert(0);
+            *e = e.checked_add(c.checked_mul(sign)?)?;
+        }
+        self.coef.retain(|_, c| *c != 0);
+        self.k = self.k.checked_add(o.k.checked_mul(sign)?)?;
+        Some(self)
+    }
+    fn scale(mut self, s: i64) -> Option<Affine> {
+        for c in self.coef.values_mut() {
+            *c = c.checked_mul(s)?;
+        }
+        self.coef.retain(|_, c| *c != 0);
+        self.k = self.k.checked_mul(s)?;
+        Some(self)
+    }
+}
+
+fn affine(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<Affine> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(Affine::konst(i64::try_from(*v).ok()?)),
+        ExprKind::Name(n) => Some(match consts.get(&n.name) {
+            Some(v) => Affine::konst(*v),
+            None => Affine::var(&n.name),
+        }),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            expr,
+        } => affine(expr, consts)?.scale(-1),
+        ExprKind::Binary { op, lhs, rhs } => {
+            let (a, b) = (affine(lhs, consts)?, affine(rhs, consts)?);
+            match op {
+                BinOp::Add => a.add(&b, 1),
+                BinOp::Sub => a.add(&b, -1),
+                BinOp::Mul if a.coef.is_empty() => b.scale(a.k),
+                BinOp::Mul if b.coef.is_empty() => a.scale(b.k),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// One dimension of a view: a point, a half-open range, or the whole dimension.
+#[derive(Clone, Debug)]
+enum Ix {
+    Point(Option<Affine>),
+    Range(Option<Affine>, Option<Affine>),
+    Whole,
+}
+
+#[derive(Clone, Debug)]
+struct Access {
+    tensor: String,
+    write: bool,
+    dims: Vec<Ix>,
+    text: String,
+    span: Span,
+}
+
+/// Inclusive integer interval; `None` bounds are unbounded.
+type Interval = (Option<i64>, Option<i64>);
+
+fn interval(a: &Affine, dom: &BTreeMap<String, Interval>) -> Interval {
+    let (mut lo, mut hi) = (Some(a.k), Some(a.k));
+    for (v, c) in &a.coef {
+        let (vl, vh) = dom.get(v).copied().unwrap_or((None, None));
+        let (x, y) = if *c >= 0 { (vl, vh) } else { (vh, vl) };
+        lo = lo
+            .zip(x)
+            .and_then(|(l, x)| l.checked_add(c.checked_mul(x)?));
+        hi = hi
+            .zip(y)
+            .and_then(|(h, y)| h.checked_add(c.checked_mul(y)?));
+    }
+    (lo, hi)
+}
+
+/// The inclusive index interval a view dimension can touch.
+fn dim_interval(ix: &Ix, dom: &BTreeMap<String, Interval>) -> Interval {
+    match ix {
+        Ix::Point(Some(a)) => interval(a, dom),
+        Ix::Range(Some(s), Some(e)) => {
+            let (l, _) = interval(s, dom);
+            let (_, h) = interval(e, dom);
+            (l, h.map(|h| h - 1))
+        }
+        Ix::Range(Some(s), None) => (interval(s, dom).0, None),
+        Ix::Range(None, Some(e)) => (Some(0), interval(e, dom).1.map(|h| h - 1)),
+        _ => (None, None),
+    }
+}
+
+fn disjoint(a: Interval, b: Interval) -> bool {
+    matches!((a.1, b.0), (Some(ah), Some(bl)) if ah < bl)
+        || matches!((b.1, a.0), (Some(bh), Some(al)) if bh < al)
+}
+
+/// Whether some dimension's intervals are provably disjoint.
+fn provably_disjoint(a: &Access, b: &Access, dom: &BTreeMap<String, Interval>) -> bool {
+    a.dims
+        .iter()
+        .zip(&b.dims)
+        .any(|(x, y)| disjoint(dim_interval(x, dom), dim_interval(y, dom)))
+}
+
+/// Whether two iterations that differ in `v` are separated by some dimension.
+fn separated(a: &Access, b: &Access, v: &str, varying: &[String]) -> bool {
+    a.dims.iter().zip(&b.dims).any(|(x, y)| {
+        let only_v = |f: &Affine| {
+            f.coef.get(v).copied().unwrap_or(0) != 0
+                && f.coef.keys().all(|k| k == v || !varying.contains(k))
+        };
+        match (x, y) {
+            (Ix::Point(Some(f)), Ix::Point(Some(g))) => f == g && only_v(f),
+            (Ix::Range(Some(s1), Some(e1)), Ix::Range(Some(s2), Some(e2))) => {
+                if s1 != s2 || e1 != e2 || !only_v(s1) {
+                    return false;
+                }
+                let Some(d) = e1.clone().add(s1, -1) else {
+                    return false;
+                };
+                let stride = s1.coef.get(v).copied().unwrap_or(0).abs();
+                d.coef.is_empty() && d.k <= stride
+            }
+            _ => false,
+        }
+    })
+}
+
+struct Collector<'a> {
+    scope: &'a BTreeMap<String, Scoped>,
+    consts: &'a BTreeMap<String, i64>,
+    axis_sizes: &'a BTreeMap<String, D>,
+    /// Loop variable domains in scope.
+    dom: BTreeMap<String, Interval>,
+    /// Loop variables bound inside the region being collected (they vary freely).
+    inner: Vec<String>,
+    out: Vec<Access>,
+    /// Depth of `when` branches around the current statement (bounds are not checked there:
+    /// the condition may guard the index).
+    in_when: usize,
+    /// View indices that leave their tensor's bounds: (index span, message, note).
+    oob: Vec<(Span, String, String)>,
+}
+
+fn view_text(e: &Expr) -> String {
+    fn t(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Name(n) => n.name.clone(),
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::FullSlice => ":".into(),
+            ExprKind::Range { start, end } => format!(
+                "{}..{}",
+                start.as_ref().map(|s| t(s)).unwrap_or_default(),
+                end.as_ref().map(|s| t(s)).unwrap_or_default()
+            ),
+            ExprKind::Binary { op, lhs, rhs } => format!("{}{}{}", t(lhs), op.as_str(), t(rhs)),
+            ExprKind::Index { base, indices } => format!(
+                "{}[{}]",
+                t(base),
+                indices.iter().map(t).collect::<Vec<_>>().join(", ")
+            ),
+            _ => "…".into(),
+        }
+    }
+    t(e)
+}
+
+impl Collector<'_> {
+    fn axis_domain(&self, iter_arg: &Expr) -> Interval {
+        let ExprKind::Name(n) = &iter_arg.kind else {
+            return (Some(0), None);
+        };
+        match self.scope.get(&n.name).map(|s| &s.symbol) {
+            Some(Symbol::Axis(_)) => {}
+            _ => return (Some(0), None),
+        }
+        match self.axis_sizes.get(&n.name) {
+            Some(D::K(n)) => (Some(0), Some(n - 1)),
+            _ => (Some(0), None),
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        for s in &b.stmts {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::For { vars, iter, body } => {
+                let args: Vec<&Expr> = match &iter.kind {
+                    ExprKind::Call { args, .. } => args.iter().map(|a| &a.value).collect(),
+                    _ => Vec::new(),
+                };
+                for (i, v) in vars.iter().enumerate() {
+                    let d = args
+                        .get(i)
+                        .map(|a| self.axis_domain(a))
+                        .unwrap_or((Some(0), None));
+                    self.dom.insert(v.name.clone(), d);
+                    self.inner.push(v.name.clone());
+                }
+                self.block(body);
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                self.in_when += 1;
+                for (_, b) in branches {
+                    self.block(b);
+                }
+                if let Some(b) = otherwise {
+                    self.block(b);
+                }
+                self.in_when -= 1;
+            }
+            StmtKind::Consume { body, .. } => self.block(body),
+            StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => self.task(e),
+            _ => {}
+        }
+    }
+
+    fn task(&mut self, e: &Expr) {
+        let ExprKind::Call {
+            callee,
+            coords: Some(_),
+            args,
+        } = &e.kind
+        else {
+            return;
+        };
+        let ExprKind::Name(k) = &callee.kind else {
+            return;
+        };
+        let Some(Symbol::Kernel(params)) = self.scope.get(&k.name).map(|s| &s.symbol) else {
+            return;
+        };
+        for (i, a) in args.iter().enumerate() {
+            let param = match &a.name {
+                Some(n) => params.iter().find(|p| p.name == n.name),
+                None => params.get(i),
+            };
+            let Some(param) = param else { continue };
+            if !param.tile {
+                continue;
+            }
+            let (tensor, idx): (&Ident, &[Expr]) = match &a.value.kind {
+                ExprKind::Name(n) => (n, &[]),
+                ExprKind::Index { base, indices } => match &base.kind {
+                    ExprKind::Name(n) => (n, indices.as_slice()),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let write = matches!(param.dir, Some(Direction::Out | Direction::InOut));
+            let shape = match self.scope.get(&tensor.name).map(|s| &s.symbol) {
+                // Writing an input is already E0408; a race report on it would be noise.
+                Some(Symbol::Tensor { kind, dims, .. })
+                    if !(write && *kind == TensorKind::Input) =>
+                {
+                    dims.clone()
+                }
+                _ => continue,
+            };
+            let dims: Vec<Ix> = idx
+                .iter()
+                .map(|ix| match &ix.kind {
+                    ExprKind::FullSlice => Ix::Whole,
+                    ExprKind::Range { start, end } => Ix::Range(
+                        start.as_ref().and_then(|s| affine(s, self.consts)),
+                        end.as_ref().and_then(|s| affine(s, self.consts)),
+                    ),
+                    _ => Ix::Point(affine(ix, self.consts)),
+                })
+                .collect();
+            if self.in_when == 0 {
+                if let Some(shape) = &shape {
+                    self.bounds(tensor, shape, idx, &dims);
+                }
+            }
+            self.out.push(Access {
+                tensor: tensor.name.clone(),
+                write,
+                dims,
+                text: view_text(&a.value),
+                span: a.value.span,
+            });
+        }
+    }
+}
+
+impl Collector<'_> {
+    /// Records every view index of `tensor` whose range over the loop domains provably leaves
+    /// the dimension (only when the dimension's size and the index's range are known).
+    fn bounds(&mut self, tensor: &Ident, shape: &[D], idx: &[Expr], dims: &[Ix]) {
+        for (j, ((ix, e), d)) in dims.iter().zip(idx).zip(shape).enumerate() {
+            let D::K(size) = d else { continue };
+            let (lo, hi) = dim_interval(ix, &self.dom);
+            let bad_lo = lo.filter(|l| *l < 0);
+            let bad_hi = hi.filter(|h| *h >= *size);
+            let reach = match (bad_lo, bad_hi) {
+                (Some(l), _) => l,
+                (None, Some(h)) => h,
+                (None, None) => continue,
+            };
+            let vars: BTreeSet<&String> = match ix {
+                Ix::Point(Some(a)) => a.coef.keys().collect(),
+                Ix::Range(s, e) => s
+                    .iter()
+                    .chain(e.iter())
+                    .flat_map(|a| a.coef.keys())
+                    .collect(),
+                _ => BTreeSet::new(),
+            };
+            let ranges: Vec<String> = vars
+                .iter()
+                .filter_map(|v| match self.dom.get(*v) {
+                    Some((Some(l), Some(h))) => Some(format!("`{v}` in {l}..={h}")),
+                    _ => None,
+                })
+                .collect();
+            let note = if ranges.is_empty() {
+                format!(
+                    "dimension {j} of `{}` has indices 0..={}",
+                    tensor.name,
+                    size - 1
+                )
+            } else {
+                format!(
+                    "with {}, the index reaches {reach}; dimension {j} of `{}` has indices 0..={}",
+                    ranges.join(", "),
+                    tensor.name,
+                    size - 1
+                )
+            };
+            self.oob.push((
+                e.span,
+                format!(
+                    "view index `{}` is out of bounds for dimension {j} of `{}` (size {size})",
+                    view_text(e),
+                    tensor.name
+                ),
+                note,
+            ));
+        }
+    }
+}
+
+impl<'a> Collector<'a> {
+    fn new(
+        scope: &'a BTreeMap<String, Scoped>,
+        consts: &'a BTreeMap<String, i64>,
+        axis_sizes: &'a BTreeMap<String, D>,
+    ) -> Collector<'a> {
+        Collector {
+            scope,
+            consts,
+            axis_sizes,
+            dom: BTreeMap::new(),
+            inner: Vec::new(),
+            out: Vec::new(),
+            in_when: 0,
+            oob: Vec::new(),
+        }
+    }
+}
+
+/// Race diagnostics of one workload body (item-relative spans).
+pub fn check_block(
+    file: &FileName,
+    body: &Block,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    axis_sizes: &BTreeMap<String, D>,
+) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    walk(
+        file,
+        body,
+        scope,
+        consts,
+        axis_sizes,
+        &BTreeMap::new(),
+        &mut diags,
+    );
+    diags.extend(view_bounds(file, body, scope, consts, axis_sizes));
+    diags
+}
+
+/// E0411: view indices that provably leave their tensor (affine indices over loops whose axes
+/// have known sizes; indices under `when` are not checked, the condition may guard them).
+pub fn view_bounds(
+    file: &FileName,
+    body: &Block,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    axis_sizes: &BTreeMap<String, D>,
+) -> Vec<Diagnostic> {
+    let mut cx = Collector::new(scope, consts, axis_sizes);
+    cx.block(body);
+    cx.oob
+        .into_iter()
+        .map(|(span, msg, note)| {
+            Diagnostic::new("E0411", msg, Label::new(file.clone(), span, "out of bounds"))
+                .with_note(note)
+                .with_help("keep every index inside the tensor: check the axis sizes, the offsets and the slice ends")
+        })
+        .collect()
+}
+
+fn walk(
+    file: &FileName,
+    b: &Block,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    axis_sizes: &BTreeMap<String, D>,
+    outer_dom: &BTreeMap<String, Interval>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::For { vars, iter, body } => {
+                let mut cx = Collector::new(scope, consts, axis_sizes);
+                cx.dom = outer_dom.clone();
+                // `P(..)` and `P.sel(row)` declare their iterations independent (the selected
+                // indices of a CSR row are distinct).
+                let (is_p, sel, p_span, args) = match &iter.kind {
+                    ExprKind::Call { callee, args, .. } => match &callee.kind {
+                        ExprKind::Name(n) if n.name == "P" => {
+                            (true, false, n.span, args.as_slice())
+                        }
+                        ExprKind::Field { base, field }
+                            if field.name == "sel"
+                                && matches!(&base.kind, ExprKind::Name(b) if b.name == "P") =>
+                        {
+                            // Only over a Sparse row; anything else is already E0402.
+                            let sparse_row = match args.first().map(|a| &a.value.kind) {
+                                Some(ExprKind::Index { base, .. }) => match &base.kind {
+                                    ExprKind::Name(n) => matches!(
+                                        scope.get(&n.name).map(|s| &s.symbol),
+                                        Some(Symbol::Axis(k)) if k == "Sparse"
+                                    ),
+                                    _ => false,
+                                },
+                                _ => false,
+                            };
+                            (sparse_row, true, callee.span, args.as_slice())
+                        }
+                        _ => (false, false, iter.span, args.as_slice()),
+                    },
+                    _ => (false, false, iter.span, &[][..]),
+                };
+                let mut dom = outer_dom.clone();
+                for (i, v) in vars.iter().enumerate() {
+                    let d = args
+                        .get(i)
+                        .map(|a| cx.axis_domain(&a.value))
+                        .unwrap_or((Some(0), None));
+                    dom.insert(v.name.clone(), d);
+                }
+                // A header with a different number of variables and axes is already E0405.
+                if is_p && vars.len() == args.len() {
+                    cx.dom = dom.clone();
+                    cx.block(body);
+                    let loop_vars: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
+                    let mut varying = loop_vars.clone();
+                    varying.extend(cx.inner.iter().cloned());
+                    if let Some(d) = race_in(&cx.out, &loop_vars, &varying, &cx.dom) {
+                        diags.push(report(file, d, p_span, vars, sel));
+                    }
+                }
+                walk(file, body, scope, consts, axis_sizes, &dom, diags);
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (_, bb) in branches {
+                    walk(file, bb, scope, consts, axis_sizes, outer_dom, diags);
+                }
+                if let Some(bb) = otherwise {
+                    walk(file, bb, scope, consts, axis_sizes, outer_dom, diags);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+struct Race<'a> {
+    a: &'a Access,
+    b: &'a Access,
+    var: String,
+    /// Two values of `var` whose iterations touch overlapping regions.
+    pair: (i64, i64),
+}
+
+/// Two distinct values of `v` (searched in the first 64 of its domain) for which the access `a`
+/// of one iteration and `b` of the other overlap in every dimension; `(lo, lo + 1)` when none is
+/// found in that window (the overlap is then symbolic, e.g. through a non-affine index).
+fn witness(a: &Access, b: &Access, v: &str, dom: &BTreeMap<String, Interval>) -> (i64, i64) {
+    let (lo, hi) = dom.get(v).copied().unwrap_or((Some(0), None));
+    let lo = lo.unwrap_or(0);
+    let hi = hi.unwrap_or(lo + 63).min(lo + 63);
+    let at = |x: i64| {
+        let mut d = dom.clone();
+        d.insert(v.to_string(), (Some(x), Some(x)));
+        d
+    };
+    for x in lo..=hi {
+        let dx = at(x);
+        for y in lo..=hi {
+            if x == y {
+                continue;
+            }
+            let dy = at(y);
+            let overlap = a
+                .dims
+                .iter()
+                .zip(&b.dims)
+                .all(|(p, q)| !disjoint(dim_interval(p, &dx), dim_interval(q, &dy)));
+            if overlap {
+                return (x.min(y), x.max(y));
+            }
+        }
+    }
+    (lo, lo + 1)
+}
+
+fn race_in<'a>(
+    acc: &'a [Access],
+    loop_vars: &[String],
+    varying: &[String],
+    dom: &BTreeMap<String, Interval>,
+) -> Option<Race<'a>> {
+    for a in acc.iter().filter(|a| a.write) {
+        for b in acc.iter().filter(|b| b.tensor == a.tensor) {
+            if provably_disjoint(a, b, dom) {
+                continue;
+            }
+            for v in loop_vars {
+                // A loop of one iteration cannot race with itself.
+                if dom.get(v) == Some(&(Some(0), Some(0))) {
+                    continue;
+                }
+                if !separated(a, b, v, varying) {
+                    return Some(Race {
+                        a,
+                        b,
+                        var: v.clone(),
+                        pair: witness(a, b, v, dom),
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+fn report(file: &FileName, r: Race, p_span: Span, vars: &[Ident], sel: bool) -> Diagnostic {
+    let v = &r.var;
+    let (x, y) = r.pair;
+    let what = if std::ptr::eq(r.a, r.b) {
+        format!(
+            "iterations `{v} = {x}` and `{v} = {y}` both write `{}`",
+            r.a.text
+        )
+    } else if r.b.write {
+        format!(
+            "`{}` written by one iteration overlaps `{}` written by another (`{v} = {x}` and `{v} = {y}`)",
+            r.a.text, r.b.text
+        )
+    } else {
+        format!(
+            "`{}` written by one iteration overlaps `{}` read by another (`{v} = {x}` and `{v} = {y}`)",
+            r.a.text, r.b.text
+        )
+    };
+    let mut d = Diagnostic::new(
+        "E0409",
+        format!(
+            "iterations of this `{}` loop race on `{}`: {what}",
+            if sel { "P.sel" } else { "P" },
+            r.a.tensor
+        ),
+        Label::new(file.clone(), p_span, "declared independent here"),
+    )
+    .with_label(Label::new(file.clone(), r.a.span, "written here"));
+    if !std::ptr::eq(r.a, r.b) {
+        d = d.with_label(Label::new(
+            file.clone(),
+            r.b.span,
+            if r.b.write {
+                "written here"
+            } else {
+                "read here"
+            },
+        ));
+    }
+    d = d.with_note(format!(
+        "no index of the views separates iterations that differ in `{v}`: give each iteration its \
+         own region (index by `{v}`), or order the iterations"
+    ));
+    if sel {
+        d = d.with_help(format!(
+            "selected iterations run independently: index the written view by `{v}` so each \
+             selected index has its own region, or move the shared update after the loop"
+        ));
+    } else if vars.len() == 1 {
+        d = d
+            .with_help("make the loop sequential with `P.seq`, or use a plain block")
+            .with_fix(Fix {
+                title: "change `P` to `P.seq`".into(),
+                edits: vec![Edit {
+                    file: file.clone(),
+                    span: p_span,
+                    replacement: "P.seq".into(),
+                }],
+            });
+    } else {
+        d = d.with_help(format!(
+            "split the loop and iterate `{v}` with `P.seq`, or use `sequential(...)` to order the work"
+        ));
+    }
+    d
+}
+
+/// `combine(a, b, ...)`: operands that write what another reads or writes race.
+pub fn check_combine(
+    file: &FileName,
+    form_span: Span,
+    operands: &[(&Ident, &Block)],
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    axis_sizes: &BTreeMap<String, D>,
+) -> Vec<Diagnostic> {
+    let accesses: Vec<Vec<Access>> = operands
+        .iter()
+        .map(|(_, b)| {
+            let mut cx = Collector::new(scope, consts, axis_sizes);
+            cx.block(b);
+            // Each operand's loop variables range over their own domains.
+            cx.out
+                .into_iter()
+                .map(|mut a| {
+                    a.dims = a.dims.iter().map(|ix| covered(ix, &cx.dom)).collect();
+                    a
+                })
+                .collect()
+        })
+        .collect();
+    let mut diags = Vec::new();
+    for i in 0..operands.len() {
+        for j in 0..operands.len() {
+            if i == j {
+                continue;
+            }
+            for a in accesses[i].iter().filter(|a| a.write) {
+                for b in accesses[j].iter().filter(|b| b.tensor == a.tensor) {
+                    if (b.write && j < i) || provably_disjoint(a, b, &BTreeMap::new()) {
+                        continue;
+                    }
+                    let (na, nb) = (operands[i].0, operands[j].0);
+                    let verb = if b.write { "writes" } else { "reads" };
+                    diags.push(
+                        Diagnostic::new(
+                            "E0410",
+                            format!(
+                                "`combine` operands race on `{}`: `{}` writes `{}` and `{}` {verb} `{}`",
+                                a.tensor, na.name, a.text, nb.name, b.text
+                            ),
+                            Label::new(file.clone(), form_span, "declared independent here"),
+                        )
+                        .with_label(Label::new(file.clone(), na.span, format!("writes `{}`", a.text)))
+                        .with_label(Label::new(file.clone(), nb.span, format!("{verb} `{}`", b.text)))
+                        .with_help("order them with `sequential(...)` instead of `combine(...)`")
+                        .with_fix(Fix {
+                            title: "change `combine` to `sequential`".into(),
+                            edits: vec![Edit {
+                                file: file.clone(),
+                                span: form_span,
+                                replacement: "sequential".into(),
+                            }],
+                        }),
+                    );
+                    return diags;
+                }
+            }
+        }
+    }
+    diags
+}
+
+/// A dimension replaced by the constant interval it covers over the loop domains (so that views
+/// from different workloads, whose loop variables are unrelated, compare by extent).
+fn covered(ix: &Ix, dom: &BTreeMap<String, Interval>) -> Ix {
+    match dim_interval(ix, dom) {
+        (Some(l), Some(h)) => Ix::Range(Some(Affine::konst(l)), Some(Affine::konst(h + 1))),
+        _ => Ix::Whole,
+    }
+}
+
+/// Sizes of the file's axes (`Dense[n]` with a constant `n`).
+#[salsa::tracked(returns(ref))]
+pub fn axis_sizes(db: &dyn crate::db::Db, file: crate::db::File) -> BTreeMap<String, D> {
+    let consts = crate::db::const_values(db, file);
+    let mut out = BTreeMap::new();
+    for n in &crate::db::parse_file(db, file).file.items {
+        if let ItemKind::Axis(a) = &n.item.kind {
+            // `DenseDyn(p)` over a param: the symbolic size `p`.
+            if let ExprKind::Call { callee, args, .. } = &a.ctor.kind {
+                if let (ExprKind::Name(k), [arg]) = (&callee.kind, args.as_slice()) {
+                    if let (true, ExprKind::Name(p)) = (k.name == "DenseDyn", &arg.value.kind) {
+                        if !consts.contains_key(&p.name) {
+                            out.insert(a.name.name.clone(), D::S(p.name.clone()));
+                        }
+                    }
+                }
+            }
+            if let ExprKind::Index { base, indices } = &a.ctor.kind {
+                if matches!(&base.kind, ExprKind::Name(k) if k.name == "Dense") {
+                    if let Some(v) = indices.first().and_then(|i| eval_int(i, consts)) {
+                        out.insert(a.name.name.clone(), D::K(v));
+                    }
+                }
+            }
+        }
+    }
+    out
+}

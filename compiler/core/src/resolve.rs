@@ -1,0 +1,110 @@
+//! Module resolution and the scope of a file.
+
+use std::collections::BTreeMap;
+
+use wsp_syntax::ast::{Import, ItemKind};
+
+use crate::db::{own_symbols, parse_file, Db, File, Symbol};
+
+/// The file path an import names, relative to the importing file.
+/// `import std.nn` → `std/nn.wsp`; `import layers.norm` → `<dir of importer>/layers/norm.wsp`.
+pub fn module_path(importer: &str, import: &Import) -> String {
+    let segs: Vec<&str> = import.path.iter().map(|s| s.name.as_str()).collect();
+    if segs.first() == Some(&"std") {
+        return format!("{}.wsp", segs.join("/"));
+    }
+    let dir = match importer.rfind('/') {
+        Some(i) => &importer[..=i],
+        None => "",
+    };
+    format!("{dir}{}.wsp", segs.join("/"))
+}
+
+/// Whether a path names a std module (never read from disk).
+pub fn is_std(path: &str) -> bool {
+    path.starts_with("std/")
+}
+
+/// How an import resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ImportTarget {
+    Loaded(File),
+    /// Not loaded (yet): the driver should read it.
+    Missing,
+    /// Read failed with this error.
+    Unreadable(String),
+}
+
+pub fn resolve_import(db: &dyn Db, importer: File, import: &Import) -> (String, ImportTarget) {
+    let path = module_path(importer.path(db), import);
+    let fs = db.file_set();
+    if let Some(f) = fs.files(db).get(&path) {
+        return (path, ImportTarget::Loaded(*f));
+    }
+    if let Some(e) = fs.unreadable(db).get(&path) {
+        return (path.clone(), ImportTarget::Unreadable(e.clone()));
+    }
+    (path, ImportTarget::Missing)
+}
+
+/// A global name in scope: its symbol and the module path that defines it (`None` = this file).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scoped {
+    pub symbol: Symbol,
+    pub from: Option<String>,
+}
+
+/// Every global name visible in a file: its own items, then imported ones (own names shadow
+/// imports; the first import of a name wins).
+#[salsa::tracked(returns(ref))]
+pub fn scope(db: &dyn Db, file: File) -> BTreeMap<String, Scoped> {
+    let mut out: BTreeMap<String, Scoped> = own_symbols(db, file)
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                Scoped {
+                    symbol: v.clone(),
+                    from: None,
+                },
+            )
+        })
+        .collect();
+    for node in &parse_file(db, file).file.items {
+        let ItemKind::Import(imp) = &node.item.kind else {
+            continue;
+        };
+        let (path, target) = resolve_import(db, file, imp);
+        let ImportTarget::Loaded(m) = target else {
+            continue;
+        };
+        let theirs = own_symbols(db, m);
+        let mut add = |name: &str| {
+            if let Some(sym) = theirs.get(name) {
+                out.entry(name.to_string()).or_insert_with(|| Scoped {
+                    symbol: sym.clone(),
+                    from: Some(path.clone()),
+                });
+            }
+        };
+        match &imp.names {
+            Some(names) => names.iter().for_each(|n| add(&n.name)),
+            None => theirs.keys().for_each(|n| add(n)),
+        }
+    }
+    out
+}
+
+/// Files imported by `file` (resolved paths), loaded or not.
+#[salsa::tracked(returns(ref))]
+pub fn imports_of(db: &dyn Db, file: File) -> Vec<(String, ImportTarget)> {
+    parse_file(db, file)
+        .file
+        .items
+        .iter()
+        .filter_map(|n| match &n.item.kind {
+            ItemKind::Import(imp) => Some(resolve_import(db, file, imp)),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,969 @@
+//! Types: dimensions, tile shapes through kernel operations, and task views against kernel
+//! parameters.
+//!
+//! A dimension is a known integer or a `param` name (symbolic). Shapes that cannot be evaluated
+//! are not checked (never guessed). Kernel tiles are at most 2-D; a 1-D tile `f32[N]` is the row
+//! `[1, N]` for broadcasting.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use wsp_diagnostics::{Diagnostic, FileName, Label};
+use wsp_syntax::ast::*;
+use wsp_syntax::Span;
+
+use crate::db::{KernelParamSig, Symbol};
+use crate::resolve::Scoped;
+
+/// One dimension: a known size or a symbolic `param`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum D {
+    K(i64),
+    S(String),
+}
+
+impl fmt::Display for D {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            D::K(v) => write!(f, "{v}"),
+            D::S(s) => f.write_str(s),
+        }
+    }
+}
+
+pub fn show(dims: &[D]) -> String {
+    format!(
+        "[{}]",
+        dims.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Folds an integer constant expression.
+pub fn eval_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Int(v) => i64::try_from(*v).ok(),
+        ExprKind::Name(n) => consts.get(&n.name).copied(),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            expr,
+        } => eval_int(expr, consts)?.checked_neg(),
+        ExprKind::Binary { op, lhs, rhs } => {
+            let (a, b) = (eval_int(lhs, consts)?, eval_int(rhs, consts)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::Div => a.checked_div(b),
+                BinOp::Rem => a.checked_rem(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn eval_dim(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<D> {
+    if let Some(v) = eval_int(e, consts) {
+        return Some(D::K(v));
+    }
+    match &e.kind {
+        ExprKind::Name(n) => Some(D::S(n.name.clone())),
+        _ => None,
+    }
+}
+
+/// The evaluated shape of a type, `None` for scalars or when a dimension cannot be evaluated.
+pub fn eval_dims(ty: &TypeExpr, consts: &BTreeMap<String, i64>) -> Option<Vec<D>> {
+    ty.dims
+        .as_ref()?
+        .iter()
+        .map(|d| eval_dim(&d.size, consts))
+        .collect()
+}
+
+/// The type of a kernel value.
+#[derive(Clone, Debug, PartialEq)]
+enum Ty {
+    /// A 2-D tile `[rows, cols]`.
+    Tile { dtype: String, r: D, c: D },
+    /// A scalar; `dtype` is `None` for an untyped literal.
+    Scalar(Option<String>),
+    /// The type is not known (an earlier error, or an unsupported form): no further checks.
+    Unknown,
+}
+
+impl Ty {
+    fn describe(&self) -> String {
+        match self {
+            Ty::Tile { dtype, r, c } => format!("{dtype}[{r}, {c}]"),
+            Ty::Scalar(Some(d)) => d.clone(),
+            Ty::Scalar(None) => "a scalar".into(),
+            Ty::Unknown => "?".into(),
+        }
+    }
+}
+
+fn tile(dtype: &str, dims: &[D]) -> Ty {
+    match dims {
+        [c] => Ty::Tile {
+            dtype: dtype.into(),
+            r: D::K(1),
+            c: c.clone(),
+        },
+        [r, c] => Ty::Tile {
+            dtype: dtype.into(),
+            r: r.clone(),
+            c: c.clone(),
+        },
+        _ => Ty::Unknown,
+    }
+}
+
+/// One broadcast dimension: equal sizes, or a 1 that stretches.
+fn bdim(a: &D, b: &D) -> Option<D> {
+    if a == b || *b == D::K(1) {
+        Some(a.clone())
+    } else if *a == D::K(1) {
+        Some(b.clone())
+    } else {
+        None
+    }
+}
+
+fn is_float(d: &str) -> bool {
+    matches!(d, "f16" | "bf16" | "f32" | "f64")
+}
+
+const UNARY: &[&str] = &[
+    "exp", "log", "sqrt", "rsqrt", "recip", "tanh", "sigmoid", "sin", "cos", "relu", "gelu",
+    "silu", "abs", "neg",
+];
+
+struct TyCx<'a> {
+    file: FileName,
+    consts: &'a BTreeMap<String, i64>,
+    env: Vec<BTreeMap<String, Ty>>,
+    pipes: BTreeMap<String, Ty>,
+    diags: Vec<Diagnostic>,
+}
+
+impl TyCx<'_> {
+    fn label(&self, span: Span, msg: impl Into<String>) -> Label {
+        Label::new(self.file.clone(), span, msg)
+    }
+
+    fn get(&self, n: &str) -> Ty {
+        self.env
+            .iter()
+            .rev()
+            .find_map(|s| s.get(n).cloned())
+            .unwrap_or(Ty::Unknown)
+    }
+
+    fn set(&mut self, n: &str, t: Ty) {
+        if let Some(s) = self.env.last_mut() {
+            s.insert(n.to_string(), t);
+        }
+    }
+
+    fn err(&mut self, code: &'static str, msg: String, span: Span, label: String, help: &str) {
+        self.diags
+            .push(Diagnostic::new(code, msg, self.label(span, label)).with_help(help.to_string()));
+    }
+
+    /// Broadcasting of two operands of an elementwise operation.
+    fn broadcast(&mut self, op: &str, a: &Ty, b: &Ty, span: Span) -> Ty {
+        match (a, b) {
+            (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
+            (Ty::Scalar(x), Ty::Scalar(y)) => Ty::Scalar(x.clone().or(y.clone())),
+            (t @ Ty::Tile { dtype, .. }, Ty::Scalar(Some(sd)))
+            | (Ty::Scalar(Some(sd)), t @ Ty::Tile { dtype, .. }) => {
+                if sd != dtype && !(is_float(sd) && is_float(dtype)) {
+                    self.dtype_mismatch(op, dtype, sd, span);
+                }
+                t.clone()
+            }
+            (t @ Ty::Tile { .. }, Ty::Scalar(None)) | (Ty::Scalar(None), t @ Ty::Tile { .. }) => {
+                t.clone()
+            }
+            (
+                Ty::Tile {
+                    dtype: da,
+                    r: ra,
+                    c: ca,
+                },
+                Ty::Tile {
+                    dtype: db,
+                    r: rb,
+                    c: cb,
+                },
+            ) => {
+                if da != db {
+                    self.dtype_mismatch(op, da, db, span);
+                }
+                let (r, c) = (bdim(ra, rb), bdim(ca, cb));
+                match (r, c) {
+                    (Some(r), Some(c)) => Ty::Tile {
+                        dtype: da.clone(),
+                        r,
+                        c,
+                    },
+                    _ => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0204",
+                                format!(
+                                    "`{op}` of tiles with incompatible shapes [{ra}, {ca}] and [{rb}, {cb}]"
+                                ),
+                                self.label(span, format!("[{ra}, {ca}] {op} [{rb}, {cb}]")),
+                            )
+                            .with_help(
+                                "elementwise operations take equal shapes, or broadcast a [R, 1] \
+                                 column per row, a [1, C] row per column, or a scalar",
+                            ),
+                        );
+                        Ty::Unknown
+                    }
+                }
+            }
+        }
+    }
+
+    fn dtype_mismatch(&mut self, op: &str, a: &str, b: &str, span: Span) {
+        self.diags.push(
+            Diagnostic::new(
+                "E0205",
+                format!("`{op}` mixes {a} and {b}"),
+                self.label(span, format!("{a} {op} {b}")),
+            )
+            .with_help(format!(
+                "convert one operand explicitly, e.g. `cast(x, {a})`; dtypes never mix implicitly"
+            )),
+        );
+    }
+
+    fn args<'e>(&mut self, args: &'e [Arg]) -> Vec<(Ty, &'e Expr)> {
+        args.iter()
+            .map(|a| (self.expr(&a.value), &a.value))
+            .collect()
+    }
+
+    fn shape_list(&self, e: &Expr) -> Option<(D, D)> {
+        let ExprKind::List(items) = &e.kind else {
+            return None;
+        };
+        match items.as_slice() {
+            [r, c] => Some((eval_dim(r, self.consts)?, eval_dim(c, self.consts)?)),
+            [c] => Some((D::K(1), eval_dim(c, self.consts)?)),
+            _ => None,
+        }
+    }
+
+    fn call(&mut self, e: &Expr, name: &str, args: &[Arg]) -> Ty {
+        let span = e.span;
+        let a = self.args(args);
+        let arity = |n: usize, me: &mut Self| -> bool {
+            if a.len() < n {
+                me.err(
+                    "E0306",
+                    format!("`{name}` takes {n} argument(s), found {}", a.len()),
+                    span,
+                    "missing arguments".into(),
+                    "see `wsp explain E0306` for the operations and their arguments",
+                );
+                false
+            } else {
+                true
+            }
+        };
+        match name {
+            n if UNARY.contains(&n) => {
+                if !arity(1, self) {
+                    return Ty::Unknown;
+                }
+                a[0].0.clone()
+            }
+            "max" | "min" | "pow" => {
+                if !arity(2, self) {
+                    return Ty::Unknown;
+                }
+                self.broadcast(name, &a[0].0, &a[1].0, span)
+            }
+            "select" => {
+                if !arity(3, self) {
+                    return Ty::Unknown;
+                }
+                if let Ty::Tile { dtype, .. } = &a[0].0 {
+                    if dtype != "bool" {
+                        self.err(
+                            "E0207",
+                            format!("`select` needs a bool mask, found {}", a[0].0.describe()),
+                            a[0].1.span,
+                            "not a mask".into(),
+                            "build the mask with a comparison: `select(x > 0.0, x, y)`",
+                        );
+                    }
+                }
+                self.broadcast("select", &a[1].0, &a[2].0, span)
+            }
+            "rowsum" | "rowmax" | "rowmin" | "rowmean" | "colsum" | "colmax" | "colmin" => {
+                if !arity(1, self) {
+                    return Ty::Unknown;
+                }
+                match &a[0].0 {
+                    Ty::Tile { dtype, r, c } => {
+                        let out = if matches!(dtype.as_str(), "f16" | "bf16") {
+                            "f32".to_string()
+                        } else {
+                            dtype.clone()
+                        };
+                        if name.starts_with("row") {
+                            Ty::Tile {
+                                dtype: out,
+                                r: r.clone(),
+                                c: D::K(1),
+                            }
+                        } else {
+                            Ty::Tile {
+                                dtype: out,
+                                r: D::K(1),
+                                c: c.clone(),
+                            }
+                        }
+                    }
+                    Ty::Scalar(_) => {
+                        self.err(
+                            "E0206",
+                            format!("`{name}` reduces a tile, found a scalar"),
+                            a[0].1.span,
+                            "not a tile".into(),
+                            "reductions take a tile: `rowsum(x)` gives [R, 1]",
+                        );
+                        Ty::Unknown
+                    }
+                    Ty::Unknown => Ty::Unknown,
+                }
+            }
+            "matmul" => {
+                if !arity(2, self) {
+                    return Ty::Unknown;
+                }
+                match (&a[0].0, &a[1].0) {
+                    (
+                        Ty::Tile {
+                            dtype: da,
+                            r: m,
+                            c: k1,
+                        },
+                        Ty::Tile {
+                            dtype: db,
+                            r: k2,
+                            c: n,
+                        },
+                    ) => {
+                        if k1 != k2 {
+                            self.diags.push(
+                                Diagnostic::new(
+                                    "E0206",
+                                    format!(
+                                        "`matmul` inner dimensions differ: [{m}, {k1}] × [{k2}, {n}]"
+                                    ),
+                                    self.label(span, format!("{k1} ≠ {k2}")),
+                                )
+                                .with_help("matmul(a, b) needs a: [M, K] and b: [K, N]; use `transpose(b)` if b is [N, K]"),
+                            );
+                            return Ty::Unknown;
+                        }
+                        if da != db {
+                            self.dtype_mismatch("matmul", da, db, span);
+                        }
+                        let out = Ty::Tile {
+                            dtype: if da == "f64" {
+                                "f64".into()
+                            } else {
+                                "f32".into()
+                            },
+                            r: m.clone(),
+                            c: n.clone(),
+                        };
+                        if let Some((Ty::Tile { r, c, .. }, ae)) = a.get(2) {
+                            if (r, c) != (m, n) {
+                                self.err(
+                                    "E0206",
+                                    format!(
+                                        "`matmul` accumulator is [{r}, {c}], the product is [{m}, {n}]"
+                                    ),
+                                    ae.span,
+                                    "wrong accumulator shape".into(),
+                                    "the accumulator has the product's shape [M, N]",
+                                );
+                            }
+                        }
+                        out
+                    }
+                    (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
+                    _ => {
+                        self.err(
+                            "E0206",
+                            "`matmul` multiplies two tiles".into(),
+                            span,
+                            "needs tiles".into(),
+                            "matmul(a, b) needs a: [M, K] and b: [K, N]",
+                        );
+                        Ty::Unknown
+                    }
+                }
+            }
+            "transpose" => {
+                if !arity(1, self) {
+                    return Ty::Unknown;
+                }
+                match &a[0].0 {
+                    Ty::Tile { dtype, r, c } => Ty::Tile {
+                        dtype: dtype.clone(),
+                        r: c.clone(),
+                        c: r.clone(),
+                    },
+                    t => t.clone(),
+                }
+            }
+            "cast" => {
+                if !arity(2, self) {
+                    return Ty::Unknown;
+                }
+                let target = match &a[1].1.kind {
+                    ExprKind::Name(n) if crate::check::DTYPES.contains(&n.name.as_str()) => {
+                        n.name.clone()
+                    }
+                    _ => {
+                        self.err(
+                            "E0207",
+                            "`cast` takes a dtype as its second argument".into(),
+                            a[1].1.span,
+                            "not a dtype".into(),
+                            "write `cast(x, f16)`",
+                        );
+                        return Ty::Unknown;
+                    }
+                };
+                match &a[0].0 {
+                    Ty::Tile { r, c, .. } => Ty::Tile {
+                        dtype: target,
+                        r: r.clone(),
+                        c: c.clone(),
+                    },
+                    Ty::Scalar(_) => Ty::Scalar(Some(target)),
+                    Ty::Unknown => Ty::Unknown,
+                }
+            }
+            "full" | "iota" => {
+                let need = if name == "full" { 2 } else { 1 };
+                if !arity(need, self) {
+                    return Ty::Unknown;
+                }
+                match self.shape_list(a[0].1) {
+                    Some((r, c)) => {
+                        let dtype = if name == "iota" {
+                            "i32".to_string()
+                        } else {
+                            match &a[1].0 {
+                                Ty::Scalar(Some(d)) => d.clone(),
+                                _ => "f32".to_string(),
+                            }
+                        };
+                        Ty::Tile { dtype, r, c }
+                    }
+                    None => {
+                        self.err(
+                            "E0207",
+                            format!("`{name}` takes a constant shape `[R, C]`"),
+                            a[0].1.span,
+                            "not a constant shape".into(),
+                            "write `full([16, 1], 0.0)` or `iota([1, 32])`",
+                        );
+                        Ty::Unknown
+                    }
+                }
+            }
+            "talloc" | "tpop" => match args.first().map(|x| &x.value.kind) {
+                Some(ExprKind::Name(p)) => self.pipes.get(&p.name).cloned().unwrap_or(Ty::Unknown),
+                _ => Ty::Unknown,
+            },
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Ty {
+        match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) => Ty::Scalar(None),
+            ExprKind::Bool(_) => Ty::Scalar(Some("bool".into())),
+            ExprKind::Name(n) => self.get(&n.name),
+            ExprKind::Unary { expr, .. } => self.expr(expr),
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.expr(lhs), self.expr(rhs));
+                let t = self.broadcast(op.as_str(), &a, &b, e.span);
+                match op {
+                    BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                        match t {
+                            Ty::Tile { r, c, .. } => Ty::Tile {
+                                dtype: "bool".into(),
+                                r,
+                                c,
+                            },
+                            Ty::Scalar(_) => Ty::Scalar(Some("bool".into())),
+                            Ty::Unknown => Ty::Unknown,
+                        }
+                    }
+                    _ => t,
+                }
+            }
+            ExprKind::Call { callee, args, .. } => match &callee.kind {
+                ExprKind::Name(n) => self.call(e, &n.name, args),
+                _ => Ty::Unknown,
+            },
+            ExprKind::Index { base, indices } => {
+                let bt = self.expr(base);
+                self.subrange(&bt, indices, e.span)
+            }
+            _ => Ty::Unknown,
+        }
+    }
+
+    /// The type of a static sub-range `t[a..b, :]`.
+    fn subrange(&mut self, t: &Ty, idx: &[Expr], span: Span) -> Ty {
+        let Ty::Tile { dtype, r, c } = t else {
+            return Ty::Unknown;
+        };
+        if idx.len() != 2 {
+            return Ty::Unknown;
+        }
+        let mut dims = Vec::new();
+        for (i, (ix, full)) in idx.iter().zip([r, c]).enumerate() {
+            match &ix.kind {
+                ExprKind::FullSlice => dims.push(full.clone()),
+                ExprKind::Range { start, end } => {
+                    let s = match start {
+                        Some(s) => eval_int(s, self.consts),
+                        None => Some(0),
+                    };
+                    let en = match end {
+                        Some(x) => eval_int(x, self.consts),
+                        None => match full {
+                            D::K(v) => Some(*v),
+                            D::S(_) => None,
+                        },
+                    };
+                    match (s, en) {
+                        (Some(s), Some(en)) => {
+                            if let D::K(limit) = full {
+                                if s < 0 || en > *limit || s >= en {
+                                    self.err(
+                                        "E0208",
+                                        format!(
+                                            "sub-range {s}..{en} of dimension {} is outside 0..{limit}",
+                                            i + 1
+                                        ),
+                                        ix.span,
+                                        "out of range".into(),
+                                        "sub-ranges are static and lie within the tile",
+                                    );
+                                    return Ty::Unknown;
+                                }
+                            }
+                            dims.push(D::K(en - s));
+                        }
+                        _ => return Ty::Unknown,
+                    }
+                }
+                _ => {
+                    self.err(
+                        "E0208",
+                        "a tile is indexed by static sub-ranges `a..b` or `:`".into(),
+                        ix.span,
+                        "not a range".into(),
+                        "write `t[0..16, :]`",
+                    );
+                    return Ty::Unknown;
+                }
+            }
+        }
+        let _ = span;
+        Ty::Tile {
+            dtype: dtype.clone(),
+            r: dims[0].clone(),
+            c: dims[1].clone(),
+        }
+    }
+
+    fn assign(&mut self, target: &Expr, value: &Ty, vspan: Span) {
+        let tt = self.expr(target);
+        let (Ty::Tile { r: tr, c: tc, .. }, Ty::Tile { r, c, .. }) = (&tt, value) else {
+            return;
+        };
+        if (tr, tc) != (r, c) {
+            let name = match &target.kind {
+                ExprKind::Name(n) => format!("`{}`", n.name),
+                _ => "the sub-range".into(),
+            };
+            self.diags.push(
+                Diagnostic::new(
+                    "E0209",
+                    format!("cannot assign a [{r}, {c}] tile to {name}, which is [{tr}, {tc}]"),
+                    self.label(vspan, format!("[{r}, {c}]")),
+                )
+                .with_label(self.label(target.span, format!("[{tr}, {tc}]")))
+                .with_help(
+                    "assign a value of the target's shape, or assign to a sub-range `t[0..R, :]`",
+                ),
+            );
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        self.env.push(BTreeMap::new());
+        for s in &b.stmts {
+            self.stmt(s);
+        }
+        self.env.pop();
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Let {
+                names,
+                tuple,
+                value,
+                ..
+            } => {
+                let t = self.expr(value);
+                if *tuple {
+                    // `let (v, i) = rowtopk(x, k)`
+                    if let ExprKind::Call { callee, args, .. } = &value.kind {
+                        if matches!(&callee.kind, ExprKind::Name(n) if n.name == "rowtopk") {
+                            let x = args
+                                .first()
+                                .map(|a| self.expr(&a.value))
+                                .unwrap_or(Ty::Unknown);
+                            let k = args.get(1).and_then(|a| eval_int(&a.value, self.consts));
+                            if let (Ty::Tile { dtype, r, c }, Some(k)) = (&x, k) {
+                                if let D::K(cols) = c {
+                                    if k < 1 || k > *cols {
+                                        self.err(
+                                            "E0208",
+                                            format!("`rowtopk` k = {k} is outside 1..={cols}"),
+                                            value.span,
+                                            "k out of range".into(),
+                                            "k selects at most the tile's columns",
+                                        );
+                                    }
+                                }
+                                let vals = Ty::Tile {
+                                    dtype: dtype.clone(),
+                                    r: r.clone(),
+                                    c: D::K(k),
+                                };
+                                let idx = Ty::Tile {
+                                    dtype: "i32".into(),
+                                    r: r.clone(),
+                                    c: D::K(k),
+                                };
+                                if let [v, i] = names.as_slice() {
+                                    self.set(&v.name, vals);
+                                    self.set(&i.name, idx);
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    names.iter().for_each(|n| self.set(&n.name, Ty::Unknown));
+                } else if let Some(n) = names.first() {
+                    self.set(&n.name, t);
+                }
+            }
+            StmtKind::Var { name, value, .. } => {
+                let t = self.expr(value);
+                self.set(&name.name, t);
+            }
+            StmtKind::Assign { target, value, .. } => {
+                let v = self.expr(value);
+                self.assign(target, &v, value.span);
+            }
+            StmtKind::For { vars, body, .. } => {
+                self.env.push(BTreeMap::new());
+                vars.iter()
+                    .for_each(|v| self.set(&v.name, Ty::Scalar(Some("i32".into()))));
+                self.block(body);
+                self.env.pop();
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (c, b) in branches {
+                    self.expr(c);
+                    self.block(b);
+                }
+                if let Some(b) = otherwise {
+                    self.block(b);
+                }
+            }
+            StmtKind::Pipe { name, elem, .. } => {
+                let t = eval_dims(elem, self.consts)
+                    .map(|d| tile(&elem.dtype.name, &d))
+                    .unwrap_or(Ty::Unknown);
+                self.pipes.insert(name.name.clone(), t);
+            }
+            StmtKind::Section { body, .. } => self.block(body),
+            StmtKind::Expr(e) => {
+                self.expr(e);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Type-checks a kernel body: tile shapes and dtypes through every operation.
+pub fn check_kernel(
+    file: &FileName,
+    k: &Kernel,
+    consts: &BTreeMap<String, i64>,
+) -> Vec<Diagnostic> {
+    let mut cx = TyCx {
+        file: file.clone(),
+        consts,
+        env: vec![BTreeMap::new()],
+        pipes: BTreeMap::new(),
+        diags: Vec::new(),
+    };
+    for p in &k.params {
+        let t = match (&p.dir, eval_dims(&p.ty, consts)) {
+            (Some(_), Some(d)) => {
+                if d.len() > 2 {
+                    cx.err(
+                        "E0210",
+                        format!(
+                            "tile `{}` has {} dimensions; tiles are at most 2-D",
+                            p.name.name,
+                            d.len()
+                        ),
+                        p.ty.span,
+                        "more than 2 dimensions".into(),
+                        "index the leading dimensions in the task's view instead: `X[b, h]`",
+                    );
+                    Ty::Unknown
+                } else {
+                    tile(&p.ty.dtype.name, &d)
+                }
+            }
+            (Some(_), None) => Ty::Unknown,
+            (None, _) => Ty::Scalar(Some(p.ty.dtype.name.clone())),
+        };
+        cx.set(&p.name.name, t);
+    }
+    if let KernelBody::Block(b) = &k.body {
+        cx.block(b);
+    }
+    cx.diags
+}
+
+/// The shape of a view `T[i, a..b, :]` of a tensor with shape `dims`: integer indices drop a
+/// dimension, slices keep `end - start`, remaining dimensions are kept. `None` when unknown.
+fn view_shape(dims: &[D], idx: &[Expr], consts: &BTreeMap<String, i64>) -> Result<Vec<D>, String> {
+    if idx.len() > dims.len() {
+        return Err(format!(
+            "{} indices for a tensor with {} dimensions",
+            idx.len(),
+            dims.len()
+        ));
+    }
+    let mut out = Vec::new();
+    for (ix, d) in idx.iter().zip(dims) {
+        match &ix.kind {
+            ExprKind::FullSlice => out.push(d.clone()),
+            ExprKind::Range { start, end } => {
+                let s = match start {
+                    Some(s) => s,
+                    None => {
+                        match end.as_ref().and_then(|e| eval_int(e, consts)) {
+                            Some(v) => out.push(D::K(v)),
+                            None => return Err(String::new()),
+                        }
+                        continue;
+                    }
+                };
+                let Some(e) = end else {
+                    return Err(String::new());
+                };
+                // `i*64 .. i*64+64`: the extent is end - start when it folds to a constant.
+                match extent(s, e, consts) {
+                    Some(v) => out.push(D::K(v)),
+                    None => return Err(String::new()),
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(dims[idx.len()..].iter().cloned());
+    Ok(out)
+}
+
+/// `end - start` for affine bounds that differ by a constant (`i*64 .. i*64 + 64` → 64).
+fn extent(s: &Expr, e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
+    if let (Some(a), Some(b)) = (eval_int(s, consts), eval_int(e, consts)) {
+        return Some(b - a);
+    }
+    if let ExprKind::Binary {
+        op: BinOp::Add,
+        lhs,
+        rhs,
+    } = &e.kind
+    {
+        if **lhs == *s || strip_spans_eq(lhs, s) {
+            return eval_int(rhs, consts);
+        }
+    }
+    None
+}
+
+fn strip_spans_eq(a: &Expr, b: &Expr) -> bool {
+    fn canon(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::Name(n) => n.name.clone(),
+            ExprKind::Binary { op, lhs, rhs } => {
+                format!("({} {} {})", canon(lhs), op.as_str(), canon(rhs))
+            }
+            ExprKind::Unary { expr, .. } => format!("-{}", canon(expr)),
+            _ => "?".into(),
+        }
+    }
+    canon(a) == canon(b)
+}
+
+/// Checks one task argument's view against the kernel parameter it binds.
+pub fn check_view(
+    file: &FileName,
+    kernel: &str,
+    param: &KernelParamSig,
+    arg: &Arg,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let (name, idx): (&Ident, &[Expr]) = match &arg.value.kind {
+        ExprKind::Name(n) => (n, &[]),
+        ExprKind::Index { base, indices } => match &base.kind {
+            ExprKind::Name(n) => (n, indices.as_slice()),
+            _ => return out,
+        },
+        _ => return out,
+    };
+    let Some(Symbol::Tensor { kind, dtype, dims }) = scope.get(&name.name).map(|s| &s.symbol)
+    else {
+        return out;
+    };
+    if !param.tile {
+        return out;
+    }
+    let label = |span: Span, m: String| Label::new(file.clone(), span, m);
+    if *dtype != param.dtype {
+        out.push(
+            Diagnostic::new(
+                "E0211",
+                format!(
+                    "`{}` is {dtype} but `{kernel}`'s parameter `{}` is {}",
+                    name.name, param.name, param.dtype
+                ),
+                label(arg.value.span, format!("{dtype} view")),
+            )
+            .with_help(format!(
+                "pass a {} tensor, or change the parameter's dtype (a kernel may `cast` inside)",
+                param.dtype
+            )),
+        );
+    }
+    if matches!(param.dir, Some(Direction::Out | Direction::InOut)) && *kind == TensorKind::Input {
+        out.push(
+            Diagnostic::new(
+                "E0408",
+                format!(
+                    "`{}` is an `input`, but `{kernel}` writes its parameter `{}`",
+                    name.name, param.name
+                ),
+                label(arg.value.span, "written by the task".into()),
+            )
+            .with_help("write to an `output` or a scratch `tensor`; inputs are read-only"),
+        );
+    }
+    let (Some(tdims), Some(pdims)) = (dims, &param.dims) else {
+        return out;
+    };
+    match view_shape(tdims, idx, consts) {
+        Ok(v) => {
+            // Leading unit dimensions of the view are dropped to match the tile's rank.
+            let mut v = v;
+            while v.len() > pdims.len() && v.first() == Some(&D::K(1)) {
+                v.remove(0);
+            }
+            let mut p = pdims.clone();
+            while p.len() > v.len() && p.first() == Some(&D::K(1)) {
+                p.remove(0);
+            }
+            if v != p {
+                out.push(
+                    Diagnostic::new(
+                        "E0209",
+                        format!(
+                            "the view `{}` is {} but `{kernel}`'s parameter `{}` is a {} tile",
+                            arg_text(arg),
+                            show(&v),
+                            param.name,
+                            show(pdims)
+                        ),
+                        label(arg.value.span, format!("view shape {}", show(&v))),
+                    )
+                    .with_note(format!("`{}` is {dtype}{}", name.name, show(tdims)))
+                    .with_help(
+                        "index the leading dimensions and slice the rest to the tile's shape",
+                    ),
+                );
+            }
+        }
+        Err(msg) if !msg.is_empty() => out.push(
+            Diagnostic::new(
+                "E0209",
+                format!("the view of `{}` has {msg}", name.name),
+                label(arg.value.span, "too many indices".into()),
+            )
+            .with_note(format!("`{}` is {dtype}{}", name.name, show(tdims))),
+        ),
+        Err(_) => {}
+    }
+    out
+}
+
+fn arg_text(arg: &Arg) -> String {
+    fn t(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Name(n) => n.name.clone(),
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::FullSlice => ":".into(),
+            ExprKind::Range { start, end } => format!(
+                "{}..{}",
+                start.as_ref().map(|s| t(s)).unwrap_or_default(),
+                end.as_ref().map(|s| t(s)).unwrap_or_default()
+            ),
+            ExprKind::Binary { op, lhs, rhs } => format!("{} {} {}", t(lhs), op.as_str(), t(rhs)),
+            ExprKind::Index { base, indices } => format!(
+                "{}[{}]",
+                t(base),
+                indices.iter().map(t).collect::<Vec<_>>().join(", ")
+            ),
+            _ => "…".into(),
+        }
+    }
+    t(&arg.value)
+}

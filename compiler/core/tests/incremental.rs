@@ -1,0 +1,77 @@
+//! Invariant 4: editing the body of one kernel re-runs no check of any other item.
+
+use wsp_core::Workspace;
+
+const PROGRAM: &str = "const N = 4
+axis rows = Dense[N]
+input X: f32[N, 8, 8] = load(\"x.npy\")
+output Y: f32[N, 8, 8]
+
+kernel double(x: in f32[8, 8], y: out f32[8, 8]) {
+    y = x * 2.0
+}
+
+kernel square(x: in f32[8, 8], y: out f32[8, 8]) {
+    y = x * x
+}
+
+workload w {
+    for i in P(rows) { double[i](x: X[i], y: Y[i]) }
+}
+
+schedule main = w.dispatch(round_robin(4))
+";
+
+#[test]
+fn editing_one_kernel_body_rechecks_only_that_kernel() {
+    let (mut ws, log) = Workspace::with_query_log();
+    ws.set_file("p.wsp", PROGRAM.to_string());
+    assert!(ws.check("p.wsp").is_empty(), "{:#?}", ws.check("p.wsp"));
+    assert_eq!(ws.workload_types("p.wsp").len(), 1);
+    log.lock().unwrap().clear();
+
+    // Edit inside `double`'s body only; the text before `square` changes length too.
+    let edited = PROGRAM.replace("y = x * 2.0", "y = x * 2.0 + x * 0.5");
+    ws.set_file("p.wsp", edited);
+    assert!(ws.check("p.wsp").is_empty());
+
+    let ran: Vec<String> = log.lock().unwrap().clone();
+    let item_checks: Vec<&String> = ran.iter().filter(|q| q.contains("check_item")).collect();
+    assert_eq!(
+        item_checks.len(),
+        1,
+        "item checks that re-ran: {item_checks:#?}\nall: {ran:#?}"
+    );
+    // Only `double`'s type/flow query re-ran; no race query of any workload re-ran.
+    let types: Vec<&String> = ran.iter().filter(|q| q.contains("kernel_types")).collect();
+    assert_eq!(types.len(), 1, "kernel type checks that re-ran: {types:#?}");
+    assert!(
+        !ran.iter().any(|q| q.contains("item_races")),
+        "a race check re-ran: {ran:#?}"
+    );
+    // Workload types are per item too: asking for them again re-runs none.
+    log.lock().unwrap().clear();
+    assert_eq!(ws.workload_types("p.wsp").len(), 1);
+    let ran_types: Vec<String> = log.lock().unwrap().clone();
+    assert!(
+        !ran_types.iter().any(|q| q.contains("workload_type")),
+        "a workload type re-ran: {ran_types:#?}"
+    );
+    // The scope of the file (signatures) was recomputed but is unchanged, and no other item's
+    // AST-dependent query re-ran.
+    assert!(ran.iter().any(|q| q.contains("parse_file")));
+}
+
+#[test]
+fn changing_a_kernel_signature_rechecks_its_callers() {
+    let (mut ws, log) = Workspace::with_query_log();
+    ws.set_file("p.wsp", PROGRAM.to_string());
+    let _ = ws.check("p.wsp");
+    log.lock().unwrap().clear();
+    let edited = PROGRAM.replace("kernel double(x: in", "kernel double(z: in");
+    ws.set_file("p.wsp", edited);
+    let diags = ws.check("p.wsp");
+    assert!(diags.iter().any(|d| d.code == "E0106"), "{diags:#?}");
+    let ran = log.lock().unwrap().clone();
+    assert!(ran.iter().filter(|q| q.contains("check_item")).count() >= 2);
+}

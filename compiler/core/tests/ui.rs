@@ -1,0 +1,201 @@
+//! The fixture harness: every `tests/ui/**/*.wsp` is checked, and the set of
+//! `(line, code)` pairs of its diagnostics must equal its inline expectations:
+//! `//~ ERROR E0101` (or `//~ WARN W0601`) on the line of the primary label, or `//~^ ERROR ...`
+//! for the line above. A fixture without expectations must check clean.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use wsp_core::Workspace;
+
+fn fixtures(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            fixtures(&p, out);
+        } else if p.extension().is_some_and(|x| x == "wsp") {
+            out.push(p);
+        }
+    }
+}
+
+fn expectations(src: &str) -> BTreeSet<(usize, String)> {
+    let mut out = BTreeSet::new();
+    for (i, line) in src.lines().enumerate() {
+        let mut rest = line;
+        while let Some(pos) = rest.find("//~") {
+            let after = &rest[pos + 3..];
+            let up = after.chars().take_while(|c| *c == '^').count();
+            let mut words = after[up..].split_whitespace();
+            let (Some(sev), Some(code)) = (words.next(), words.next()) else {
+                break;
+            };
+            assert!(sev == "ERROR" || sev == "WARN", "bad annotation `{line}`");
+            out.insert((i + 1 - up, code.to_string()));
+            rest = &after[up..];
+        }
+    }
+    out
+}
+
+fn line_of(src: &str, offset: u32) -> usize {
+    src.as_bytes()[..(offset as usize).min(src.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+fn check_fixture(path: &Path) -> Result<(), String> {
+    let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let name = path.to_string_lossy().replace('\\', "/");
+    let mut ws = Workspace::new();
+    ws.set_file(&name, src.clone());
+    // The harness, not the core, reads imported files.
+    for _ in 0..32 {
+        let missing = ws.unloaded_imports();
+        if missing.is_empty() {
+            break;
+        }
+        for m in missing {
+            match std::fs::read_to_string(&m) {
+                Ok(t) => ws.set_file(&m, t),
+                Err(e) => ws.set_unreadable(&m, e.to_string()),
+            }
+        }
+    }
+    let got: BTreeSet<(usize, String)> = ws
+        .check(&name)
+        .iter()
+        .filter(|d| d.primary.file.as_str() == name)
+        .map(|d| (line_of(&src, d.primary.span.start), d.code.to_string()))
+        .collect();
+    let want = expectations(&src);
+    if got == want {
+        return Ok(());
+    }
+    let diags: Vec<String> = ws
+        .check(&name)
+        .iter()
+        .map(|d| {
+            format!(
+                "  line {}: {} {}",
+                line_of(&src, d.primary.span.start),
+                d.code,
+                d.message
+            )
+        })
+        .collect();
+    Err(format!(
+        "{name}\n  missing: {:?}\n  unexpected: {:?}\n diagnostics:\n{}",
+        want.difference(&got).collect::<Vec<_>>(),
+        got.difference(&want).collect::<Vec<_>>(),
+        diags.join("\n")
+    ))
+}
+
+#[test]
+fn ui_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui");
+    let mut files = Vec::new();
+    fixtures(&root, &mut files);
+    files.sort();
+    assert!(!files.is_empty(), "no fixtures under {}", root.display());
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|f| check_fixture(f).err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} fixture(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every code emitted by the compiler has an explanation and at least one fixture.
+#[test]
+fn every_code_is_explained_and_tested() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut sources = Vec::new();
+    for dir in ["compiler/syntax/src", "compiler/core/src"] {
+        for e in std::fs::read_dir(repo.join(dir)).unwrap().flatten() {
+            sources.push(std::fs::read_to_string(e.path()).unwrap());
+        }
+    }
+    let mut codes = BTreeSet::new();
+    for s in &sources {
+        for (i, _) in s.match_indices('"') {
+            let rest = &s[i + 1..];
+            if rest.len() >= 6 && rest.as_bytes()[5] == b'"' {
+                let c = &rest[..5];
+                if (c.starts_with('E') || c.starts_with('W'))
+                    && c[1..].chars().all(|d| d.is_ascii_digit())
+                {
+                    codes.insert(c.to_string());
+                }
+            }
+        }
+    }
+    let mut fixtures_text = String::new();
+    let mut files = Vec::new();
+    fixtures(&repo.join("tests/ui"), &mut files);
+    for f in files {
+        fixtures_text.push_str(&std::fs::read_to_string(f).unwrap());
+    }
+    let mut problems = Vec::new();
+    for c in &codes {
+        let expl = repo.join(format!("compiler/diagnostics/explanations/{c}.md"));
+        if !expl.exists() {
+            problems.push(format!("{c}: no explanation file {}", expl.display()));
+        }
+        if !fixtures_text.contains(&format!(" {c}")) {
+            problems.push(format!("{c}: no fixture in tests/ui"));
+        }
+    }
+    assert!(codes.len() > 10, "found only {codes:?}");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every ```wsp example of the language reference parses without syntax errors.
+#[test]
+fn language_reference_examples_parse() {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/language.md");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    let mut blocks = 0;
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("```wsp\n") {
+        let body = &rest[start + 7..];
+        let end = body.find("```").expect("unclosed ```wsp block");
+        let src = &body[..end];
+        let parse = wsp_syntax::parse(src);
+        assert!(
+            parse.errors.is_empty(),
+            "example does not parse:\n{src}\n{:#?}",
+            parse.errors
+        );
+        blocks += 1;
+        rest = &body[end + 3..];
+    }
+    assert!(blocks >= 8, "only {blocks} examples found");
+}
+
+/// Every embedded std module checks without errors (std ships with the toolchain, so a
+/// diagnostic there is a bug of the library or of the checker).
+#[test]
+fn std_modules_check_clean() {
+    let ws = Workspace::new();
+    for (name, _) in wsp_core::std_lib::STD_MODULES {
+        let path = format!("std/{name}.wsp");
+        let errors: Vec<String> = ws
+            .check(&path)
+            .iter()
+            .filter(|d| d.severity == wsp_diagnostics::Severity::Error)
+            .map(|d| format!("{} {} at {:?}", d.code, d.message, d.primary.span))
+            .collect();
+        assert!(errors.is_empty(), "{path}:\n{}", errors.join("\n"));
+    }
+}

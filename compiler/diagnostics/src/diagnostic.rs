@@ -1,0 +1,158 @@
+use std::sync::Arc;
+
+use wsp_syntax::Span;
+
+/// How a file is named in diagnostics: the path as the user gave it (CLI) or
+/// the document URI's path (LSP), or `std/...` for the standard library.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileName(pub Arc<str>);
+
+impl FileName {
+    pub fn new(name: impl Into<Arc<str>>) -> FileName {
+        FileName(name.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for FileName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+}
+
+/// Extra meaning an editor can show (LSP `DiagnosticTag`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tag {
+    /// Unused item: the editor greys it out.
+    Unnecessary,
+    Deprecated,
+}
+
+/// A labelled source range.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Label {
+    pub file: FileName,
+    pub span: Span,
+    pub message: String,
+}
+
+impl Label {
+    pub fn new(file: FileName, span: Span, message: impl Into<String>) -> Label {
+        Label {
+            file,
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+/// One text replacement of a fix.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Edit {
+    pub file: FileName,
+    pub span: Span,
+    pub replacement: String,
+}
+
+/// A machine-applicable fix (an LSP quick fix, `wsp check --fix` later).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fix {
+    /// Shown to the user: "change `P` to `P.seq`".
+    pub title: String,
+    pub edits: Vec<Edit>,
+}
+
+/// A diagnostic: stable code, severity, message, primary and secondary labels,
+/// notes, help and optional fixes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    /// Stable code: `E0xxx` for errors, `W0xxx` for warnings.
+    pub code: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    pub primary: Label,
+    pub secondary: Vec<Label>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+    pub fixes: Vec<Fix>,
+    pub tags: Vec<Tag>,
+}
+
+impl Diagnostic {
+    /// An error; the severity follows the code's first letter (`E`/`W`).
+    pub fn new(code: &'static str, message: impl Into<String>, primary: Label) -> Diagnostic {
+        let severity = if code.starts_with('W') {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        Diagnostic {
+            code,
+            severity,
+            message: message.into(),
+            primary,
+            secondary: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+            fixes: Vec::new(),
+            tags: Vec::new(),
+        }
+    }
+
+    pub fn with_label(mut self, label: Label) -> Self {
+        self.secondary.push(label);
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
+        self
+    }
+
+    pub fn with_tag(mut self, tag: Tag) -> Self {
+        self.tags.push(tag);
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// Moves every span in `file` right by `offset` (item-relative → absolute).
+    pub fn shifted(mut self, file: &FileName, offset: u32) -> Self {
+        let shift = |l: &mut Label| {
+            if &l.file == file {
+                l.span = l.span.shift(offset);
+            }
+        };
+        shift(&mut self.primary);
+        self.secondary.iter_mut().for_each(shift);
+        for fix in &mut self.fixes {
+            for e in &mut fix.edits {
+                if &e.file == file {
+                    e.span = e.span.shift(offset);
+                }
+            }
+        }
+        self
+    }
+}

@@ -1,0 +1,724 @@
+//! Loading a program's data: resolving params (with `--set` overrides), computing tensor
+//! shapes, initialising global tensors (`load`, `random`, `zeros`, `ones`, `full`, literals,
+//! `--input` overrides), and checking `close` expectations.
+
+use crate::dtype::{DType, ScalarValue};
+use crate::npy;
+use crate::tensor::{convert, random_normal, El, HostTensor};
+use crate::workload::*;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// An error about run-time data, with a stable code (E08xx).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error[{}]: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for DataError {}
+
+impl From<npy::NpyError> for DataError {
+    fn from(e: npy::NpyError) -> Self {
+        DataError {
+            code: e.code,
+            message: format!("{}: {}", e.path.display(), e.message),
+        }
+    }
+}
+
+fn derr(code: &'static str, message: impl Into<String>) -> DataError {
+    DataError {
+        code,
+        message: message.into(),
+    }
+}
+
+/// Parses a `--set NAME=value` text for a param of `dtype`.
+pub fn parse_param_value(name: &str, dtype: DType, text: &str) -> Result<ScalarValue, DataError> {
+    let t = text.trim();
+    let bad = || {
+        derr(
+            "E0809",
+            format!("--set {name}={text}: `{t}` is not a valid {dtype} value"),
+        )
+    };
+    let v = if dtype.is_float() {
+        ScalarValue::Float(t.parse::<f64>().map_err(|_| bad())?)
+    } else if dtype.is_bool() {
+        ScalarValue::Bool(match t {
+            "true" => true,
+            "false" => false,
+            _ => return Err(bad()),
+        })
+    } else if dtype.is_signed_int() {
+        let v = t.replace('_', "").parse::<i64>().map_err(|_| bad())?;
+        if convert(El::I(i128::from(v)), dtype) != El::I(i128::from(v)) {
+            return Err(bad());
+        }
+        ScalarValue::Int(v)
+    } else {
+        let v = t.replace('_', "").parse::<u64>().map_err(|_| bad())?;
+        if convert(El::I(i128::from(v)), dtype) != El::I(i128::from(v)) {
+            return Err(bad());
+        }
+        ScalarValue::UInt(v)
+    };
+    Ok(v)
+}
+
+/// The program's param values: defaults, replaced by `overrides` (`NAME`, `value text`).
+pub fn resolve_params(
+    program: &Program,
+    overrides: &[(String, String)],
+) -> Result<Vec<ScalarValue>, DataError> {
+    let mut vals: Vec<ScalarValue> = program.params.iter().map(|p| p.default).collect();
+    for (name, text) in overrides {
+        let Some(i) = program.params.iter().position(|p| &p.name == name) else {
+            let known: Vec<_> = program.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(derr(
+                "E0809",
+                format!(
+                    "--set {name}: the program has no param `{name}` (params: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        };
+        if let (Some(p), Some(slot)) = (program.params.get(i), vals.get_mut(i)) {
+            *slot = parse_param_value(name, p.dtype, text)?;
+        }
+    }
+    Ok(vals)
+}
+
+/// Evaluates an affine expression over params only.
+pub fn eval_param_affine(a: &Affine, params: &[ScalarValue]) -> Result<i64, String> {
+    let mut acc = a.constant;
+    for (sym, c) in &a.terms {
+        let v = match sym {
+            Sym::Param(p) => match params.get(p.index()) {
+                Some(ScalarValue::Int(i)) => *i,
+                Some(ScalarValue::UInt(u)) => {
+                    i64::try_from(*u).map_err(|_| format!("param value {u} is too large"))?
+                }
+                Some(other) => return Err(format!("param #{} is not an integer ({other:?})", p.0)),
+                None => return Err(format!("param #{} does not exist", p.0)),
+            },
+            Sym::Var(v) => return Err(format!("loop variable #{} in a tensor shape", v.0)),
+        };
+        acc = v
+            .checked_mul(*c)
+            .and_then(|t| acc.checked_add(t))
+            .ok_or("overflow in a shape expression")?;
+    }
+    Ok(acc)
+}
+
+/// The shape of tensor `t` under `params`.
+pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usize>, DataError> {
+    let shape = decl
+        .shape
+        .iter()
+        .map(|a| {
+            let v = eval_param_affine(a, params)
+                .map_err(|m| derr("E0808", format!("tensor `{}`: {m}", decl.name)))?;
+            usize::try_from(v).map_err(|_| {
+                derr(
+                    "E0808",
+                    format!("tensor `{}` has a negative dimension ({v})", decl.name),
+                )
+            })
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
+    let n = shape
+        .iter()
+        .try_fold(1usize, |a, d| a.checked_mul(*d))
+        .filter(|n| *n <= MAX_ELEMENTS);
+    if n.is_none() {
+        return Err(derr(
+            "E0808",
+            format!(
+                "tensor `{}` of shape {shape:?} has more than {MAX_ELEMENTS} elements, the limit of host tensors",
+                decl.name
+            ),
+        ));
+    }
+    Ok(shape)
+}
+
+/// The largest number of elements of a host tensor (2³¹).
+pub const MAX_ELEMENTS: usize = 1 << 31;
+
+/// Materialises an initialiser for a tensor of `dtype` and `shape`. `what` names the tensor
+/// in errors; `base_dir` resolves relative `load` paths.
+pub fn materialise(
+    init: &Init,
+    what: &str,
+    dtype: DType,
+    shape: &[usize],
+    base_dir: &Path,
+) -> Result<HostTensor, DataError> {
+    let n: usize = shape.iter().product();
+    Ok(match init {
+        Init::Load { path } => {
+            let p = base_dir.join(path);
+            npy::read_npy_as(&p, dtype, shape)?
+        }
+        Init::Random { seed } => {
+            HostTensor::from_f64(dtype, shape.to_vec(), &random_normal(*seed, n))
+        }
+        Init::Zeros => HostTensor::zeros(dtype, shape.to_vec()),
+        Init::Ones => HostTensor::from_f64(dtype, shape.to_vec(), &vec![1.0; n]),
+        Init::Full { value } => {
+            let mut t = HostTensor::zeros(dtype, shape.to_vec());
+            let e = El::from_scalar(*value, dtype);
+            for i in 0..n {
+                t.data.set(i, e);
+            }
+            t
+        }
+        Init::Literal { values } => {
+            if values.len() != n {
+                return Err(derr(
+                    "E0808",
+                    format!(
+                        "{what}: the literal has {} values, the shape [{}] has {n} elements",
+                        values.len(),
+                        shape
+                            .iter()
+                            .map(|d| d.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            let mut t = HostTensor::zeros(dtype, shape.to_vec());
+            for (i, v) in values.iter().enumerate() {
+                t.data.set(i, El::from_scalar(*v, dtype));
+            }
+            t
+        }
+    })
+}
+
+/// Initialises every global tensor. `base_dir` is the program's directory; `inputs` are
+/// `--input NAME=path` overrides (paths as given, relative to the current directory).
+pub fn init_tensors(
+    program: &Program,
+    params: &[ScalarValue],
+    base_dir: &Path,
+    inputs: &[(String, PathBuf)],
+) -> Result<Vec<HostTensor>, DataError> {
+    for (name, _) in inputs {
+        match program.tensors.iter().find(|t| &t.name == name) {
+            Some(t) if t.kind == TensorKind::Input => {}
+            Some(_) => {
+                return Err(derr(
+                    "E0809",
+                    format!("--input {name}: `{name}` is not an `input` tensor"),
+                ))
+            }
+            None => {
+                return Err(derr(
+                    "E0809",
+                    format!("--input {name}: the program has no tensor `{name}`"),
+                ))
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(program.tensors.len());
+    for decl in &program.tensors {
+        let shape = tensor_shape(decl, params)?;
+        let what = format!("tensor `{}`", decl.name);
+        let t = if let Some((_, path)) = inputs.iter().find(|(n, _)| n == &decl.name) {
+            npy::read_npy_as(path, decl.dtype, &shape)?
+        } else {
+            match &decl.init {
+                Some(init) => materialise(init, &what, decl.dtype, &shape, base_dir)?,
+                None if decl.kind == TensorKind::Input => {
+                    return Err(derr(
+                        "E0807",
+                        format!(
+                            "input `{}` has no data: give it an initialiser or pass --input {}=path.npy",
+                            decl.name, decl.name
+                        ),
+                    ))
+                }
+                None => HostTensor::zeros(decl.dtype, shape),
+            }
+        };
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// The worst element of a failed `close` check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CloseFailure {
+    /// Multi-dimensional index of the worst element.
+    pub index: Vec<usize>,
+    pub expected: f64,
+    pub found: f64,
+    /// Elements outside the tolerance.
+    pub mismatches: usize,
+    pub total: usize,
+}
+
+impl fmt::Display for CloseFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {} elements differ; worst at [{}]: expected {}, found {}",
+            self.mismatches,
+            self.total,
+            self.index
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.expected,
+            self.found
+        )
+    }
+}
+
+/// `close(actual, expected, rtol, atol)`: `|a − e| ≤ atol + rtol·|e|` for every element (NaN
+/// matches only NaN). Shapes must be equal.
+pub fn check_close(
+    actual: &HostTensor,
+    expected: &HostTensor,
+    rtol: f64,
+    atol: f64,
+) -> Result<Result<(), CloseFailure>, DataError> {
+    if actual.shape != expected.shape {
+        return Err(derr(
+            "E0803",
+            format!(
+                "expect close: the tensor has shape {:?}, the expected data {:?}",
+                actual.shape, expected.shape
+            ),
+        ));
+    }
+    let (a, e) = (actual.to_f64(), expected.to_f64());
+    let mut worst: Option<(usize, f64)> = None;
+    let mut mismatches = 0;
+    for (i, (x, y)) in a.iter().zip(&e).enumerate() {
+        let ok = if x.is_nan() || y.is_nan() {
+            x.is_nan() && y.is_nan()
+        } else if x.is_infinite() || y.is_infinite() {
+            x == y
+        } else {
+            (x - y).abs() <= atol + rtol * y.abs()
+        };
+        if !ok {
+            mismatches += 1;
+            let excess = if x.is_nan() || y.is_nan() || x.is_infinite() || y.is_infinite() {
+                f64::INFINITY
+            } else {
+                (x - y).abs() - (atol + rtol * y.abs())
+            };
+            if worst.is_none_or(|(_, w)| excess > w) {
+                worst = Some((i, excess));
+            }
+        }
+    }
+    Ok(match worst {
+        None => Ok(()),
+        Some((i, _)) => {
+            let mut index = vec![0; actual.shape.len()];
+            let mut rem = i;
+            for (slot, d) in index.iter_mut().zip(&actual.shape).rev() {
+                *slot = rem % d.max(&1);
+                rem /= d.max(&1);
+            }
+            Err(CloseFailure {
+                index,
+                expected: e.get(i).copied().unwrap_or(f64::NAN),
+                found: a.get(i).copied().unwrap_or(f64::NAN),
+                mismatches,
+                total: a.len(),
+            })
+        }
+    })
+}
+
+/// The result of one `expect`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectReport {
+    /// Index into [`Program::expects`].
+    pub index: usize,
+    /// The expectation in source-like form, e.g. `close(Y, load("y.npy"), rtol: 0.0001, atol: 0.00001)`.
+    pub description: String,
+    /// `None` when it holds; otherwise what went wrong (code E0812).
+    pub failure: Option<String>,
+}
+
+fn init_text(init: &Init) -> String {
+    match init {
+        Init::Load { path } => format!("load({path:?})"),
+        Init::Random { seed } => format!("random(seed: {seed})"),
+        Init::Zeros => "zeros".into(),
+        Init::Ones => "ones".into(),
+        Init::Full { value } => format!("full({})", value.as_f64()),
+        Init::Literal { values } => format!("[{} values]", values.len()),
+    }
+}
+
+/// Reads expected data for a tensor of `dtype`: any numeric dtype is accepted (values compare
+/// as f64), except that for a bf16 tensor `<u2`/`V2` files hold bf16 bit patterns (the form
+/// wsp writes bf16 in).
+fn read_expected(path: &Path, dtype: DType) -> Result<HostTensor, DataError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        derr(
+            "E0806",
+            format!("{}: cannot read the file: {e}", path.display()),
+        )
+    })?;
+    if dtype == DType::Bf16 {
+        let h = npy::parse_header(&bytes, path)?;
+        if h.descr.ends_with("u2") || h.descr.ends_with("V2") {
+            return Ok(npy::decode_npy_as(&bytes, path, DType::Bf16, None)?);
+        }
+    }
+    Ok(npy::decode_npy(&bytes, path)?)
+}
+
+/// Checks every `expect` of the program against the final `tensors` and the run's statistics
+/// (`stat` gives a measured statistic, `None` when it was not measured, which fails the
+/// expectation). Expected data from files may have any dtype (values compare as f64) but must
+/// have the tensor's shape.
+pub fn check_expects(
+    program: &Program,
+    tensors: &[HostTensor],
+    base_dir: &Path,
+    stat: impl Fn(Stat) -> Option<i64>,
+) -> Result<Vec<ExpectReport>, DataError> {
+    let mut out = Vec::new();
+    for (index, e) in program.expects.iter().enumerate() {
+        let report = match e {
+            Expect::Close {
+                actual,
+                expected,
+                rtol,
+                atol,
+            } => {
+                let name = |t: &TensorId| {
+                    program
+                        .tensors
+                        .get(t.index())
+                        .map(|d| d.name.clone())
+                        .unwrap_or_else(|| format!("#{}", t.0))
+                };
+                let a = tensors.get(actual.index()).ok_or_else(|| {
+                    derr(
+                        "E0812",
+                        format!("expect: tensor #{} does not exist", actual.0),
+                    )
+                })?;
+                let (etext, exp) = match expected {
+                    ExpectData::Tensor { tensor } => (
+                        name(tensor),
+                        tensors.get(tensor.index()).cloned().ok_or_else(|| {
+                            derr("E0812", "expect: expected tensor does not exist")
+                        })?,
+                    ),
+                    ExpectData::Init {
+                        init: Init::Load { path },
+                    } => {
+                        let t = read_expected(&base_dir.join(path), a.dtype)?;
+                        if t.shape != a.shape {
+                            return Err(derr(
+                                "E0803",
+                                format!(
+                                    "{}: shape mismatch: expected {:?} (the shape of `{}`), found {:?}",
+                                    base_dir.join(path).display(),
+                                    a.shape,
+                                    name(actual),
+                                    t.shape
+                                ),
+                            ));
+                        }
+                        (init_text(&Init::Load { path: path.clone() }), t)
+                    }
+                    ExpectData::Init { init } => (
+                        init_text(init),
+                        materialise(init, "expected data", a.dtype, &a.shape, base_dir)?,
+                    ),
+                };
+                let description = format!(
+                    "close({}, {etext}, rtol: {rtol}, atol: {atol})",
+                    name(actual)
+                );
+                let failure = check_close(a, &exp, *rtol, *atol)?
+                    .err()
+                    .map(|f| format!("`{}`: {f}", name(actual)));
+                ExpectReport {
+                    index,
+                    description,
+                    failure,
+                }
+            }
+            Expect::Stat { stat: s, op, value } => {
+                let sname = match s {
+                    Stat::TotalCycles => "total_cycles",
+                    Stat::Tasks => "tasks",
+                };
+                let opname = match op {
+                    crate::kernel::CmpOp::Eq => "==",
+                    crate::kernel::CmpOp::Ne => "!=",
+                    crate::kernel::CmpOp::Lt => "<",
+                    crate::kernel::CmpOp::Le => "<=",
+                    crate::kernel::CmpOp::Gt => ">",
+                    crate::kernel::CmpOp::Ge => ">=",
+                };
+                let description = format!("{sname} {opname} {value}");
+                let failure = match stat(*s) {
+                    None => Some(format!("{sname} was not measured in this run")),
+                    Some(m) => {
+                        let ok = crate::num::compare(
+                            *op,
+                            El::I(i128::from(m)),
+                            El::I(i128::from(*value)),
+                        );
+                        (!ok).then(|| format!("{sname} is {m}"))
+                    }
+                };
+                ExpectReport {
+                    index,
+                    description,
+                    failure,
+                }
+            }
+        };
+        out.push(report);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prog() -> Program {
+        let mut p = Program::new();
+        p.params.push(ProgParam {
+            name: "n".into(),
+            dtype: DType::U32,
+            default: ScalarValue::UInt(3),
+        });
+        p.tensors.push(TensorDecl {
+            name: "L".into(),
+            kind: TensorKind::Input,
+            dtype: DType::I32,
+            shape: vec![Affine::param(ProgParamId(0))],
+            init: Some(Init::Literal {
+                values: vec![
+                    ScalarValue::Int(1),
+                    ScalarValue::Int(2),
+                    ScalarValue::Int(3),
+                ],
+            }),
+        });
+        p.tensors.push(TensorDecl {
+            name: "X".into(),
+            kind: TensorKind::Input,
+            dtype: DType::F16,
+            shape: vec![Affine::constant(2), Affine::constant(2)],
+            init: Some(Init::Random { seed: 5 }),
+        });
+        p.tensors.push(TensorDecl {
+            name: "Y".into(),
+            kind: TensorKind::Output,
+            dtype: DType::F32,
+            shape: vec![Affine::constant(2)],
+            init: None,
+        });
+        p
+    }
+
+    #[test]
+    fn params_resolve_with_overrides_and_errors() {
+        let p = prog();
+        assert_eq!(resolve_params(&p, &[]).unwrap(), vec![ScalarValue::UInt(3)]);
+        assert_eq!(
+            resolve_params(&p, &[("n".into(), "8".into())]).unwrap(),
+            vec![ScalarValue::UInt(8)]
+        );
+        let e = resolve_params(&p, &[("n".into(), "-1".into())]).unwrap_err();
+        assert!(e.message.contains("not a valid u32"), "{e}");
+        let e = resolve_params(&p, &[("m".into(), "1".into())]).unwrap_err();
+        assert!(e.message.contains("no param `m` (params: n)"), "{e}");
+    }
+
+    #[test]
+    fn tensors_initialise_and_literals_must_match_the_shape() {
+        let p = prog();
+        let params = resolve_params(&p, &[]).unwrap();
+        let ts = init_tensors(&p, &params, Path::new("."), &[]).unwrap();
+        assert_eq!(ts[0].to_f64(), vec![1.0, 2.0, 3.0]);
+        let r = random_normal(5, 4);
+        let want: Vec<f64> = r
+            .iter()
+            .map(|v| crate::tensor::f16_from_f64(*v).to_f64())
+            .collect();
+        assert_eq!(ts[1].to_f64(), want);
+        assert_eq!(ts[2].to_f64(), vec![0.0, 0.0]);
+        let params = resolve_params(&p, &[("n".into(), "4".into())]).unwrap();
+        let e = init_tensors(&p, &params, Path::new("."), &[]).unwrap_err();
+        assert_eq!(e.code, "E0808");
+        assert!(
+            e.message
+                .contains("has 3 values, the shape [4] has 4 elements"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn input_overrides_are_checked() {
+        let p = prog();
+        let params = resolve_params(&p, &[]).unwrap();
+        let e =
+            init_tensors(&p, &params, Path::new("."), &[("Y".into(), "y.npy".into())]).unwrap_err();
+        assert!(e.message.contains("not an `input` tensor"), "{e}");
+        let dir = std::env::temp_dir().join(format!("wsp-ir-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("x.npy");
+        npy::write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
+        let e = init_tensors(&p, &params, Path::new("."), &[("X".into(), f.clone())]).unwrap_err();
+        assert_eq!(e.code, "E0802");
+        assert!(
+            e.message.contains("x.npy") && e.message.contains("expected f16"),
+            "{e}"
+        );
+        npy::write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
+        let ts = init_tensors(&p, &params, Path::new("."), &[("X".into(), f)]).unwrap();
+        assert_eq!(ts[1].to_f64(), vec![1.0; 4]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut p2 = prog();
+        p2.tensors[1].init = None;
+        let e = init_tensors(&p2, &params, Path::new("."), &[]).unwrap_err();
+        assert_eq!(e.code, "E0807");
+    }
+
+    #[test]
+    fn expected_bf16_files_hold_bit_patterns() {
+        let dir = std::env::temp_dir().join(format!("wsp-ir-exp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let t = HostTensor::from_f64(DType::Bf16, vec![2], &[1.5, -3.0]);
+        npy::write_npy(&dir.join("g.npy"), &t).unwrap();
+        assert_eq!(
+            read_expected(&dir.join("g.npy"), DType::Bf16)
+                .unwrap()
+                .to_f64(),
+            vec![1.5, -3.0]
+        );
+        // For other dtypes the same file is plain u16 numbers.
+        assert_eq!(
+            read_expected(&dir.join("g.npy"), DType::F32).unwrap().dtype,
+            DType::U16
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn close_reports_the_worst_element() {
+        let a = HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0, 2.0, 3.0, 4.5]);
+        let e = HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0, 2.1, 3.0, 4.0]);
+        assert_eq!(check_close(&a, &a, 0.0, 0.0).unwrap(), Ok(()));
+        let f = check_close(&a, &e, 1e-3, 1e-3).unwrap().unwrap_err();
+        assert_eq!(f.index, vec![1, 1]);
+        assert_eq!(f.mismatches, 2);
+        assert_eq!((f.expected, f.found), (4.0, 4.5));
+        assert!(check_close(&a, &e, 0.2, 0.0).unwrap().is_ok());
+    }
+
+    #[test]
+    fn expects_report_failures_with_the_worst_element_and_stats() {
+        let mut p = prog();
+        let y = TensorId(2);
+        p.expects.push(Expect::Close {
+            actual: y,
+            expected: ExpectData::Init {
+                init: Init::Literal {
+                    values: vec![ScalarValue::Float(0.0), ScalarValue::Float(0.5)],
+                },
+            },
+            rtol: 0.0,
+            atol: 0.1,
+        });
+        p.expects.push(Expect::Stat {
+            stat: Stat::TotalCycles,
+            op: crate::kernel::CmpOp::Eq,
+            value: 4864,
+        });
+        p.expects.push(Expect::Close {
+            actual: y,
+            expected: ExpectData::Init { init: Init::Zeros },
+            rtol: 0.0,
+            atol: 0.0,
+        });
+        let params = resolve_params(&p, &[]).unwrap();
+        let ts = init_tensors(&p, &params, Path::new("."), &[]).unwrap();
+        let r = check_expects(&p, &ts, Path::new("."), |s| {
+            (s == Stat::TotalCycles).then_some(4000)
+        })
+        .unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(
+            r[0].failure.as_deref(),
+            Some("`Y`: 1 of 2 elements differ; worst at [1]: expected 0.5, found 0")
+        );
+        assert_eq!(r[1].description, "total_cycles == 4864");
+        assert_eq!(r[1].failure.as_deref(), Some("total_cycles is 4000"));
+        assert_eq!(r[2].failure, None);
+    }
+}
+
+/// Everything a reference run of a whole program produced.
+#[derive(Clone, Debug)]
+pub struct ReferenceRun {
+    /// Final contents of every global tensor, in [`Program::tensors`] order.
+    pub tensors: Vec<HostTensor>,
+    pub outcome: crate::exec::ExecOutcome,
+    /// One report per `expect`; `total_cycles` is not measured by the reference run, so
+    /// cycle expectations report that.
+    pub expects: Vec<ExpectReport>,
+}
+
+/// Runs a whole program with the reference interpreters: resolves params (`--set`), loads
+/// tensors (`--input`), runs the selected schedule's workload (see [`Program::select_run`])
+/// and checks the expectations.
+pub fn run_reference(
+    program: &Program,
+    schedule: Option<&str>,
+    set: &[(String, String)],
+    inputs: &[(String, PathBuf)],
+    base_dir: &Path,
+) -> Result<ReferenceRun, String> {
+    let params = resolve_params(program, set).map_err(|e| e.to_string())?;
+    let mut tensors =
+        init_tensors(program, &params, base_dir, inputs).map_err(|e| e.to_string())?;
+    let (_, w) = program.select_run(schedule)?;
+    let outcome =
+        crate::exec::run_workload(program, w, &params, &mut tensors).map_err(|e| e.to_string())?;
+    let n = outcome.tasks.len() as i64;
+    let expects = check_expects(program, &tensors, base_dir, |s| {
+        (s == Stat::Tasks).then_some(n)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(ReferenceRun {
+        tensors,
+        outcome,
+        expects,
+    })
+}

@@ -1,0 +1,1165 @@
+//! The reference workload interpreter: generates tasks in program order and runs each kernel
+//! (with the reference kernel interpreter) on real tensor data, sequentially.
+//!
+//! This is the reference semantics of a whole program. `when` conditions are evaluated when
+//! reached (every earlier task has run, so they see the data of their producers). Ragged and
+//! Sparse axes read their length / CSR tensors when the loop is entered. CSP pipelines
+//! (`connect`) run as a deterministic round-robin of process steps: each step of a process
+//! runs until it completes one visible action (a task, a token sent, a token received) or
+//! blocks; channels are bounded by their depth (`0`: the sender waits until its token is
+//! taken); a channel closes when every producer of it has finished. When every unfinished
+//! process is blocked, the run fails with a deadlock report naming the processes and the
+//! channels with their fill.
+
+use crate::dtype::ScalarValue;
+use crate::interp::{run_kernel, KernelArg, Tile};
+use crate::kernel::{Kernel, ParamKind, TileType};
+use crate::tensor::{El, HostTensor};
+use crate::workload::*;
+use std::collections::VecDeque;
+use std::fmt;
+
+/// An error of a workload run (E0810: task/view errors; E0811: deadlock).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error[{}]: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+fn xerr(message: impl Into<String>) -> ExecError {
+    ExecError {
+        code: "E0810",
+        message: message.into(),
+    }
+}
+
+/// The most iterations one loop (entered once) may generate (2²⁶).
+pub const MAX_LOOP_ITERATIONS: usize = 1 << 26;
+
+/// One executed task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskRecord {
+    pub kernel: KernelId,
+    pub coords: Vec<i64>,
+    /// The process that ran it (`name` or `name#replica`), for CSP pipelines.
+    pub process: Option<String>,
+    /// Per kernel parameter, the valid extent of its tile (`None` for scalars).
+    pub extents: Vec<Option<[u32; 2]>>,
+}
+
+/// The result of a run: tasks in execution order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExecOutcome {
+    pub tasks: Vec<TaskRecord>,
+}
+
+/// A run-time scalar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum V {
+    I(i64),
+    F(f64),
+    B(bool),
+}
+
+/// Runs workload `w` of `program` on `tensors` (one per global tensor, updated in place).
+pub fn run_workload(
+    program: &Program,
+    w: WorkloadId,
+    params: &[ScalarValue],
+    tensors: &mut [HostTensor],
+) -> Result<ExecOutcome, ExecError> {
+    let mut reference = |_: KernelId, k: &Kernel, args: &mut [KernelArg]| {
+        run_kernel(k, args).map_err(|e| e.message)
+    };
+    run_workload_with(program, w, params, tensors, &mut reference)
+}
+
+/// Runs a kernel of a task: the kernel's id and IR, and its arguments (tiles of `out`/`inout`
+/// parameters are read back after the call). Returns a message on failure.
+pub type KernelExecutor<'e> =
+    dyn FnMut(KernelId, &Kernel, &mut [KernelArg]) -> Result<(), String> + 'e;
+
+/// [`run_workload`] with another kernel executor (a JIT, for whole-program differential tests
+/// against the reference interpreter); task generation stays the reference one.
+pub fn run_workload_with(
+    program: &Program,
+    w: WorkloadId,
+    params: &[ScalarValue],
+    tensors: &mut [HostTensor],
+    executor: &mut KernelExecutor<'_>,
+) -> Result<ExecOutcome, ExecError> {
+    if tensors.len() != program.tensors.len() {
+        return Err(xerr(format!(
+            "expected {} tensors, found {}",
+            program.tensors.len(),
+            tensors.len()
+        )));
+    }
+    let mut m = Machine {
+        p: program,
+        params,
+        tensors,
+        out: ExecOutcome::default(),
+        depth: 0,
+        executor,
+    };
+    m.run_workload(w)?;
+    Ok(m.out)
+}
+
+struct Machine<'p, 't> {
+    p: &'p Program,
+    params: &'t [ScalarValue],
+    tensors: &'t mut [HostTensor],
+    out: ExecOutcome,
+    depth: usize,
+    executor: &'t mut KernelExecutor<'t>,
+}
+
+enum Frame<'p> {
+    Block {
+        stmts: &'p [WStmt],
+        pc: usize,
+    },
+    Loop {
+        vars: &'p [LoopVar],
+        iters: Vec<Vec<i64>>,
+        next: usize,
+        body: &'p [WStmt],
+    },
+    Consume {
+        channel: ChannelId,
+        bindings: &'p [LoopVar],
+        body: &'p [WStmt],
+    },
+}
+
+/// A thread of execution: a process instance, or the main workload.
+struct Thread<'p> {
+    name: String,
+    vars: Vec<Option<i64>>,
+    var_names: &'p [String],
+    frames: Vec<Frame<'p>>,
+    /// A token whose task ran but which did not fit in its channel yet.
+    pending: Option<(ChannelId, Vec<i64>)>,
+    /// Rendezvous: the serial of a token we sent on a depth-0 channel, until it is taken.
+    awaiting: Option<(ChannelId, u64)>,
+    process: Option<ProcessId>,
+    /// What the thread waits for, when blocked.
+    waiting: Option<String>,
+}
+
+struct Chan {
+    queue: VecDeque<(u64, Vec<i64>)>,
+    live_producers: u32,
+    serial: u64,
+}
+
+enum Step {
+    Progress,
+    Blocked,
+    Done,
+}
+
+impl<'p> Machine<'p, '_> {
+    fn run_workload(&mut self, w: WorkloadId) -> Result<(), ExecError> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return Err(xerr(
+                "workloads nest more than 64 deep (a workload runs itself?)",
+            ));
+        }
+        let wl = self
+            .p
+            .workloads
+            .get(w.index())
+            .ok_or_else(|| xerr(format!("workload #{} does not exist", w.0)))?;
+        let r = match &wl.body {
+            WorkloadBody::Block { stmts } => {
+                let mut th = Thread {
+                    name: format!("workload `{}`", wl.name),
+                    vars: vec![None; wl.vars.len()],
+                    var_names: &wl.vars,
+                    frames: vec![Frame::Block { stmts, pc: 0 }],
+                    pending: None,
+                    awaiting: None,
+                    process: None,
+                    waiting: None,
+                };
+                let mut no_chans = Vec::new();
+                loop {
+                    match self.step(&mut th, &mut no_chans)? {
+                        Step::Done => break Ok(()),
+                        Step::Progress => {}
+                        Step::Blocked => {
+                            break Err(xerr(format!(
+                                "{} uses a channel outside a process ({})",
+                                th.name,
+                                th.waiting.unwrap_or_default()
+                            )))
+                        }
+                    }
+                }
+            }
+            WorkloadBody::Sequential { parts } | WorkloadBody::Combine { parts } => {
+                for part in parts {
+                    self.run_workload(*part)?;
+                }
+                Ok(())
+            }
+            WorkloadBody::Connect { processes } => self.run_connect(&wl.name, processes),
+        };
+        self.depth -= 1;
+        r
+    }
+
+    fn run_connect(&mut self, wname: &str, items: &[ConnectItem]) -> Result<(), ExecError> {
+        let p = self.p;
+        let mut threads = Vec::new();
+        let mut chans: Vec<Chan> = p
+            .channels
+            .iter()
+            .map(|_| Chan {
+                queue: VecDeque::new(),
+                live_producers: 0,
+                serial: 0,
+            })
+            .collect();
+        for item in items {
+            let proc_ = p
+                .processes
+                .get(item.process.index())
+                .ok_or_else(|| xerr(format!("process #{} does not exist", item.process.0)))?;
+            for r in 0..item.replicas {
+                for c in &proc_.produces {
+                    let ch = chans
+                        .get_mut(c.index())
+                        .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
+                    ch.live_producers += 1;
+                }
+                threads.push(Thread {
+                    name: if item.replicas > 1 {
+                        format!("{}#{r}", proc_.name)
+                    } else {
+                        proc_.name.clone()
+                    },
+                    vars: vec![None; proc_.vars.len()],
+                    var_names: &proc_.vars,
+                    frames: vec![Frame::Block {
+                        stmts: &proc_.body,
+                        pc: 0,
+                    }],
+                    pending: None,
+                    awaiting: None,
+                    process: Some(item.process),
+                    waiting: None,
+                });
+            }
+        }
+        let mut done = vec![false; threads.len()];
+        loop {
+            let mut progressed = false;
+            for (i, th) in threads.iter_mut().enumerate() {
+                if done[i] {
+                    continue;
+                }
+                match self.step(th, &mut chans)? {
+                    Step::Progress => progressed = true,
+                    Step::Blocked => {}
+                    Step::Done => {
+                        done[i] = true;
+                        progressed = true;
+                        if let Some(pid) = th.process {
+                            if let Some(pr) = p.processes.get(pid.index()) {
+                                for c in &pr.produces {
+                                    if let Some(ch) = chans.get_mut(c.index()) {
+                                        ch.live_producers = ch.live_producers.saturating_sub(1);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if done.iter().all(|d| *d) {
+                return Ok(());
+            }
+            if !progressed {
+                let waiting: Vec<String> = threads
+                    .iter()
+                    .zip(&done)
+                    .filter(|(_, d)| !**d)
+                    .map(|(t, _)| {
+                        format!(
+                            "`{}` waits {}",
+                            t.name,
+                            t.waiting.clone().unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                let fill: Vec<String> = p
+                    .channels
+                    .iter()
+                    .zip(&chans)
+                    .map(|(c, s)| {
+                        format!(
+                            "`{}` {}/{}{}",
+                            c.name,
+                            s.queue.len(),
+                            c.depth,
+                            if s.live_producers == 0 {
+                                " (closed)"
+                            } else {
+                                ""
+                            }
+                        )
+                    })
+                    .collect();
+                return Err(ExecError {
+                    code: "E0811",
+                    message: format!(
+                        "deadlock in `{wname}`: {}; channels: {}. Increase a channel's depth or \
+                         reorder sends and consumes so that every wait can be satisfied",
+                        waiting.join(", "),
+                        fill.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+
+    /// Runs `th` until one visible action, a block, or its end.
+    fn step(&mut self, th: &mut Thread<'p>, chans: &mut [Chan]) -> Result<Step, ExecError> {
+        let p = self.p;
+        th.waiting = None;
+        if let Some((c, serial)) = th.awaiting {
+            let ch = chans.get(c.index()).ok_or_else(|| xerr("bad channel"))?;
+            if ch.queue.iter().any(|(s, _)| *s == serial) {
+                th.waiting = Some(format!(
+                    "for its token on `{}` to be taken",
+                    chan_name(p, c)
+                ));
+                return Ok(Step::Blocked);
+            }
+            th.awaiting = None;
+        }
+        if let Some((c, tok)) = th.pending.take() {
+            return Ok(match try_send(p, chans, c, tok, th)? {
+                true => Step::Progress,
+                false => Step::Blocked,
+            });
+        }
+        loop {
+            let Some(frame) = th.frames.last_mut() else {
+                return Ok(Step::Done);
+            };
+            match frame {
+                Frame::Block { stmts, pc } => {
+                    let Some(s) = stmts.get(*pc) else {
+                        th.frames.pop();
+                        continue;
+                    };
+                    *pc += 1;
+                    match s {
+                        WStmt::For {
+                            vars, iters, body, ..
+                        } => {
+                            let mut tuples = Vec::new();
+                            let mut vals = th.vars.clone();
+                            self.iterate(
+                                th,
+                                vars,
+                                iters,
+                                0,
+                                &mut vals,
+                                &mut Vec::new(),
+                                &mut tuples,
+                            )?;
+                            th.frames.push(Frame::Loop {
+                                vars,
+                                iters: tuples,
+                                next: 0,
+                                body,
+                            });
+                        }
+                        WStmt::When {
+                            branches,
+                            otherwise,
+                        } => {
+                            let mut chosen: &'p [WStmt] = otherwise;
+                            for b in branches {
+                                match self.eval(th, &b.cond)? {
+                                    V::B(true) => {
+                                        chosen = &b.body;
+                                        break;
+                                    }
+                                    V::B(false) => {}
+                                    other => {
+                                        return Err(xerr(format!(
+                                            "in {}: a `when` condition evaluated to {other:?}, not a bool",
+                                            th.name
+                                        )))
+                                    }
+                                }
+                            }
+                            th.frames.push(Frame::Block {
+                                stmts: chosen,
+                                pc: 0,
+                            });
+                        }
+                        WStmt::Call(call) => {
+                            self.exec_task(th, call)?;
+                            return Ok(Step::Progress);
+                        }
+                        WStmt::Run { workload } => {
+                            self.run_workload(*workload)?;
+                            return Ok(Step::Progress);
+                        }
+                        WStmt::Send { channel, payload } => {
+                            if chans.get(channel.index()).is_none() {
+                                return Err(xerr(format!(
+                                    "in {}: `send` on channel `{}` outside a `connect` of its processes",
+                                    th.name,
+                                    chan_name(p, *channel)
+                                )));
+                            }
+                            let tok = match payload {
+                                SendPayload::Task(call) => self.exec_task(th, call)?,
+                                SendPayload::Values { values } => values
+                                    .iter()
+                                    .map(|e| self.eval_int(th, e, "a sent value"))
+                                    .collect::<Result<_, _>>()?,
+                            };
+                            try_send(p, chans, *channel, tok, th)?;
+                            return Ok(Step::Progress);
+                        }
+                        WStmt::Consume {
+                            channel,
+                            bindings,
+                            body,
+                        } => {
+                            if chans.get(channel.index()).is_none() {
+                                return Err(xerr(format!(
+                                    "in {}: `consume` on channel `{}` outside a `connect` of its processes",
+                                    th.name,
+                                    chan_name(p, *channel)
+                                )));
+                            }
+                            th.frames.push(Frame::Consume {
+                                channel: *channel,
+                                bindings,
+                                body,
+                            });
+                        }
+                    }
+                }
+                Frame::Loop {
+                    vars,
+                    iters,
+                    next,
+                    body,
+                } => {
+                    let Some(tuple) = iters.get(*next) else {
+                        th.frames.pop();
+                        continue;
+                    };
+                    *next += 1;
+                    let (vars, body): (&'p [LoopVar], &'p [WStmt]) = (vars, body);
+                    for (v, x) in vars.iter().zip(tuple.clone()) {
+                        set_var(th, *v, x)?;
+                    }
+                    th.frames.push(Frame::Block { stmts: body, pc: 0 });
+                }
+                Frame::Consume {
+                    channel,
+                    bindings,
+                    body,
+                } => {
+                    let (c, bindings, body): (ChannelId, &'p [LoopVar], &'p [WStmt]) =
+                        (*channel, bindings, body);
+                    let ch = chans
+                        .get_mut(c.index())
+                        .ok_or_else(|| xerr("bad channel"))?;
+                    match ch.queue.pop_front() {
+                        Some((_, tok)) => {
+                            if tok.len() < bindings.len() {
+                                return Err(xerr(format!(
+                                    "in {}: a token of {} values on `{}` binds {} names",
+                                    th.name,
+                                    tok.len(),
+                                    chan_name(p, c),
+                                    bindings.len()
+                                )));
+                            }
+                            for (v, x) in bindings.iter().zip(tok) {
+                                set_var(th, *v, x)?;
+                            }
+                            th.frames.push(Frame::Block { stmts: body, pc: 0 });
+                            return Ok(Step::Progress);
+                        }
+                        None if ch.live_producers == 0 => {
+                            th.frames.pop();
+                        }
+                        None => {
+                            th.waiting = Some(format!("on `{}` (empty)", chan_name(p, c)));
+                            return Ok(Step::Blocked);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Generates the iteration tuples of a `for`, binding variables as it goes so that later
+    /// iterators may depend on earlier ones.
+    #[allow(clippy::too_many_arguments)]
+    fn iterate(
+        &self,
+        th: &Thread<'p>,
+        vars: &[LoopVar],
+        iters: &[Iter],
+        k: usize,
+        env: &mut Vec<Option<i64>>,
+        prefix: &mut Vec<i64>,
+        out: &mut Vec<Vec<i64>>,
+    ) -> Result<(), ExecError> {
+        let Some(it) = iters.get(k) else {
+            if prefix.len() != vars.len() {
+                return Err(xerr(format!(
+                    "in {}: a loop binds {} variables but its iterators give {}",
+                    th.name,
+                    vars.len(),
+                    prefix.len()
+                )));
+            }
+            if out.len() >= MAX_LOOP_ITERATIONS {
+                return Err(xerr(format!(
+                    "in {}: a loop has more than {MAX_LOOP_ITERATIONS} iterations",
+                    th.name
+                )));
+            }
+            out.push(prefix.clone());
+            return Ok(());
+        };
+        let scratch = Thread {
+            name: th.name.clone(),
+            vars: env.clone(),
+            var_names: th.var_names,
+            frames: Vec::new(),
+            pending: None,
+            awaiting: None,
+            process: None,
+            waiting: None,
+        };
+        let domain = self.domain(&scratch, it)?;
+        for tuple in domain {
+            let n = tuple.len();
+            for (j, x) in tuple.iter().enumerate() {
+                if let Some(v) = vars.get(prefix.len() + j) {
+                    if let Some(slot) = env.get_mut(v.index()) {
+                        *slot = Some(*x);
+                    }
+                }
+            }
+            prefix.extend(tuple);
+            self.iterate(th, vars, iters, k + 1, env, prefix, out)?;
+            prefix.truncate(prefix.len() - n);
+        }
+        Ok(())
+    }
+
+    /// The values one iterator ranges over (tuples of 1 or 2 values).
+    fn domain(&self, th: &Thread<'p>, it: &Iter) -> Result<Vec<Vec<i64>>, ExecError> {
+        match it {
+            Iter::Range { start, end } => {
+                let s = self.eval_int(th, start, "a range start")?;
+                let e = self.eval_int(th, end, "a range end")?;
+                if e.saturating_sub(s) > MAX_LOOP_ITERATIONS as i64 {
+                    return Err(xerr(format!(
+                        "in {}: range {s}..{e} has more than {MAX_LOOP_ITERATIONS} iterations",
+                        th.name
+                    )));
+                }
+                Ok((s..e).map(|i| vec![i]).collect())
+            }
+            Iter::Row { axis, row } => {
+                let b = self.affine(th, row)?;
+                Ok(self
+                    .row(th, *axis, b)?
+                    .into_iter()
+                    .map(|i| vec![i])
+                    .collect())
+            }
+            Iter::Axis { axis } => {
+                let a = self.axis(*axis)?;
+                match &a.kind {
+                    AxisKind::Dense { .. } | AxisKind::DenseDyn { .. } => {
+                        Ok(self.flat(th, *axis)?.into_iter().map(|i| vec![i]).collect())
+                    }
+                    AxisKind::Ragged { outer, .. } | AxisKind::Sparse { outer, .. } => {
+                        let mut out = Vec::new();
+                        for b in self.flat(th, *outer)? {
+                            for i in self.row(th, *axis, b)? {
+                                out.push(vec![b, i]);
+                            }
+                        }
+                        Ok(out)
+                    }
+                }
+            }
+        }
+    }
+
+    fn axis(&self, a: AxisId) -> Result<&'p Axis, ExecError> {
+        self.p
+            .axes
+            .get(a.index())
+            .ok_or_else(|| xerr(format!("axis #{} does not exist", a.0)))
+    }
+
+    /// A Dense/DenseDyn axis as a flat range.
+    fn flat(&self, th: &Thread<'p>, a: AxisId) -> Result<Vec<i64>, ExecError> {
+        let ax = self.axis(a)?;
+        let n = match &ax.kind {
+            AxisKind::Dense { size } => i64::try_from(*size).unwrap_or(i64::MAX),
+            AxisKind::DenseDyn { size } => self.eval_int(th, size, "an axis size")?,
+            _ => {
+                return Err(xerr(format!(
+                    "axis `{}` is nested; iterate it with its row (`{}[b]`) or as a whole",
+                    ax.name, ax.name
+                )))
+            }
+        };
+        if n < 0 {
+            return Err(xerr(format!(
+                "axis `{}` has a negative size ({n})",
+                ax.name
+            )));
+        }
+        Ok((0..n).collect())
+    }
+
+    /// Row `b` of a Ragged or Sparse axis.
+    fn row(&self, th: &Thread<'p>, a: AxisId, b: i64) -> Result<Vec<i64>, ExecError> {
+        let ax = self.axis(a)?;
+        let elem = |t: TensorId, i: i64, what: &str| -> Result<i64, ExecError> {
+            let tensor = self
+                .tensors
+                .get(t.index())
+                .ok_or_else(|| xerr(format!("tensor #{} does not exist", t.0)))?;
+            match tensor.at(&[i]) {
+                Some(El::I(v)) => i64::try_from(v).map_err(|_| xerr("axis data overflow")),
+                Some(_) => Err(xerr(format!(
+                    "axis `{}`: {what} `{}` must be an integer tensor",
+                    ax.name,
+                    tensor_name(self.p, t)
+                ))),
+                None => Err(xerr(format!(
+                    "axis `{}`: index {i} is outside {what} `{}` of shape {:?} (in {})",
+                    ax.name,
+                    tensor_name(self.p, t),
+                    tensor.shape,
+                    th.name
+                ))),
+            }
+        };
+        match &ax.kind {
+            AxisKind::Ragged { lengths, .. } => {
+                let n = elem(*lengths, b, "lengths")?;
+                if n < 0 || n > MAX_LOOP_ITERATIONS as i64 {
+                    return Err(xerr(format!(
+                        "axis `{}`: row {b} has length {n}, outside 0..={MAX_LOOP_ITERATIONS}",
+                        ax.name
+                    )));
+                }
+                Ok((0..n).collect())
+            }
+            AxisKind::Sparse {
+                indptr, indices, ..
+            } => {
+                let s = elem(*indptr, b, "indptr")?;
+                let e = elem(*indptr, b + 1, "indptr")?;
+                if e < s {
+                    return Err(xerr(format!(
+                        "axis `{}`: indptr is decreasing at row {b} ({s} then {e})",
+                        ax.name
+                    )));
+                }
+                (s..e).map(|i| elem(*indices, i, "indices")).collect()
+            }
+            _ => Err(xerr(format!(
+                "axis `{}` is not Ragged or Sparse; it has no rows",
+                ax.name
+            ))),
+        }
+    }
+
+    fn var(&self, th: &Thread<'p>, v: LoopVar) -> Result<i64, ExecError> {
+        match th.vars.get(v.index()) {
+            Some(Some(x)) => Ok(*x),
+            Some(None) => Err(xerr(format!(
+                "in {}: loop variable `{}` is read before it is bound",
+                th.name,
+                th.var_names
+                    .get(v.index())
+                    .map(String::as_str)
+                    .unwrap_or("?")
+            ))),
+            None => Err(xerr(format!("loop variable #{} does not exist", v.0))),
+        }
+    }
+
+    fn affine(&self, th: &Thread<'p>, a: &Affine) -> Result<i64, ExecError> {
+        let mut acc = a.constant;
+        for (s, c) in &a.terms {
+            let v = match s {
+                Sym::Var(v) => self.var(th, *v)?,
+                Sym::Param(p) => match self.params.get(p.index()) {
+                    Some(ScalarValue::Int(i)) => *i,
+                    Some(ScalarValue::UInt(u)) => i64::try_from(*u).unwrap_or(i64::MAX),
+                    _ => return Err(xerr(format!("param #{} is not an integer", p.0))),
+                },
+            };
+            acc = v
+                .checked_mul(*c)
+                .and_then(|t| acc.checked_add(t))
+                .ok_or_else(|| xerr("overflow in an index expression"))?;
+        }
+        Ok(acc)
+    }
+
+    fn eval_int(&self, th: &Thread<'p>, e: &Expr, what: &str) -> Result<i64, ExecError> {
+        match self.eval(th, e)? {
+            V::I(i) => Ok(i),
+            other => Err(xerr(format!(
+                "in {}: {what} evaluated to {other:?}, not an integer",
+                th.name
+            ))),
+        }
+    }
+
+    fn eval(&self, th: &Thread<'p>, e: &Expr) -> Result<V, ExecError> {
+        Ok(match e {
+            Expr::Const { value } => scalar_v(*value),
+            Expr::Param { param } => scalar_v(
+                *self
+                    .params
+                    .get(param.index())
+                    .ok_or_else(|| xerr(format!("param #{} does not exist", param.0)))?,
+            ),
+            Expr::Var { var } => V::I(self.var(th, *var)?),
+            Expr::Elem { tensor, index } => {
+                let idx = index
+                    .iter()
+                    .map(|i| self.eval_int(th, i, "a tensor index"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let t = self
+                    .tensors
+                    .get(tensor.index())
+                    .ok_or_else(|| xerr(format!("tensor #{} does not exist", tensor.0)))?;
+                match t.at(&idx) {
+                    Some(El::F(f)) => V::F(f),
+                    Some(El::I(i)) => V::I(i64::try_from(i).map_err(|_| {
+                        xerr(format!(
+                            "element {idx:?} of `{}` does not fit in i64",
+                            tensor_name(self.p, *tensor)
+                        ))
+                    })?),
+                    Some(El::B(b)) => V::B(b),
+                    None => {
+                        return Err(xerr(format!(
+                            "in {}: element {idx:?} is outside `{}` of shape {:?}",
+                            th.name,
+                            tensor_name(self.p, *tensor),
+                            t.shape
+                        )))
+                    }
+                }
+            }
+            Expr::Neg { x } => match self.eval(th, x)? {
+                V::I(i) => V::I(i.wrapping_neg()),
+                V::F(f) => V::F(-f),
+                V::B(_) => return Err(xerr("negation of a bool")),
+            },
+            Expr::Not { x } => match self.eval(th, x)? {
+                V::B(b) => V::B(!b),
+                _ => return Err(xerr("`!` of a number")),
+            },
+            Expr::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.eval(th, lhs)?, self.eval(th, rhs)?);
+                binop(*op, a, b).map_err(|m| xerr(format!("in {}: {m}", th.name)))?
+            }
+        })
+    }
+
+    /// Runs one task; returns its coordinates.
+    fn exec_task(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
+        let p = self.p;
+        let k: &Kernel = p
+            .kernel(call.kernel)
+            .ok_or_else(|| xerr(format!("kernel #{} does not exist", call.kernel.0)))?;
+        let coords = call
+            .coords
+            .iter()
+            .map(|c| self.eval_int(th, c, "a task coordinate"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let task = format!(
+            "task {}[{}]",
+            k.name,
+            coords
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if call.args.len() != k.params.len() {
+            return Err(xerr(format!(
+                "{task}: {} arguments for {} parameters",
+                call.args.len(),
+                k.params.len()
+            )));
+        }
+        let mut args = Vec::with_capacity(k.params.len());
+        let mut regions = Vec::with_capacity(k.params.len());
+        for (param, arg) in k.params.iter().zip(&call.args) {
+            match (&param.kind, arg) {
+                (ParamKind::Tile { tile, partial, .. }, TaskArg::View(view)) => {
+                    let reg = self.resolve_view(th, view, *tile, *partial, &task, &param.name)?;
+                    let t = self
+                        .tensors
+                        .get(view.tensor.index())
+                        .ok_or_else(|| xerr("bad tensor"))?;
+                    let mut tl = Tile::zeros(*tile);
+                    tl.valid = reg.valid;
+                    for r in 0..reg.valid[0] as usize {
+                        for c in 0..reg.valid[1] as usize {
+                            tl.set(r, c, t.data.get(reg.offset(r, c)).unwrap_or(El::I(0)));
+                        }
+                    }
+                    args.push(KernelArg::Tile(tl));
+                    regions.push(Some(reg));
+                }
+                (ParamKind::Scalar { dtype, .. }, TaskArg::Scalar { value }) => {
+                    let v = self.eval(th, value)?;
+                    args.push(KernelArg::Scalar(match (v, dtype) {
+                        (V::I(i), _) => ScalarValue::Int(i),
+                        (V::F(f), _) => ScalarValue::Float(f),
+                        (V::B(b), _) => ScalarValue::Bool(b),
+                    }));
+                    regions.push(None);
+                }
+                _ => {
+                    return Err(xerr(format!(
+                        "{task}: argument `{}` is of the wrong kind (view vs scalar)",
+                        param.name
+                    )))
+                }
+            }
+        }
+        (self.executor)(call.kernel, k, &mut args).map_err(|m| xerr(format!("{task}: {m}")))?;
+        for ((param, arg), reg) in k.params.iter().zip(&args).zip(&regions) {
+            let (ParamKind::Tile { dir, .. }, KernelArg::Tile(tl), Some(reg)) =
+                (&param.kind, arg, reg)
+            else {
+                continue;
+            };
+            if !dir.writes() {
+                continue;
+            }
+            let t = self
+                .tensors
+                .get_mut(reg.tensor.index())
+                .ok_or_else(|| xerr("bad tensor"))?;
+            for r in 0..reg.valid[0] as usize {
+                for c in 0..reg.valid[1] as usize {
+                    t.data.set(reg.offset(r, c), tl.get(r, c));
+                }
+            }
+        }
+        self.out.tasks.push(TaskRecord {
+            kernel: call.kernel,
+            coords: coords.clone(),
+            process: th.process.map(|_| th.name.clone()),
+            extents: regions
+                .iter()
+                .map(|r| r.as_ref().map(|r| r.valid))
+                .collect(),
+        });
+        Ok(coords)
+    }
+
+    fn resolve_view(
+        &self,
+        th: &Thread<'p>,
+        view: &View,
+        tile: TileType,
+        partial: [bool; 2],
+        task: &str,
+        pname: &str,
+    ) -> Result<Region, ExecError> {
+        let decl = self
+            .p
+            .tensors
+            .get(view.tensor.index())
+            .ok_or_else(|| xerr(format!("tensor #{} does not exist", view.tensor.0)))?;
+        let t = self
+            .tensors
+            .get(view.tensor.index())
+            .ok_or_else(|| xerr("bad tensor"))?;
+        let rank = t.shape.len();
+        // Evaluate every dimension first, for the message.
+        let mut dims: Vec<(i64, Option<i64>)> = Vec::with_capacity(rank);
+        for d in 0..rank {
+            dims.push(match view.dims.get(d) {
+                Some(ViewDim::Index { at }) => (self.affine(th, at)?, None),
+                Some(ViewDim::Slice { start, end }) => {
+                    (self.affine(th, start)?, Some(self.affine(th, end)?))
+                }
+                Some(ViewDim::Full) | None => (0, Some(t.shape[d] as i64)),
+            });
+        }
+        let shown = format!(
+            "`{pname}: {}[{}]`",
+            decl.name,
+            dims.iter()
+                .map(|(s, e)| match e {
+                    None => s.to_string(),
+                    Some(e) => format!("{s}..{e}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let shape_s = format!("{:?}", t.shape);
+        if view.dims.len() > rank {
+            return Err(xerr(format!(
+                "{task}: view {shown} indexes {} dimensions of `{}` of shape {shape_s}",
+                view.dims.len(),
+                decl.name
+            )));
+        }
+        if t.dtype != tile.dtype {
+            return Err(xerr(format!(
+                "{task}: view {shown} is {} but parameter `{pname}` is {}",
+                t.dtype, tile.dtype
+            )));
+        }
+        let kept: Vec<usize> = (0..rank).filter(|d| dims[*d].1.is_some()).collect();
+        let tile_dims: Vec<usize> = match kept.len() {
+            0 => vec![],
+            1 => vec![1],
+            2 => vec![0, 1],
+            n => {
+                return Err(xerr(format!(
+                    "{task}: view {shown} keeps {n} dimensions; a tile has at most 2"
+                )))
+            }
+        };
+        if kept.len() < 2 && tile.shape[0] != 1 || kept.is_empty() && tile.shape[1] != 1 {
+            return Err(xerr(format!(
+                "{task}: view {shown} has fewer dimensions than parameter `{pname}` of shape [{}, {}]",
+                tile.shape[0], tile.shape[1]
+            )));
+        }
+        let mut base = vec![0usize; rank];
+        let mut valid = [1u32, 1u32];
+        let oob = |d: usize| {
+            xerr(format!(
+                "{task}: view {shown} is out of range in dimension {d} of `{}` (shape {shape_s})",
+                decl.name
+            ))
+        };
+        for d in 0..rank {
+            let (s, e) = dims[d];
+            let size = t.shape[d] as i64;
+            match e {
+                None => {
+                    if s < 0 || s >= size {
+                        return Err(oob(d));
+                    }
+                    base[d] = s as usize;
+                }
+                Some(e) => {
+                    let td = tile_dims[kept.iter().position(|k| *k == d).unwrap_or(0)];
+                    let len = e - s;
+                    let stat = i64::from(tile.shape[td]);
+                    let part = partial[td];
+                    if s < 0 || len < 0 || (part && len > stat) || (!part && len != stat) {
+                        if s >= 0 && len >= 0 {
+                            return Err(xerr(format!(
+                                "{task}: view {shown} has extent {len} in dimension {d}, parameter `{pname}` needs {}{stat}",
+                                if part { "at most " } else { "" }
+                            )));
+                        }
+                        return Err(oob(d));
+                    }
+                    let clipped = if e > size {
+                        if !part || s > size {
+                            return Err(oob(d));
+                        }
+                        size - s
+                    } else {
+                        len
+                    };
+                    base[d] = s as usize;
+                    valid[td] = clipped as u32;
+                }
+            }
+        }
+        let mut strides = vec![1usize; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * t.shape[d + 1];
+        }
+        let origin: usize = base.iter().zip(&strides).map(|(b, s)| b * s).sum();
+        let stride = |td: usize| {
+            kept.iter()
+                .zip(&tile_dims)
+                .find(|(_, t)| **t == td)
+                .map(|(k, _)| strides[*k])
+                .unwrap_or(0)
+        };
+        Ok(Region {
+            tensor: view.tensor,
+            origin,
+            row_stride: stride(0),
+            col_stride: stride(1),
+            valid,
+        })
+    }
+}
+
+/// A resolved view: element `(r, c)` is at `origin + r·row_stride + c·col_stride`.
+#[derive(Clone, Debug, PartialEq)]
+struct Region {
+    tensor: TensorId,
+    origin: usize,
+    row_stride: usize,
+    col_stride: usize,
+    valid: [u32; 2],
+}
+
+impl Region {
+    fn offset(&self, r: usize, c: usize) -> usize {
+        self.origin + r * self.row_stride + c * self.col_stride
+    }
+}
+
+fn set_var(th: &mut Thread<'_>, v: LoopVar, x: i64) -> Result<(), ExecError> {
+    match th.vars.get_mut(v.index()) {
+        Some(slot) => {
+            *slot = Some(x);
+            Ok(())
+        }
+        None => Err(xerr(format!("loop variable #{} does not exist", v.0))),
+    }
+}
+
+fn try_send(
+    p: &Program,
+    chans: &mut [Chan],
+    c: ChannelId,
+    tok: Vec<i64>,
+    th: &mut Thread<'_>,
+) -> Result<bool, ExecError> {
+    let depth = p.channels.get(c.index()).map(|c| c.depth).unwrap_or(0);
+    let ch = chans
+        .get_mut(c.index())
+        .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
+    let cap = depth.max(1) as usize;
+    if ch.queue.len() >= cap {
+        th.waiting = Some(format!("to send on `{}` (full)", chan_name(p, c)));
+        th.pending = Some((c, tok));
+        return Ok(false);
+    }
+    ch.serial += 1;
+    ch.queue.push_back((ch.serial, tok));
+    if depth == 0 {
+        th.awaiting = Some((c, ch.serial));
+    }
+    Ok(true)
+}
+
+fn chan_name(p: &Program, c: ChannelId) -> &str {
+    p.channels
+        .get(c.index())
+        .map(|c| c.name.as_str())
+        .unwrap_or("?")
+}
+
+fn tensor_name(p: &Program, t: TensorId) -> &str {
+    p.tensors
+        .get(t.index())
+        .map(|t| t.name.as_str())
+        .unwrap_or("?")
+}
+
+fn scalar_v(s: ScalarValue) -> V {
+    match s {
+        ScalarValue::Float(f) => V::F(f),
+        ScalarValue::Int(i) => V::I(i),
+        ScalarValue::UInt(u) => V::I(i64::try_from(u).unwrap_or(i64::MAX)),
+        ScalarValue::Bool(b) => V::B(b),
+    }
+}
+
+fn binop(op: ExprOp, a: V, b: V) -> Result<V, String> {
+    use ExprOp::*;
+    Ok(match (a, b) {
+        (V::I(x), V::I(y)) => match op {
+            Add => V::I(x.wrapping_add(y)),
+            Sub => V::I(x.wrapping_sub(y)),
+            Mul => V::I(x.wrapping_mul(y)),
+            Div | Rem if y == 0 => return Err("integer division by zero".into()),
+            Div => V::I(x.wrapping_div(y)),
+            Rem => V::I(x.wrapping_rem(y)),
+            Min => V::I(x.min(y)),
+            Max => V::I(x.max(y)),
+            Eq => V::B(x == y),
+            Ne => V::B(x != y),
+            Lt => V::B(x < y),
+            Le => V::B(x <= y),
+            Gt => V::B(x > y),
+            Ge => V::B(x >= y),
+            And | Or => return Err("`&&`/`||` on integers".into()),
+        },
+        (V::B(x), V::B(y)) => match op {
+            And => V::B(x && y),
+            Or => V::B(x || y),
+            Eq => V::B(x == y),
+            Ne => V::B(x != y),
+            _ => return Err(format!("{op:?} on bools")),
+        },
+        (V::B(_), _) | (_, V::B(_)) => return Err(format!("{op:?} mixes a bool and a number")),
+        (x, y) => {
+            let f = |v: V| match v {
+                V::I(i) => i as f64,
+                V::F(f) => f,
+                V::B(_) => 0.0,
+            };
+            let (x, y) = (f(x), f(y));
+            match op {
+                Add => V::F(x + y),
+                Sub => V::F(x - y),
+                Mul => V::F(x * y),
+                Div => V::F(x / y),
+                Rem => V::F(x % y),
+                Min => V::F(crate::num::minimum(x, y)),
+                Max => V::F(crate::num::maximum(x, y)),
+                Eq => V::B(x == y),
+                Ne => V::B(x != y),
+                Lt => V::B(x < y),
+                Le => V::B(x <= y),
+                Gt => V::B(x > y),
+                Ge => V::B(x >= y),
+                And | Or => return Err("`&&`/`||` on numbers".into()),
+            }
+        }
+    })
+}

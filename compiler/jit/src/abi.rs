@@ -1,0 +1,122 @@
+//! The calling convention of compiled kernels.
+//!
+//! A compiled kernel is one function
+//!
+//! ```text
+//! extern "C" fn(args: *const u64, scratch: *mut u8) -> i32
+//! ```
+//!
+//! `args` is the *argument block*: for each kernel parameter in order,
+//! * a tile parameter takes 4 slots: data pointer (f32 elements), row stride in elements,
+//!   valid rows, valid columns (element `(r, c)` is at `ptr + 4·(r·stride + c)`);
+//! * a scalar parameter takes 1 slot: an f32 in the low 32 bits.
+//!
+//! `scratch` is a 16-byte aligned frame of [`Layout::scratch_bytes`] bytes for intermediate
+//! tiles; its contents need no initialisation. The result is 0 on success, or `i + 1` for the
+//! error message `i` of the kernel (an out-of-range extent or region), detected before any
+//! out-of-range access.
+
+use wsp_ir::kernel::*;
+
+/// Where a parameter lives in the argument block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamSlot {
+    /// First of 4 slots: ptr, stride, valid rows, valid cols.
+    Tile(usize),
+    /// One slot.
+    Scalar(usize),
+}
+
+/// Argument block and scratch frame layout of one kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub params: Vec<ParamSlot>,
+    /// Number of u64 slots of the argument block.
+    pub arg_slots: usize,
+    /// Scratch offset of each value held in memory.
+    pub value_offsets: Vec<Option<usize>>,
+    /// Scratch offset of each variable: 16 bytes of extent (two i64), then the data.
+    pub var_offsets: Vec<usize>,
+    pub scratch_bytes: usize,
+}
+
+fn align16(n: usize) -> usize {
+    (n + 15) & !15
+}
+
+fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::For { body, .. } | Stmt::Section { body, .. } => walk(body, f),
+            _ => {}
+        }
+    }
+}
+
+impl Layout {
+    pub fn new(k: &Kernel) -> Layout {
+        let mut params = Vec::new();
+        let mut slot = 0;
+        for p in &k.params {
+            match p.kind {
+                ParamKind::Tile { .. } => {
+                    params.push(ParamSlot::Tile(slot));
+                    slot += 4;
+                }
+                ParamKind::Scalar { .. } => {
+                    params.push(ParamSlot::Scalar(slot));
+                    slot += 1;
+                }
+            }
+        }
+        let mut in_memory = vec![false; k.values.len()];
+        let mut mark = |v: ValueId| {
+            if let Some(m) = in_memory.get_mut(v.index()) {
+                *m = true;
+            }
+        };
+        if let Some(body) = &k.body {
+            walk(body, &mut |s| {
+                if let Stmt::Op { results, op } = s {
+                    match op {
+                        Op::Matmul { a, b, .. } => {
+                            mark(*a);
+                            mark(*b);
+                            results.iter().for_each(|r| mark(*r));
+                        }
+                        Op::Reduce { .. }
+                        | Op::Transpose { .. }
+                        | Op::VarRead { .. }
+                        | Op::Param { .. } => results.iter().for_each(|r| mark(*r)),
+                        _ => {}
+                    }
+                }
+            });
+        }
+        let mut off = 0;
+        let mut value_offsets = Vec::with_capacity(k.values.len());
+        for (i, v) in k.values.iter().enumerate() {
+            match v.ty.tile() {
+                Some(t) if in_memory.get(i).copied().unwrap_or(false) => {
+                    value_offsets.push(Some(off));
+                    off = align16(off + t.len() * 4);
+                }
+                _ => value_offsets.push(None),
+            }
+        }
+        let mut var_offsets = Vec::new();
+        for v in &k.vars {
+            var_offsets.push(off);
+            let n = v.ty.tile().map(|t| t.len()).unwrap_or(2);
+            off = align16(off + 16 + n * 4);
+        }
+        Layout {
+            params,
+            arg_slots: slot,
+            value_offsets,
+            var_offsets,
+            scratch_bytes: off.max(16),
+        }
+    }
+}

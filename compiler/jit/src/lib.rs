@@ -1,0 +1,377 @@
+//! Cranelift JIT of wsp kernels.
+//!
+//! [`Jit::compile`] turns a [`Kernel`] of the kernel IR into native code (see [`lower`] for the
+//! code shape: fused elementwise loops over `F32X4` with scalar tails, vector reductions in
+//! the IR's canonical summation order, register-blocked matmul), cached by the kernel's
+//! content within the [`Jit`]. The compiled entry follows the ABI of [`abi`];
+//! [`CompiledKernel::run`] is a drop-in for the reference interpreter's
+//! [`wsp_ir::interp::run_kernel`], and [`CompiledKernel::call_raw`] is the zero-copy entry
+//! for a runtime that owns its buffers.
+//!
+//! Coverage: f32 tiles (and bool masks from comparisons), f32 scalars, every elementwise,
+//! comparison, select, reduction, matmul, transpose, full, iota, slice, `for`, `var`
+//! and store of the kernel IR. Other dtypes, casts between dtypes, `rowtopk` and pipes are
+//! rejected with [`JitErrorKind::Unsupported`] (the caller falls back to the interpreter).
+
+pub mod abi;
+mod helpers;
+mod lower;
+
+use abi::{Layout, ParamSlot};
+use cranelift::prelude::*;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+use wsp_ir::interp::{KernelArg, KernelError};
+use wsp_ir::kernel::*;
+use wsp_ir::tensor::Data;
+use wsp_ir::ScalarValue;
+
+/// What went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitErrorKind {
+    /// The kernel uses something the JIT does not compile (a clear refusal, never garbage).
+    Unsupported,
+    /// The kernel IR is malformed.
+    Invalid,
+    /// Cranelift failed.
+    Codegen,
+    /// A run-time check failed (extent or region out of range, bad arguments).
+    Runtime,
+}
+
+/// An error of compiling or running a kernel; names the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JitError {
+    pub kind: JitErrorKind,
+    pub kernel: String,
+    pub message: String,
+}
+
+impl JitError {
+    fn new(kind: JitErrorKind, k: &Kernel, message: String) -> JitError {
+        JitError {
+            kind,
+            kernel: k.name.clone(),
+            message,
+        }
+    }
+    pub(crate) fn unsupported(k: &Kernel, what: String) -> JitError {
+        JitError::new(
+            JitErrorKind::Unsupported,
+            k,
+            format!("the JIT does not compile {what}"),
+        )
+    }
+    pub(crate) fn invalid(k: &Kernel, m: String) -> JitError {
+        JitError::new(JitErrorKind::Invalid, k, m)
+    }
+}
+
+impl fmt::Display for JitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "in kernel `{}`: {}", self.kernel, self.message)
+    }
+}
+
+impl std::error::Error for JitError {}
+
+type Entry = unsafe extern "C" fn(*const u64, *mut u8) -> i32;
+
+/// A compiled kernel. Keeps its code alive.
+pub struct CompiledKernel {
+    name: String,
+    kernel: Kernel,
+    layout: Layout,
+    errors: Vec<String>,
+    entry: Entry,
+    _module: JITModule,
+}
+
+// SAFETY: the module's code is immutable after finalisation and the entry is reentrant (all
+// state is in the caller's argument block and scratch frame).
+unsafe impl Send for CompiledKernel {}
+unsafe impl Sync for CompiledKernel {}
+
+/// A scratch frame for [`CompiledKernel::call_raw`] (16-byte aligned).
+pub struct Scratch(Vec<u128>);
+
+impl Scratch {
+    pub fn new(bytes: usize) -> Scratch {
+        Scratch(vec![0; bytes.div_ceil(16).max(1)])
+    }
+    fn ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr().cast()
+    }
+    fn bytes(&self) -> usize {
+        self.0.len() * 16
+    }
+}
+
+impl CompiledKernel {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn new_scratch(&self) -> Scratch {
+        Scratch::new(self.layout.scratch_bytes)
+    }
+
+    /// Runs the kernel on an argument block laid out as [`abi`] describes.
+    ///
+    /// # Safety
+    /// Every tile slot must hold a pointer valid for reads (and writes, for `out`/`inout`
+    /// parameters) of `(valid_rows − 1)·stride + valid_cols` f32 elements; the kernel checks
+    /// the extents against the static shapes itself.
+    pub unsafe fn call_raw(&self, args: &[u64], scratch: &mut Scratch) -> Result<(), JitError> {
+        if args.len() != self.layout.arg_slots || scratch.bytes() < self.layout.scratch_bytes {
+            return Err(JitError::new(
+                JitErrorKind::Runtime,
+                &self.kernel,
+                format!(
+                    "argument block of {} slots (expected {}) or scratch of {} bytes (expected {})",
+                    args.len(),
+                    self.layout.arg_slots,
+                    scratch.bytes(),
+                    self.layout.scratch_bytes
+                ),
+            ));
+        }
+        // SAFETY: sizes checked above; pointer validity is the caller's contract.
+        let code = unsafe { (self.entry)(args.as_ptr(), scratch.ptr()) };
+        if code == 0 {
+            return Ok(());
+        }
+        let msg = usize::try_from(code - 1)
+            .ok()
+            .and_then(|i| self.errors.get(i))
+            .cloned()
+            .unwrap_or_else(|| format!("unknown error code {code}"));
+        Err(JitError::new(JitErrorKind::Runtime, &self.kernel, msg))
+    }
+
+    /// Runs the kernel on interpreter-style arguments (one per parameter), updating
+    /// `out`/`inout` tiles in place, like [`wsp_ir::interp::run_kernel`].
+    pub fn run(&self, args: &mut [KernelArg]) -> Result<(), KernelError> {
+        let kerr = |m: String| KernelError {
+            kernel: self.name.clone(),
+            message: m,
+        };
+        if args.len() != self.kernel.params.len() {
+            return Err(kerr(format!(
+                "expected {} arguments, found {}",
+                self.kernel.params.len(),
+                args.len()
+            )));
+        }
+        let mut bufs: Vec<Vec<f32>> = Vec::new();
+        let mut block = vec![0u64; self.layout.arg_slots];
+        for (i, (a, p)) in args.iter().zip(&self.kernel.params).enumerate() {
+            match (a, &p.kind, self.layout.params.get(i)) {
+                (KernelArg::Tile(t), ParamKind::Tile { tile, .. }, Some(ParamSlot::Tile(_))) => {
+                    let Data::Float(d) = &t.data else {
+                        return Err(kerr(format!("argument `{}` is not a float tile", p.name)));
+                    };
+                    if t.shape != tile.shape || d.len() != tile.len() {
+                        return Err(kerr(format!(
+                            "argument `{}` is [{}, {}], expected [{}, {}]",
+                            p.name, t.shape[0], t.shape[1], tile.shape[0], tile.shape[1]
+                        )));
+                    }
+                    bufs.push(d.iter().map(|x| *x as f32).collect());
+                }
+                (KernelArg::Scalar(_), ParamKind::Scalar { .. }, _) => bufs.push(Vec::new()),
+                _ => {
+                    return Err(kerr(format!(
+                        "argument `{}` is of the wrong kind (tile vs scalar)",
+                        p.name
+                    )))
+                }
+            }
+        }
+        for (i, a) in args.iter().enumerate() {
+            match (a, self.layout.params.get(i)) {
+                (KernelArg::Tile(t), Some(ParamSlot::Tile(s))) => {
+                    block[*s] = bufs[i].as_mut_ptr() as u64;
+                    block[s + 1] = u64::from(t.shape[1]);
+                    block[s + 2] = u64::from(t.valid[0]);
+                    block[s + 3] = u64::from(t.valid[1]);
+                }
+                (KernelArg::Scalar(v), Some(ParamSlot::Scalar(s))) => {
+                    let x = match v {
+                        ScalarValue::Float(f) => *f as f32,
+                        other => other.as_f64() as f32,
+                    };
+                    block[*s] = u64::from(x.to_bits());
+                }
+                _ => return Err(kerr("argument layout mismatch".into())),
+            }
+        }
+        let mut scratch = self.new_scratch();
+        // SAFETY: every tile pointer addresses a buffer of the full static shape with row
+        // stride = static columns, and the kernel checks the valid extents at entry.
+        unsafe { self.call_raw(&block, &mut scratch) }.map_err(|e| kerr(e.message))?;
+        for (i, (a, p)) in args.iter_mut().zip(&self.kernel.params).enumerate() {
+            if let (KernelArg::Tile(t), ParamKind::Tile { dir, .. }) = (a, &p.kind) {
+                if dir.writes() {
+                    if let Data::Float(d) = &mut t.data {
+                        for (o, x) in d.iter_mut().zip(&bufs[i]) {
+                            *o = f64::from(*x);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The JIT: compiles kernels and caches them by content within the process.
+#[derive(Default)]
+pub struct Jit {
+    cache: Mutex<HashMap<String, Arc<CompiledKernel>>>,
+}
+
+impl Jit {
+    pub fn new() -> Jit {
+        Jit::default()
+    }
+
+    /// Number of cached kernels.
+    pub fn cached(&self) -> usize {
+        self.cache.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// Compiles `k` (or returns the cached code of an identical kernel).
+    pub fn compile(&self, k: &Kernel) -> Result<Arc<CompiledKernel>, JitError> {
+        let key = serde_json::to_string(k)
+            .map_err(|e| JitError::invalid(k, format!("kernel does not serialise: {e}")))?;
+        if let Ok(c) = self.cache.lock() {
+            if let Some(ck) = c.get(&key) {
+                return Ok(ck.clone());
+            }
+        }
+        let ck = Arc::new(compile_uncached(k)?);
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(key, ck.clone());
+        }
+        Ok(ck)
+    }
+}
+
+/// The host ISA with `opt_level = speed`, built once per process.
+fn host_isa() -> Result<cranelift::codegen::isa::OwnedTargetIsa, String> {
+    static ISA: OnceLock<Result<cranelift::codegen::isa::OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        cranelift_native::builder()
+            .map_err(|e| e.to_string())?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+}
+
+fn codegen(k: &Kernel, e: impl fmt::Display) -> JitError {
+    JitError::new(
+        JitErrorKind::Codegen,
+        k,
+        format!("code generation failed: {e}"),
+    )
+}
+
+/// Compiles `k` without the cache.
+pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
+    let body = k.body.as_ref().ok_or_else(|| {
+        JitError::unsupported(k, "a kernel without a `.wsp` body (extern only)".into())
+    })?;
+    wsp_ir::typing::validate(k).map_err(|m| JitError::invalid(k, m))?;
+    lower::check_supported(k)?;
+    let isa = host_isa().map_err(|e| codegen(k, e))?;
+    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
+    for (name, addr, _) in helpers::symbols() {
+        jb.symbol(name, addr);
+    }
+    let mut module = JITModule::new(jb);
+    let ptr = module.target_config().pointer_type();
+    let mut helper_ids = Vec::new();
+    for (name, _, arity) in helpers::symbols() {
+        let mut sig = module.make_signature();
+        for _ in 0..arity {
+            sig.params.push(AbiParam::new(types::F32));
+        }
+        sig.returns.push(AbiParam::new(types::F32));
+        let id = module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| codegen(k, e))?;
+        helper_ids.push(id);
+    }
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.returns.push(AbiParam::new(types::I32));
+    let fid = module
+        .declare_function("wsp_kernel", Linkage::Local, &sig)
+        .map_err(|e| codegen(k, e))?;
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    let mut fctx = FunctionBuilderContext::new();
+    let layout = Layout::new(k);
+    let mut errors = Vec::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let refs: Vec<_> = helper_ids
+            .iter()
+            .map(|id| module.declare_func_in_func(*id, b.func))
+            .collect();
+        let h = lower::Helpers {
+            exp: refs[0],
+            log: refs[1],
+            tanh: refs[2],
+            sin: refs[3],
+            cos: refs[4],
+            pow: refs[5],
+            fmod: refs[6],
+        };
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let args = b.block_params(entry)[0];
+        let scratch = b.block_params(entry)[1];
+        let fail = b.create_block();
+        b.append_block_param(fail, types::I32);
+        let mut l = lower::Lower::new(k, b, h, &layout, args, scratch, fail, &mut errors);
+        l.entry(body)?;
+        l.block(body)?;
+        let zero = l.b.ins().iconst(types::I32, 0);
+        l.b.ins().return_(&[zero]);
+        l.b.switch_to_block(fail);
+        l.b.seal_block(fail);
+        let code = l.b.block_params(fail)[0];
+        l.b.ins().return_(&[code]);
+        l.b.seal_all_blocks();
+        l.b.finalize(module.target_config());
+    }
+    module
+        .define_function(fid, &mut ctx)
+        .map_err(|e| codegen(k, format!("{e:?}")))?;
+    module.clear_context(&mut ctx);
+    module.finalize_definitions().map_err(|e| codegen(k, e))?;
+    let code = module.get_finalized_function(fid);
+    // SAFETY: `code` is the finalised function declared with the `Entry` signature.
+    let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+    Ok(CompiledKernel {
+        name: k.name.clone(),
+        kernel: k.clone(),
+        layout,
+        errors,
+        entry,
+        _module: module,
+    })
+}

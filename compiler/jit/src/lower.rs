@@ -1,0 +1,1415 @@
+//! Lowering of one kernel to Cranelift IR.
+//!
+//! Elementwise values are *lazy*: they have no buffer; every consumer (a store, a reduction,
+//! a matmul operand copy, a variable assignment) evaluates the whole elementwise DAG below it
+//! per element in one fused loop, 4 lanes at a time (`F32X4`) with a scalar tail. Buffers (in
+//! the scratch frame) exist only for values that are read many times or must be snapshots:
+//! reduction, matmul and transpose results, matmul operands, variables and their reads, and
+//! loads of `inout` parameters that the kernel also stores to.
+
+use crate::abi::{Layout, ParamSlot};
+use crate::JitError;
+use cranelift::codegen::ir::{BlockArg, Endianness, FuncRef};
+use cranelift::prelude::*;
+use std::collections::HashMap;
+use wsp_ir::kernel::{
+    BinaryOp, CmpOp, KIndex, Kernel, Op, ParamKind, ReduceOp, Region, Stmt, TileType,
+    Type as IrType, UnaryOp, ValueId, VarId,
+};
+use wsp_ir::DType;
+
+/// A tile held in memory: f32 elements at `ptr + 4·(r·stride + c)`.
+#[derive(Clone, Copy)]
+pub(crate) struct Buf {
+    ptr: Value,
+    stride: Value,
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    /// Not defined yet.
+    Undef,
+    /// A scalar SSA value (f32, i64 index, or i8 bool).
+    Scalar(Value),
+    /// An elementwise tile evaluated on demand.
+    Lazy,
+    /// A tile in memory.
+    Buf(Buf),
+}
+
+/// Where an element is evaluated: row `r`, column `c`, one lane or four.
+#[derive(Clone, Copy)]
+struct Pos {
+    r: Value,
+    c: Value,
+    vec: bool,
+}
+
+/// The helper functions imported into the function being built.
+pub(crate) struct Helpers {
+    pub exp: FuncRef,
+    pub log: FuncRef,
+    pub tanh: FuncRef,
+    pub sin: FuncRef,
+    pub cos: FuncRef,
+    pub pow: FuncRef,
+    pub fmod: FuncRef,
+}
+
+pub(crate) struct Lower<'a, 'b> {
+    pub k: &'a Kernel,
+    pub b: FunctionBuilder<'b>,
+    pub h: Helpers,
+    pub layout: &'a Layout,
+    /// Entry parameters: the argument block and the scratch frame.
+    pub args: Value,
+    pub scratch: Value,
+    /// The block that returns an error code (its block parameter).
+    pub fail: Block,
+    /// Error messages; code `i + 1` is `errors[i]`.
+    pub errors: &'a mut Vec<String>,
+    slots: Vec<Slot>,
+    /// Valid extent `(rows, cols)` of each tile value, as i64 values.
+    ext: Vec<Option<(Value, Value)>>,
+    defs: HashMap<ValueId, &'a Op>,
+    /// Values that must live in a buffer.
+    needs_buf: Vec<bool>,
+    /// Parameter buffers (ptr, stride) and extents, loaded at entry.
+    params: Vec<Option<(Buf, Value, Value)>>,
+    scalar_params: Vec<Option<Value>>,
+    memo: HashMap<(ValueId, Value, Value, bool), Value>,
+}
+
+type R<T> = Result<T, JitError>;
+/// A loop body: `(lowering, induction variable, carried values) -> next carried values`.
+type LoopBody<'x, 'a, 'b> = dyn FnMut(&mut Lower<'a, 'b>, Value, &[Value]) -> R<Vec<Value>> + 'x;
+/// A reduction step `(builder, accumulator, element) -> accumulator`.
+type Combine = fn(&mut FunctionBuilder, Value, Value) -> Value;
+
+fn shape_of(k: &Kernel, v: ValueId) -> R<Option<TileType>> {
+    k.value_type(v)
+        .map(|t| t.tile())
+        .ok_or_else(|| JitError::invalid(k, format!("value %{} does not exist", v.0)))
+}
+
+/// Checks that the JIT supports every type and operation of `k`.
+pub(crate) fn check_supported(k: &Kernel) -> R<()> {
+    let mut bad_op = None;
+    if let Some(body) = &k.body {
+        walk(body, &mut |s| {
+            if let Stmt::Op { op, .. } = s {
+                if matches!(op, Op::RowTopK { .. } | Op::TPop { .. }) && bad_op.is_none() {
+                    bad_op = Some(op_name(op));
+                }
+            }
+        });
+    }
+    if let Some(name) = bad_op {
+        return Err(JitError::unsupported(k, format!("`{name}`")));
+    }
+    let ok_tile = |d: DType| matches!(d, DType::F32 | DType::Bool);
+    for (i, v) in k.values.iter().enumerate() {
+        let ok = match v.ty {
+            IrType::Tile(t) => ok_tile(t.dtype),
+            IrType::Scalar { dtype } => matches!(dtype, DType::F32 | DType::I64 | DType::Bool),
+        };
+        if !ok {
+            return Err(JitError::unsupported(
+                k,
+                format!(
+                    "value %{i} of type {}: only f32 tiles (bool masks) and f32/bool scalars",
+                    match v.ty {
+                        IrType::Tile(t) => format!("{}[{}, {}]", t.dtype, t.rows(), t.cols()),
+                        IrType::Scalar { dtype } => dtype.to_string(),
+                    }
+                ),
+            ));
+        }
+    }
+    for p in &k.params {
+        let ok = match p.kind {
+            ParamKind::Tile { tile, .. } => tile.dtype == DType::F32,
+            ParamKind::Scalar { dtype, .. } => dtype == DType::F32,
+        };
+        if !ok {
+            return Err(JitError::unsupported(
+                k,
+                format!("parameter `{}` is not an f32 tile or scalar", p.name),
+            ));
+        }
+    }
+    if !k.pipes.is_empty() {
+        return Err(JitError::unsupported(k, "pipes (talloc/tpush/tpop)".into()));
+    }
+    Ok(())
+}
+
+fn walk<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::For { body, .. } | Stmt::Section { body, .. } => walk(body, f),
+            _ => {}
+        }
+    }
+}
+
+impl<'a, 'b> Lower<'a, 'b> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        k: &'a Kernel,
+        b: FunctionBuilder<'b>,
+        h: Helpers,
+        layout: &'a Layout,
+        args: Value,
+        scratch: Value,
+        fail: Block,
+        errors: &'a mut Vec<String>,
+    ) -> Self {
+        let n = k.values.len();
+        Lower {
+            k,
+            b,
+            h,
+            layout,
+            args,
+            scratch,
+            fail,
+            errors,
+            slots: vec![Slot::Undef; n],
+            ext: vec![None; n],
+            defs: HashMap::new(),
+            needs_buf: vec![false; n],
+            params: vec![None; k.params.len()],
+            scalar_params: vec![None; k.params.len()],
+            memo: HashMap::new(),
+        }
+    }
+
+    fn err(&self, m: String) -> JitError {
+        JitError::invalid(self.k, m)
+    }
+
+    /// Emits a check: when `ok` is false, return the error `message`.
+    fn check(&mut self, ok: Value, message: String) {
+        self.errors.push(message);
+        let code = self.errors.len() as i64;
+        let code = self.b.ins().iconst(types::I32, code);
+        let cont = self.b.create_block();
+        self.b.ins().brif(ok, cont, &[], self.fail, &[code.into()]);
+        self.b.seal_block(cont);
+        self.b.switch_to_block(cont);
+    }
+
+    fn iconst(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(types::I64, v)
+    }
+
+    fn fconst(&mut self, v: f32) -> Value {
+        self.b.ins().f32const(v)
+    }
+
+    fn vconst(&mut self, v: f32) -> Value {
+        let s = self.fconst(v);
+        self.b.ins().splat(types::F32X4, s)
+    }
+
+    fn load_arg(&mut self, ty: Type, slot: usize) -> Value {
+        self.b.ins().load(ty, mf(), self.args, (slot * 8) as i32)
+    }
+
+    /// Loads parameters and checks their extents (the bounds checks at entry).
+    pub fn entry(&mut self, body: &'a [Stmt]) -> R<()> {
+        // Definitions and which values need buffers.
+        let mut stored = vec![false; self.k.params.len()];
+        let mut defs = HashMap::new();
+        let mut needs = Vec::new();
+        walk(body, &mut |s| match s {
+            Stmt::Op { results, op } => {
+                for r in results {
+                    defs.insert(*r, op);
+                }
+                if let Op::Matmul { a, b, .. } = op {
+                    needs.push(*a);
+                    needs.push(*b);
+                }
+            }
+            Stmt::Store { param, .. } => {
+                if let Some(s) = stored.get_mut(param.index()) {
+                    *s = true;
+                }
+            }
+            _ => {}
+        });
+        self.defs = defs;
+        for v in needs {
+            if let Some(n) = self.needs_buf.get_mut(v.index()) {
+                *n = true;
+            }
+        }
+        for (id, op) in self.defs.clone() {
+            let buf = match op {
+                Op::VarRead { .. } => true,
+                Op::Param { param } => stored.get(param.index()).copied().unwrap_or(false),
+                _ => false,
+            };
+            if buf && shape_of(self.k, id)?.is_some() {
+                if let Some(n) = self.needs_buf.get_mut(id.index()) {
+                    *n = true;
+                }
+            }
+        }
+        for (i, p) in self.k.params.iter().enumerate() {
+            match (&p.kind, self.layout.params.get(i)) {
+                (ParamKind::Tile { tile, partial, .. }, Some(ParamSlot::Tile(s))) => {
+                    let ptr = self.load_arg(types::I64, *s);
+                    let stride = self.load_arg(types::I64, s + 1);
+                    let vr = self.load_arg(types::I64, s + 2);
+                    let vc = self.load_arg(types::I64, s + 3);
+                    for (d, v) in [vr, vc].into_iter().enumerate() {
+                        let n = i64::from(tile.shape[d]);
+                        let cc = if partial[d] {
+                            IntCC::UnsignedLessThanOrEqual
+                        } else {
+                            IntCC::Equal
+                        };
+                        let ok = self.b.ins().icmp_imm_s(cc, v, n);
+                        self.check(
+                            ok,
+                            format!(
+                                "argument `{}`: valid {} outside the tile's static {} {n}{}",
+                                p.name,
+                                ["rows", "columns"][d],
+                                ["rows", "columns"][d],
+                                if partial[d] {
+                                    ""
+                                } else {
+                                    " (dimension not partial)"
+                                }
+                            ),
+                        );
+                    }
+                    // Row stride must cover the valid columns (no overlapping rows).
+                    let multi = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, vr, 1);
+                    let wide = self
+                        .b
+                        .ins()
+                        .icmp(IntCC::UnsignedGreaterThanOrEqual, stride, vc);
+                    let one = self.b.ins().bnot(multi);
+                    let ok = self.b.ins().bor(one, wide);
+                    self.check(
+                        ok,
+                        format!(
+                            "argument `{}`: row stride smaller than its valid columns",
+                            p.name
+                        ),
+                    );
+                    if let Some(x) = self.params.get_mut(i) {
+                        *x = Some((Buf { ptr, stride }, vr, vc));
+                    }
+                }
+                (ParamKind::Scalar { .. }, Some(ParamSlot::Scalar(s))) => {
+                    let v = self.load_arg(types::F32, *s);
+                    if let Some(x) = self.scalar_params.get_mut(i) {
+                        *x = Some(v);
+                    }
+                }
+                _ => return Err(self.err(format!("parameter `{}` has no ABI slot", p.name))),
+            }
+        }
+        Ok(())
+    }
+
+    // ----- loops -----------------------------------------------------------------------
+
+    /// `for i in (start..end).step_by(step)` carrying `init` values; `body` returns the next
+    /// carried values. Returns the final carried values.
+    fn for_loop(
+        &mut self,
+        start: Value,
+        end: Value,
+        step: i64,
+        init: &[Value],
+        body: &mut LoopBody<'_, 'a, 'b>,
+    ) -> R<Vec<Value>> {
+        let header = self.b.create_block();
+        let lbody = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.append_block_param(header, types::I64);
+        for v in init {
+            let t = self.b.func.dfg.value_type(*v);
+            self.b.append_block_param(header, t);
+            self.b.append_block_param(exit, t);
+        }
+        let mut a: Vec<BlockArg> = vec![start.into()];
+        a.extend(init.iter().map(|v| BlockArg::from(*v)));
+        self.b.ins().jump(header, &a);
+        self.b.switch_to_block(header);
+        let ps = self.b.block_params(header).to_vec();
+        let i = ps[0];
+        let carried = ps[1..].to_vec();
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, i, end);
+        let ex: Vec<BlockArg> = carried.iter().map(|v| BlockArg::from(*v)).collect();
+        self.b.ins().brif(go, lbody, &[], exit, &ex);
+        self.b.seal_block(lbody);
+        self.b.switch_to_block(lbody);
+        let next = body(self, i, &carried)?;
+        let i2 = self.b.ins().iadd_imm_s(i, step);
+        let mut a: Vec<BlockArg> = vec![i2.into()];
+        a.extend(next.iter().map(|v| BlockArg::from(*v)));
+        self.b.ins().jump(header, &a);
+        self.b.seal_block(header);
+        self.b.seal_block(exit);
+        self.b.switch_to_block(exit);
+        Ok(self.b.block_params(exit).to_vec())
+    }
+
+    /// Runs `body(r, c, vec)` over rows `0..rows` and columns `0..cols`: 4 columns at a time,
+    /// then a scalar tail.
+    fn tile_loop(
+        &mut self,
+        rows: Value,
+        cols: Value,
+        body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
+    ) -> R<()> {
+        let zero = self.iconst(0);
+        let vend = self.b.ins().band_imm_s(cols, !3i64);
+        self.for_loop(zero, rows, 1, &[], &mut |s, r, _| {
+            s.for_loop(zero, vend, 4, &[], &mut |s, c, _| {
+                s.memo.clear();
+                body(s, Pos { r, c, vec: true })?;
+                Ok(vec![])
+            })?;
+            s.for_loop(vend, cols, 1, &[], &mut |s, c, _| {
+                s.memo.clear();
+                body(s, Pos { r, c, vec: false })?;
+                Ok(vec![])
+            })?;
+            Ok(vec![])
+        })?;
+        self.memo.clear();
+        Ok(())
+    }
+
+    // ----- memory ----------------------------------------------------------------------
+
+    fn addr(&mut self, buf: Buf, r: Value, c: Value) -> Value {
+        let rs = self.b.ins().imul(r, buf.stride);
+        let i = self.b.ins().iadd(rs, c);
+        let off = self.b.ins().ishl_imm_s(i, 2);
+        self.b.ins().iadd(buf.ptr, off)
+    }
+
+    fn load(&mut self, buf: Buf, r: Value, c: Value, vec: bool) -> Value {
+        let a = self.addr(buf, r, c);
+        let t = if vec { types::F32X4 } else { types::F32 };
+        self.b.ins().load(t, mf(), a, 0)
+    }
+
+    fn store_el(&mut self, buf: Buf, r: Value, c: Value, x: Value) {
+        let a = self.addr(buf, r, c);
+        self.b.ins().store(mf(), x, a, 0);
+    }
+
+    /// A scratch buffer of a static tile type.
+    fn scratch_buf(&mut self, off: usize, t: TileType) -> Buf {
+        let ptr = self.b.ins().iadd_imm_s(self.scratch, off as i64);
+        let stride = self.iconst(i64::from(t.cols()));
+        Buf { ptr, stride }
+    }
+
+    fn value_buf(&mut self, v: ValueId) -> R<(Buf, TileType)> {
+        let t = shape_of(self.k, v)?.ok_or_else(|| self.err(format!("%{} is not a tile", v.0)))?;
+        let off = self
+            .layout
+            .value_offsets
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("%{} has no scratch buffer", v.0)))?;
+        Ok((self.scratch_buf(off, t), t))
+    }
+
+    fn extent(&self, v: ValueId) -> R<(Value, Value)> {
+        self.ext
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("tile %{} used before it is defined", v.0)))
+    }
+
+    // ----- elementwise evaluation ------------------------------------------------------
+
+    fn call1(&mut self, f: FuncRef, x: Value, vec: bool) -> Value {
+        self.call_lanes(f, &[x], vec)
+    }
+
+    fn call_lanes(&mut self, f: FuncRef, xs: &[Value], vec: bool) -> Value {
+        if !vec {
+            let c = self.b.ins().call(f, xs);
+            return self.b.inst_results(c)[0];
+        }
+        let mut out = self.vconst(0.0);
+        for lane in 0..4u8 {
+            let ls: Vec<Value> = xs
+                .iter()
+                .map(|x| self.b.ins().extractlane(*x, lane))
+                .collect();
+            let c = self.b.ins().call(f, &ls);
+            let r = self.b.inst_results(c)[0];
+            out = self.b.ins().insertlane(out, r, lane);
+        }
+        out
+    }
+
+    fn num(&mut self, x: f32, vec: bool) -> Value {
+        if vec {
+            self.vconst(x)
+        } else {
+            self.fconst(x)
+        }
+    }
+
+    fn apply_unary(&mut self, op: UnaryOp, x: Value, vec: bool, is_bool: bool) -> R<Value> {
+        let one = |s: &mut Self| s.num(1.0, vec);
+        Ok(match op {
+            UnaryOp::Exp => self.call1(self.h.exp, x, vec),
+            UnaryOp::Log => self.call1(self.h.log, x, vec),
+            UnaryOp::Tanh => self.call1(self.h.tanh, x, vec),
+            UnaryOp::Sin => self.call1(self.h.sin, x, vec),
+            UnaryOp::Cos => self.call1(self.h.cos, x, vec),
+            UnaryOp::Sqrt => self.b.ins().sqrt(x),
+            UnaryOp::Rsqrt => {
+                let s = self.b.ins().sqrt(x);
+                let o = one(self);
+                self.b.ins().fdiv(o, s)
+            }
+            UnaryOp::Recip => {
+                let o = one(self);
+                self.b.ins().fdiv(o, x)
+            }
+            UnaryOp::Sigmoid => self.sigmoid(x, vec),
+            UnaryOp::Silu => {
+                let s = self.sigmoid(x, vec);
+                self.b.ins().fmul(x, s)
+            }
+            UnaryOp::Gelu => {
+                let c = self.num(0.797_884_6, vec);
+                let k = self.num(0.044715, vec);
+                let kx = self.b.ins().fmul(k, x);
+                let kxx = self.b.ins().fmul(kx, x);
+                let kxxx = self.b.ins().fmul(kxx, x);
+                let s = self.b.ins().fadd(x, kxxx);
+                let inner = self.b.ins().fmul(c, s);
+                let t = self.call1(self.h.tanh, inner, vec);
+                let half = self.num(0.5, vec);
+                let hx = self.b.ins().fmul(half, x);
+                let o = one(self);
+                let p = self.b.ins().fadd(o, t);
+                self.b.ins().fmul(hx, p)
+            }
+            UnaryOp::Relu => {
+                let z = self.num(0.0, vec);
+                self.b.ins().fmax(x, z)
+            }
+            UnaryOp::Abs => self.b.ins().fabs(x),
+            UnaryOp::Neg => self.b.ins().fneg(x),
+            UnaryOp::Not if is_bool => {
+                if vec {
+                    self.b.ins().bnot(x)
+                } else {
+                    self.b.ins().bxor_imm_s(x, 1)
+                }
+            }
+            UnaryOp::Not => {
+                return Err(JitError::invalid(
+                    self.k,
+                    "`not` of a non-bool value".into(),
+                ))
+            }
+        })
+    }
+
+    fn sigmoid(&mut self, x: Value, vec: bool) -> Value {
+        let n = self.b.ins().fneg(x);
+        let e = self.call1(self.h.exp, n, vec);
+        let one = self.num(1.0, vec);
+        let d = self.b.ins().fadd(one, e);
+        self.b.ins().fdiv(one, d)
+    }
+
+    fn apply_binary(&mut self, op: BinaryOp, a: Value, c: Value, vec: bool) -> Value {
+        match op {
+            BinaryOp::Add => self.b.ins().fadd(a, c),
+            BinaryOp::Sub => self.b.ins().fsub(a, c),
+            BinaryOp::Mul => self.b.ins().fmul(a, c),
+            BinaryOp::Div => self.b.ins().fdiv(a, c),
+            BinaryOp::Max => self.b.ins().fmax(a, c),
+            BinaryOp::Min => self.b.ins().fmin(a, c),
+            BinaryOp::Rem => self.call_lanes(self.h.fmod, &[a, c], vec),
+            BinaryOp::Pow => self.call_lanes(self.h.pow, &[a, c], vec),
+            BinaryOp::And => self.b.ins().band(a, c),
+            BinaryOp::Or => self.b.ins().bor(a, c),
+        }
+    }
+
+    fn apply_cmp(&mut self, op: CmpOp, a: Value, c: Value) -> Value {
+        let cc = match op {
+            CmpOp::Eq => FloatCC::Equal,
+            CmpOp::Ne => FloatCC::NotEqual,
+            CmpOp::Lt => FloatCC::LessThan,
+            CmpOp::Le => FloatCC::LessThanOrEqual,
+            CmpOp::Gt => FloatCC::GreaterThan,
+            CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+        };
+        self.b.ins().fcmp(cc, a, c)
+    }
+
+    fn is_bool(&self, v: ValueId) -> bool {
+        self.k
+            .value_type(v)
+            .map(|t| t.dtype() == DType::Bool)
+            .unwrap_or(false)
+    }
+
+    /// Element `pos` of value `v` (broadcasting `[R,1]`, `[1,C]` and scalars).
+    fn elem(&mut self, v: ValueId, pos: Pos) -> R<Value> {
+        if let Some(x) = self.memo.get(&(v, pos.r, pos.c, pos.vec)) {
+            return Ok(*x);
+        }
+        let x = self.elem_uncached(v, pos)?;
+        self.memo.insert((v, pos.r, pos.c, pos.vec), x);
+        Ok(x)
+    }
+
+    fn splat_scalar(&mut self, v: ValueId, x: Value, vec: bool) -> Value {
+        if !vec {
+            return x;
+        }
+        if self.is_bool(v) {
+            // i8 0/1 → lane mask.
+            let w = self.b.ins().sextend(types::I32, x);
+            let m = self.b.ins().ineg(w);
+            self.b.ins().splat(types::I32X4, m)
+        } else {
+            self.b.ins().splat(types::F32X4, x)
+        }
+    }
+
+    fn elem_uncached(&mut self, v: ValueId, pos: Pos) -> R<Value> {
+        let slot = *self
+            .slots
+            .get(v.index())
+            .ok_or_else(|| self.err(format!("value %{} does not exist", v.0)))?;
+        let t = shape_of(self.k, v)?;
+        // Broadcast the position into v's shape.
+        let (r, c, col_bcast) = match t {
+            Some(t) => {
+                let r = if t.rows() == 1 { self.iconst(0) } else { pos.r };
+                let (c, cb) = if t.cols() == 1 {
+                    (self.iconst(0), true)
+                } else {
+                    (pos.c, false)
+                };
+                (r, c, cb)
+            }
+            None => (pos.r, pos.c, true),
+        };
+        let p = Pos {
+            r,
+            c,
+            vec: pos.vec && !col_bcast,
+        };
+        let x = match slot {
+            Slot::Undef => {
+                return Err(self.err(format!("value %{} used before it is defined", v.0)))
+            }
+            Slot::Scalar(x) => return Ok(self.splat_scalar(v, x, pos.vec)),
+            Slot::Buf(b) => self.load(b, p.r, p.c, p.vec),
+            Slot::Lazy => {
+                let op = *self
+                    .defs
+                    .get(&v)
+                    .ok_or_else(|| self.err(format!("value %{} has no definition", v.0)))?;
+                self.eval_op(v, op, p)?
+            }
+        };
+        if pos.vec && !p.vec {
+            return Ok(if self.is_bool(v) {
+                self.b.ins().splat(types::I32X4, x)
+            } else {
+                self.b.ins().splat(types::F32X4, x)
+            });
+        }
+        Ok(x)
+    }
+
+    /// Evaluates an elementwise op at `p` (`p` already broadcast into the op's shape).
+    fn eval_op(&mut self, v: ValueId, op: &Op, p: Pos) -> R<Value> {
+        match op {
+            Op::Binary { op, lhs, rhs } => {
+                let a = self.elem(*lhs, p)?;
+                let c = self.elem(*rhs, p)?;
+                Ok(self.apply_binary(*op, a, c, p.vec))
+            }
+            Op::Cmp { op, lhs, rhs } => {
+                let a = self.elem(*lhs, p)?;
+                let c = self.elem(*rhs, p)?;
+                let m = self.apply_cmp(*op, a, c);
+                Ok(m)
+            }
+            Op::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                let m = self.elem(*cond, p)?;
+                let a = self.elem(*on_true, p)?;
+                let c = self.elem(*on_false, p)?;
+                if p.vec {
+                    let fm = self.b.ins().bitcast(
+                        types::F32X4,
+                        MemFlagsData::new().with_endianness(Endianness::Little),
+                        m,
+                    );
+                    Ok(self.b.ins().bitselect(fm, a, c))
+                } else {
+                    Ok(self.b.ins().select(m, a, c))
+                }
+            }
+            Op::Unary { op, x } => {
+                let b = self.is_bool(*x);
+                let a = self.elem(*x, p)?;
+                self.apply_unary(*op, a, p.vec, b)
+            }
+            Op::Full { value, .. } => self.elem(*value, p),
+            Op::Cast { x, .. } => self.elem(*x, p),
+            Op::Iota { shape, .. } => {
+                let cols = self.iconst(i64::from(shape[1]));
+                let rc = self.b.ins().imul(p.r, cols);
+                let i = self.b.ins().iadd(rc, p.c);
+                if p.vec {
+                    let i32v = self.b.ins().ireduce(types::I32, i);
+                    let s = self.b.ins().splat(types::I32X4, i32v);
+                    let lanes = self.lane_ids();
+                    let s = self.b.ins().iadd(s, lanes);
+                    Ok(self.b.ins().fcvt_from_sint(types::F32X4, s))
+                } else {
+                    Ok(self.b.ins().fcvt_from_sint(types::F32, i))
+                }
+            }
+            Op::Slice { x, region } => {
+                let (r0, c0) = self.region_start(region)?;
+                let r = self.b.ins().iadd(p.r, r0);
+                let c = self.b.ins().iadd(p.c, c0);
+                self.elem(*x, Pos { r, c, vec: p.vec })
+            }
+            _ => Err(self.err(format!("value %{} is not elementwise", v.0))),
+        }
+    }
+
+    fn lane_ids(&mut self) -> Value {
+        let mut v = self.b.ins().iconst(types::I32, 0);
+        v = self.b.ins().splat(types::I32X4, v);
+        for lane in 1..4u8 {
+            let x = self.b.ins().iconst(types::I32, i64::from(lane));
+            v = self.b.ins().insertlane(v, x, lane);
+        }
+        v
+    }
+
+    fn kindex(&mut self, ix: &KIndex) -> R<Value> {
+        let mut acc = self.iconst(ix.constant);
+        for (v, coeff) in &ix.terms {
+            let x = match self.slots.get(v.index()) {
+                Some(Slot::Scalar(x)) => *x,
+                _ => {
+                    return Err(self.err(format!(
+                        "index term %{} is not a defined integer scalar",
+                        v.0
+                    )))
+                }
+            };
+            if self.b.func.dfg.value_type(x) != types::I64 {
+                return Err(self.err(format!("index term %{} is not an i64 scalar", v.0)));
+            }
+            let m = self.b.ins().imul_imm_s(x, *coeff);
+            acc = self.b.ins().iadd(acc, m);
+        }
+        Ok(acc)
+    }
+
+    fn region_start(&mut self, region: &Region) -> R<(Value, Value)> {
+        let r0 = self.kindex(&region.row_start)?;
+        let c0 = self.kindex(&region.col_start)?;
+        Ok((r0, c0))
+    }
+
+    /// Bounds check of a region against a static shape; `what` names the view.
+    fn check_region(&mut self, r0: Value, c0: Value, region: &Region, shape: [u32; 2], what: &str) {
+        for (d, (s, n)) in [(r0, region.rows), (c0, region.cols)]
+            .into_iter()
+            .enumerate()
+        {
+            let lo = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, s, 0);
+            let end = self.b.ins().iadd_imm_s(s, i64::from(n));
+            let hi =
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedLessThanOrEqual, end, i64::from(shape[d]));
+            let ok = self.b.ins().band(lo, hi);
+            self.check(
+                ok,
+                format!(
+                    "{} range of {what} (length {n}) is outside its static shape [{}, {}]",
+                    ["row", "column"][d],
+                    shape[0],
+                    shape[1]
+                ),
+            );
+        }
+    }
+
+    // ----- statements ------------------------------------------------------------------
+
+    pub fn block(&mut self, stmts: &'a [Stmt]) -> R<()> {
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn set_slot(&mut self, v: ValueId, s: Slot) -> R<()> {
+        match self.slots.get_mut(v.index()) {
+            Some(x) => {
+                *x = s;
+                Ok(())
+            }
+            None => Err(self.err(format!("value %{} does not exist", v.0))),
+        }
+    }
+
+    fn set_ext(&mut self, v: ValueId, e: (Value, Value)) {
+        if let Some(x) = self.ext.get_mut(v.index()) {
+            *x = Some(e);
+        }
+    }
+
+    fn stmt(&mut self, s: &'a Stmt) -> R<()> {
+        match s {
+            Stmt::Op { results, op } => self.op(results, op),
+            Stmt::Store {
+                param,
+                region,
+                value,
+            } => {
+                let (buf, pvr, pvc) = self
+                    .params
+                    .get(param.index())
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| self.err(format!("store to non-tile parameter #{}", param.0)))?;
+                let p = &self.k.params[param.index()];
+                let shape = match p.kind {
+                    ParamKind::Tile { tile, .. } => tile.shape,
+                    ParamKind::Scalar { .. } => {
+                        return Err(self.err(format!("store to scalar `{}`", p.name)))
+                    }
+                };
+                let pname = format!("`{}`", p.name);
+                self.store_into(buf, pvr, pvc, shape, region.as_ref(), *value, &pname)
+            }
+            Stmt::For {
+                index,
+                start,
+                end,
+                body,
+            } => {
+                let s0 = self.iconst(*start);
+                let e = self.iconst(*end);
+                self.for_loop(s0, e, 1, &[], &mut |s, i, _| {
+                    s.set_slot(*index, Slot::Scalar(i))?;
+                    s.block(body)?;
+                    Ok(vec![])
+                })?;
+                Ok(())
+            }
+            Stmt::Section { body, .. } => self.block(body),
+            Stmt::Assign { var, region, value } => self.assign(*var, region.as_ref(), *value),
+            Stmt::TAlloc { .. } | Stmt::TPush { .. } | Stmt::TFree { .. } => Err(
+                JitError::unsupported(self.k, "pipes (talloc/tpush/tfree)".into()),
+            ),
+        }
+    }
+
+    /// Writes tile `value` into `dst` (whole or a region), clipped to the destination's valid
+    /// extent `(dvr, dvc)`.
+    #[allow(clippy::too_many_arguments)]
+    fn store_into(
+        &mut self,
+        dst: Buf,
+        dvr: Value,
+        dvc: Value,
+        shape: [u32; 2],
+        region: Option<&Region>,
+        value: ValueId,
+        what: &str,
+    ) -> R<()> {
+        let vt = shape_of(self.k, value)?
+            .ok_or_else(|| self.err(format!("store of scalar %{} into {what}", value.0)))?;
+        let (r0, c0, rs, cs) = match region {
+            Some(reg) => {
+                let (r0, c0) = self.region_start(reg)?;
+                self.check_region(r0, c0, reg, shape, what);
+                if [reg.rows, reg.cols] != vt.shape {
+                    return Err(self.err(format!(
+                        "store of a [{}, {}] tile into a [{}, {}] region of {what}",
+                        vt.shape[0], vt.shape[1], reg.rows, reg.cols
+                    )));
+                }
+                (r0, c0, reg.rows, reg.cols)
+            }
+            None => {
+                if vt.shape != shape {
+                    return Err(self.err(format!(
+                        "store of a [{}, {}] tile into {what} of shape [{}, {}]",
+                        vt.shape[0], vt.shape[1], shape[0], shape[1]
+                    )));
+                }
+                let z = self.iconst(0);
+                (z, z, shape[0], shape[1])
+            }
+        };
+        let (vr, vc) = self.extent(value)?;
+        let clip = |s: &mut Self, v: Value, n: u32, d: Value, o: Value| {
+            let n = s.iconst(i64::from(n));
+            let a = s.b.ins().smin(v, n);
+            let room = s.b.ins().isub(d, o);
+            let z = s.iconst(0);
+            let room = s.b.ins().smax(room, z);
+            s.b.ins().smin(a, room)
+        };
+        let rows = clip(self, vr, rs, dvr, r0);
+        let cols = clip(self, vc, cs, dvc, c0);
+        // Destination view starting at (r0, c0).
+        let off = self.b.ins().imul(r0, dst.stride);
+        let off = self.b.ins().iadd(off, c0);
+        let off = self.b.ins().ishl_imm_s(off, 2);
+        let ptr = self.b.ins().iadd(dst.ptr, off);
+        let d = Buf {
+            ptr,
+            stride: dst.stride,
+        };
+        self.tile_loop(rows, cols, &mut |s, p| {
+            let x = s.elem(value, p)?;
+            s.store_el(d, p.r, p.c, x);
+            Ok(())
+        })
+    }
+
+    fn var_buf(&mut self, var: VarId) -> R<(Buf, IrType, usize)> {
+        let info = self
+            .k
+            .vars
+            .get(var.index())
+            .ok_or_else(|| self.err(format!("variable #{} does not exist", var.0)))?;
+        let off = self
+            .layout
+            .var_offsets
+            .get(var.index())
+            .copied()
+            .ok_or_else(|| self.err(format!("variable `{}` has no buffer", info.name)))?;
+        let ty = info.ty;
+        let cols = ty.tile().map(|t| t.cols()).unwrap_or(1);
+        let ptr = self.b.ins().iadd_imm_s(self.scratch, off as i64 + 16);
+        let stride = self.iconst(i64::from(cols));
+        Ok((Buf { ptr, stride }, ty, off))
+    }
+
+    fn assign(&mut self, var: VarId, region: Option<&Region>, value: ValueId) -> R<()> {
+        let (buf, ty, off) = self.var_buf(var)?;
+        let name = format!("variable `{}`", self.k.vars[var.index()].name);
+        match ty {
+            IrType::Scalar { dtype } => {
+                if region.is_some() {
+                    return Err(self.err(format!("region assignment to scalar {name}")));
+                }
+                let x = match self.slots.get(value.index()) {
+                    Some(Slot::Scalar(x)) => *x,
+                    _ => return Err(self.err(format!("{name} assigned a non-scalar"))),
+                };
+                let _ = dtype;
+                self.b.ins().store(mf(), x, buf.ptr, 0);
+                Ok(())
+            }
+            IrType::Tile(t) => {
+                let flags = mf();
+                match region {
+                    None => {
+                        let (vr, vc) = self.extent(value)?;
+                        self.b.ins().store(flags, vr, self.scratch, off as i32);
+                        self.b.ins().store(flags, vc, self.scratch, off as i32 + 8);
+                        let r = self.iconst(i64::from(t.rows()));
+                        let c = self.iconst(i64::from(t.cols()));
+                        self.store_into(buf, r, c, t.shape, None, value, &name)
+                    }
+                    Some(reg) => {
+                        // Clipped to the variable's current extent, as a store is.
+                        let dvr = self
+                            .b
+                            .ins()
+                            .load(types::I64, flags, self.scratch, off as i32);
+                        let dvc =
+                            self.b
+                                .ins()
+                                .load(types::I64, flags, self.scratch, off as i32 + 8);
+                        self.store_into(buf, dvr, dvc, t.shape, Some(reg), value, &name)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Extent of an elementwise result over `operands`.
+    fn broadcast_ext(&mut self, shape: [u32; 2], operands: &[ValueId]) -> R<(Value, Value)> {
+        let mut out = [
+            self.iconst(i64::from(shape[0])),
+            self.iconst(i64::from(shape[1])),
+        ];
+        for o in operands {
+            if let Some(t) = shape_of(self.k, *o)? {
+                let (vr, vc) = self.extent(*o)?;
+                for (d, v) in [vr, vc].into_iter().enumerate() {
+                    if t.shape[d] == shape[d] {
+                        out[d] = self.b.ins().smin(out[d], v);
+                    }
+                }
+            }
+        }
+        Ok((out[0], out[1]))
+    }
+
+    fn op(&mut self, results: &[ValueId], op: &'a Op) -> R<()> {
+        let v = *results
+            .first()
+            .ok_or_else(|| self.err("an operation without results".into()))?;
+        let t = shape_of(self.k, v)?;
+        match (op, t) {
+            (Op::Param { param }, Some(t)) => {
+                let (buf, vr, vc) = self
+                    .params
+                    .get(param.index())
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| self.err(format!("parameter #{} is not a tile", param.0)))?;
+                let _ = t;
+                self.set_ext(v, (vr, vc));
+                self.set_slot(v, Slot::Buf(buf))?;
+                if self.needs_buf[v.index()] {
+                    // A snapshot: the kernel stores to this parameter later.
+                    let (b, _) = self.value_buf(v)?;
+                    self.tile_loop(vr, vc, &mut |s, p| {
+                        let x = s.load(buf, p.r, p.c, p.vec);
+                        s.store_el(b, p.r, p.c, x);
+                        Ok(())
+                    })?;
+                    self.set_slot(v, Slot::Buf(b))?;
+                }
+                Ok(())
+            }
+            (Op::Param { param }, None) => {
+                let x = self
+                    .scalar_params
+                    .get(param.index())
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| self.err(format!("parameter #{} is not a scalar", param.0)))?;
+                self.set_slot(v, Slot::Scalar(x))
+            }
+            (Op::Const { value, dtype }, None) => {
+                let x = match dtype {
+                    DType::F32 => self.fconst(value.as_f64() as f32),
+                    DType::Bool => {
+                        let b = value.as_f64() != 0.0;
+                        self.b.ins().iconst(types::I8, i64::from(b))
+                    }
+                    DType::I64 => {
+                        let i = match value {
+                            wsp_ir::ScalarValue::Int(i) => *i,
+                            wsp_ir::ScalarValue::UInt(u) => *u as i64,
+                            wsp_ir::ScalarValue::Bool(b) => i64::from(*b),
+                            wsp_ir::ScalarValue::Float(f) => *f as i64,
+                        };
+                        self.iconst(i)
+                    }
+                    d => return Err(JitError::unsupported(self.k, format!("{d} constants"))),
+                };
+                self.set_slot(v, Slot::Scalar(x))
+            }
+            (Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Unary { .. }, None) => {
+                // Scalar arithmetic, evaluated once here.
+                if self.k.value_type(v).map(|t| t.dtype()) == Some(DType::I64) {
+                    return Err(JitError::unsupported(
+                        self.k,
+                        "integer scalar arithmetic".into(),
+                    ));
+                }
+                let z = self.iconst(0);
+                self.memo.clear();
+                let x = self.eval_op(
+                    v,
+                    op,
+                    Pos {
+                        r: z,
+                        c: z,
+                        vec: false,
+                    },
+                )?;
+                self.memo.clear();
+                self.set_slot(v, Slot::Scalar(x))
+            }
+            (Op::Binary { lhs, rhs, .. } | Op::Cmp { lhs, rhs, .. }, Some(t)) => {
+                let e = self.broadcast_ext(t.shape, &[*lhs, *rhs])?;
+                self.lazy(v, e)
+            }
+            (
+                Op::Select {
+                    cond,
+                    on_true,
+                    on_false,
+                },
+                Some(t),
+            ) => {
+                let e = self.broadcast_ext(t.shape, &[*cond, *on_true, *on_false])?;
+                self.lazy(v, e)
+            }
+            (Op::Unary { x, .. }, Some(t)) => {
+                let e = self.broadcast_ext(t.shape, &[*x])?;
+                self.lazy(v, e)
+            }
+            (Op::Full { shape, .. } | Op::Iota { shape, .. }, Some(_)) => {
+                let r = self.iconst(i64::from(shape[0]));
+                let c = self.iconst(i64::from(shape[1]));
+                self.lazy(v, (r, c))
+            }
+            (Op::Slice { x, region }, Some(_)) => {
+                let xt = shape_of(self.k, *x)?
+                    .ok_or_else(|| self.err(format!("slice of scalar %{}", x.0)))?;
+                let (r0, c0) = self.region_start(region)?;
+                let what = format!("the slice of {}", self.vname(*x));
+                self.check_region(r0, c0, region, xt.shape, &what);
+                let (xr, xc) = self.extent(*x)?;
+                let clip = |s: &mut Self, ext: Value, st: Value, n: u32| {
+                    let d = s.b.ins().isub(ext, st);
+                    let z = s.iconst(0);
+                    let d = s.b.ins().smax(d, z);
+                    let n = s.iconst(i64::from(n));
+                    s.b.ins().smin(d, n)
+                };
+                let vr = clip(self, xr, r0, region.rows);
+                let vc = clip(self, xc, c0, region.cols);
+                self.lazy(v, (vr, vc))
+            }
+            (Op::Cast { x, dtype }, _) => {
+                let xd = self.k.value_type(*x).map(|t| t.dtype());
+                if xd == Some(*dtype) {
+                    // Identity cast.
+                    match t {
+                        Some(_) => {
+                            let e = self.extent(*x)?;
+                            self.set_ext(v, e);
+                            let s = self.slots[x.index()];
+                            self.set_slot(v, s)?;
+                            if matches!(s, Slot::Lazy) {
+                                self.defs.insert(v, op);
+                            }
+                            Ok(())
+                        }
+                        None => {
+                            let s = self.slots[x.index()];
+                            self.set_slot(v, s)
+                        }
+                    }
+                } else {
+                    Err(JitError::unsupported(
+                        self.k,
+                        format!("cast from {xd:?} to {dtype}"),
+                    ))
+                }
+            }
+            (Op::Reduce { op: rop, x }, Some(_)) => self.reduce(v, *rop, *x),
+            (Op::Matmul { a, b, acc }, Some(_)) => self.matmul(v, *a, *b, *acc),
+            (Op::Transpose { x }, Some(_)) => {
+                let (buf, _) = self.value_buf(v)?;
+                let (xr, xc) = self.extent(*x)?;
+                let x = *x;
+                self.tile_loop(xr, xc, &mut |s, p| {
+                    let p1 = Pos { vec: false, ..p };
+                    if p.vec {
+                        let val = s.elem(x, p)?;
+                        for lane in 0..4u8 {
+                            let e = s.b.ins().extractlane(val, lane);
+                            let c = s.b.ins().iadd_imm_s(p.c, i64::from(lane));
+                            s.store_el(buf, c, p.r, e);
+                        }
+                    } else {
+                        let e = s.elem(x, p1)?;
+                        s.store_el(buf, p.c, p.r, e);
+                    }
+                    Ok(())
+                })?;
+                self.set_ext(v, (xc, xr));
+                self.set_slot(v, Slot::Buf(buf))
+            }
+            (Op::VarRead { var }, _) => {
+                let (vb, ty, off) = self.var_buf(*var)?;
+                match ty {
+                    IrType::Scalar { dtype } => {
+                        let t = match dtype {
+                            DType::F32 => types::F32,
+                            DType::Bool => types::I8,
+                            _ => types::I64,
+                        };
+                        let x = self.b.ins().load(t, mf(), vb.ptr, 0);
+                        self.set_slot(v, Slot::Scalar(x))
+                    }
+                    IrType::Tile(_) => {
+                        let f = mf();
+                        let vr = self.b.ins().load(types::I64, f, self.scratch, off as i32);
+                        let vc = self
+                            .b
+                            .ins()
+                            .load(types::I64, f, self.scratch, off as i32 + 8);
+                        self.set_ext(v, (vr, vc));
+                        let (b, _) = self.value_buf(v)?;
+                        self.tile_loop(vr, vc, &mut |s, p| {
+                            let x = s.load(vb, p.r, p.c, p.vec);
+                            s.store_el(b, p.r, p.c, x);
+                            Ok(())
+                        })?;
+                        self.set_slot(v, Slot::Buf(b))
+                    }
+                }
+            }
+            (op, _) => Err(JitError::unsupported(
+                self.k,
+                format!("operation {}", op_name(op)),
+            )),
+        }
+    }
+
+    fn vname(&self, v: ValueId) -> String {
+        match self.k.values.get(v.index()).and_then(|i| i.name.as_deref()) {
+            Some(n) => format!("`{n}`"),
+            None => format!("%{}", v.0),
+        }
+    }
+
+    fn lazy(&mut self, v: ValueId, e: (Value, Value)) -> R<()> {
+        self.set_ext(v, e);
+        self.set_slot(v, Slot::Lazy)?;
+        if self.needs_buf.get(v.index()).copied().unwrap_or(false) {
+            self.set_slot(v, Slot::Lazy)?;
+            // Materialise into v's own buffer (evaluating v's DAG once).
+            let (buf, _) = self.value_buf(v)?;
+            self.tile_loop(e.0, e.1, &mut |s, p| {
+                let x = s.elem(v, p)?;
+                s.store_el(buf, p.r, p.c, x);
+                Ok(())
+            })?;
+            self.set_slot(v, Slot::Buf(buf))?;
+        }
+        Ok(())
+    }
+
+    fn reduce(&mut self, v: ValueId, op: ReduceOp, x: ValueId) -> R<()> {
+        let (buf, _) = self.value_buf(v)?;
+        let (xr, xc) = self.extent(x)?;
+        let (init, f): (f32, Combine) = match op {
+            ReduceOp::RowSum | ReduceOp::RowMean | ReduceOp::ColSum => {
+                (0.0, |b, a, c| b.ins().fadd(a, c))
+            }
+            ReduceOp::RowMax | ReduceOp::ColMax => {
+                (f32::NEG_INFINITY, |b, a, c| b.ins().fmax(a, c))
+            }
+            ReduceOp::RowMin | ReduceOp::ColMin => (f32::INFINITY, |b, a, c| b.ins().fmin(a, c)),
+        };
+        let zero = self.iconst(0);
+        if op.is_row() {
+            let vend = self.b.ins().band_imm_s(xc, !3i64);
+            self.for_loop(zero, xr, 1, &[], &mut |s, r, _| {
+                let acc0 = s.vconst(init);
+                // Two independent accumulators (columns j..j+4 and j+4..j+8) keep the
+                // lanes' canonical order: lane l sums columns ≡ l (mod 4) in increasing order.
+                let acc = s.for_loop(zero, vend, 4, &[acc0], &mut |s, c, a| {
+                    s.memo.clear();
+                    let e = s.elem(x, Pos { r, c, vec: true })?;
+                    Ok(vec![f(&mut s.b, a[0], e)])
+                })?;
+                let mut lanes: Vec<Value> =
+                    (0..4u8).map(|l| s.b.ins().extractlane(acc[0], l)).collect();
+                // Tail: at most 3 columns, column vend + l goes to lane l.
+                #[allow(clippy::needless_range_loop)]
+                for l in 0..3usize {
+                    let c = s.b.ins().iadd_imm_s(vend, l as i64);
+                    let inb = s.b.ins().icmp(IntCC::SignedLessThan, c, xc);
+                    let then = s.b.create_block();
+                    let join = s.b.create_block();
+                    s.b.append_block_param(join, types::F32);
+                    s.b.ins()
+                        .brif(inb, then, &[], join, &[BlockArg::from(lanes[l])]);
+                    s.b.seal_block(then);
+                    s.b.switch_to_block(then);
+                    s.memo.clear();
+                    let e = s.elem(x, Pos { r, c, vec: false })?;
+                    let nv = f(&mut s.b, lanes[l], e);
+                    s.b.ins().jump(join, &[BlockArg::from(nv)]);
+                    s.b.seal_block(join);
+                    s.b.switch_to_block(join);
+                    lanes[l] = s.b.block_params(join)[0];
+                }
+                s.memo.clear();
+                let a = f(&mut s.b, lanes[0], lanes[1]);
+                let c = f(&mut s.b, lanes[2], lanes[3]);
+                let mut res = f(&mut s.b, a, c);
+                if op == ReduceOp::RowMean {
+                    let n = s.b.ins().fcvt_from_sint(types::F32, xc);
+                    res = s.b.ins().fdiv(res, n);
+                }
+                s.store_el(buf, r, zero, res);
+                Ok(vec![])
+            })?;
+            let one = self.iconst(1);
+            self.set_ext(v, (xr, one));
+        } else {
+            let vend = self.b.ins().band_imm_s(xc, !3i64);
+            for (lo, hi, step, vec) in [(zero, vend, 4, true), (vend, xc, 1, false)] {
+                self.for_loop(lo, hi, step, &[], &mut |s, c, _| {
+                    let a0 = if vec { s.vconst(init) } else { s.fconst(init) };
+                    let acc = s.for_loop(zero, xr, 1, &[a0], &mut |s, r, a| {
+                        s.memo.clear();
+                        let e = s.elem(x, Pos { r, c, vec })?;
+                        Ok(vec![f(&mut s.b, a[0], e)])
+                    })?;
+                    s.store_el(buf, zero, c, acc[0]);
+                    Ok(vec![])
+                })?;
+            }
+            let one = self.iconst(1);
+            self.set_ext(v, (one, xc));
+        }
+        self.memo.clear();
+        self.set_slot(v, Slot::Buf(buf))
+    }
+
+    fn matmul(&mut self, v: ValueId, a: ValueId, bm: ValueId, acc: Option<ValueId>) -> R<()> {
+        let (out, _) = self.value_buf(v)?;
+        let ab = match self.slots.get(a.index()) {
+            Some(Slot::Buf(b)) => *b,
+            _ => return Err(self.err(format!("matmul operand %{} is not in memory", a.0))),
+        };
+        let bb = match self.slots.get(bm.index()) {
+            Some(Slot::Buf(b)) => *b,
+            _ => return Err(self.err(format!("matmul operand %{} is not in memory", bm.0))),
+        };
+        let (ar, ac) = self.extent(a)?;
+        let (br, bc) = self.extent(bm)?;
+        let mut vm = ar;
+        let mut vn = bc;
+        if let Some(c) = acc {
+            let (cr, cc) = self.extent(c)?;
+            vm = self.b.ins().smin(vm, cr);
+            vn = self.b.ins().smin(vn, cc);
+        }
+        let kk = self.b.ins().smin(ac, br);
+        let zero = self.iconst(0);
+        let vend = self.b.ins().band_imm_s(vn, !3i64);
+        // Register blocking: 1 row × 4 vectors (16 columns) per inner loop, then single
+        // vectors, then scalar columns.
+        let vend16 = self.b.ins().band_imm_s(vn, !15i64);
+        self.for_loop(zero, vm, 1, &[], &mut |s, i, _| {
+            let init = |s: &mut Self, c: Value, vec: bool| -> R<Value> {
+                match acc {
+                    Some(cv) => {
+                        s.memo.clear();
+                        s.elem(cv, Pos { r: i, c, vec })
+                    }
+                    None => Ok(if vec { s.vconst(0.0) } else { s.fconst(0.0) }),
+                }
+            };
+            s.for_loop(zero, vend16, 16, &[], &mut |s, j, _| {
+                let mut accs = Vec::new();
+                for q in 0..4 {
+                    let c = s.b.ins().iadd_imm_s(j, q * 4);
+                    accs.push(init(s, c, true)?);
+                }
+                let res = s.for_loop(zero, kk, 1, &accs, &mut |s, k, cs| {
+                    let av = s.load(ab, i, k, false);
+                    let av = s.b.ins().splat(types::F32X4, av);
+                    let mut next = Vec::new();
+                    for (q, cq) in cs.iter().enumerate() {
+                        let c = s.b.ins().iadd_imm_s(j, q as i64 * 4);
+                        let bv = s.load(bb, k, c, true);
+                        let p = s.b.ins().fmul(av, bv);
+                        next.push(s.b.ins().fadd(*cq, p));
+                    }
+                    Ok(next)
+                })?;
+                for (q, r) in res.iter().enumerate() {
+                    let c = s.b.ins().iadd_imm_s(j, q as i64 * 4);
+                    s.store_el(out, i, c, *r);
+                }
+                Ok(vec![])
+            })?;
+            for (lo, hi, step, vec) in [(vend16, vend, 4, true), (vend, vn, 1, false)] {
+                s.for_loop(lo, hi, step, &[], &mut |s, j, _| {
+                    let c0 = init(s, j, vec)?;
+                    let res = s.for_loop(zero, kk, 1, &[c0], &mut |s, k, cs| {
+                        let mut av = s.load(ab, i, k, false);
+                        if vec {
+                            av = s.b.ins().splat(types::F32X4, av);
+                        }
+                        let bv = s.load(bb, k, j, vec);
+                        let p = s.b.ins().fmul(av, bv);
+                        Ok(vec![s.b.ins().fadd(cs[0], p)])
+                    })?;
+                    s.store_el(out, i, j, res[0]);
+                    Ok(vec![])
+                })?;
+            }
+            Ok(vec![])
+        })?;
+        self.memo.clear();
+        self.set_ext(v, (vm, vn));
+        self.set_slot(v, Slot::Buf(out))
+    }
+}
+
+fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::Param { .. } => "param",
+        Op::Const { .. } => "const",
+        Op::Binary { .. } => "binary",
+        Op::Cmp { .. } => "compare",
+        Op::Select { .. } => "select",
+        Op::Unary { .. } => "unary",
+        Op::Reduce { .. } => "reduce",
+        Op::Matmul { .. } => "matmul",
+        Op::Transpose { .. } => "transpose",
+        Op::Cast { .. } => "cast",
+        Op::Full { .. } => "full",
+        Op::Iota { .. } => "iota",
+        Op::RowTopK { .. } => "rowtopk",
+        Op::Slice { .. } => "slice",
+        Op::VarRead { .. } => "var read",
+        Op::TPop { .. } => "tpop",
+    }
+}
+
+/// Memory flags of every access: in bounds by construction (checked), possibly unaligned.
+fn mf() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}

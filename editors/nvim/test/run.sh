@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Headless test of editors/nvim with `nvim` (Debian's neovim package is enough): filetype,
+# tree-sitter highlighting (parser compiled with cc) and the LSP client, against a fake
+# server (test/fake_lsp.py), so it needs no `wsp` binary. Skips (exit 0) without nvim.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
+if ! command -v nvim >/dev/null 2>&1; then
+  echo "editors/nvim: nvim not installed; skipping (apt-get install -y neovim)"
+  exit 0
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+file="${1:-$root/tests/ui/lang_attention.wsp}"
+cp "$file" "$tmp/program.wsp"
+XDG_DATA_HOME="$tmp/data" XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/config" \
+WSP_TEST_FILE="$tmp/program.wsp" WSP_TEST_LOG="$tmp/lsp.log" \
+  timeout 60 nvim --headless -u NONE -i NONE \
+    --cmd "set rtp^=$here" \
+    --cmd "filetype plugin on" \
+    --cmd "lua require('wsp').setup({ cmd = { 'python3', '$here/test/fake_lsp.py', '$tmp/lsp.log' } })" \
+    -c "luafile $here/test/check.lua" 2>&1

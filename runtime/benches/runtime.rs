@@ -1,0 +1,302 @@
+//! Runtime benchmarks: LLaMA-7B layer graph construction with dependency inference (timing-only
+//! mode) and empty-kernel execution overhead for chain, wide and wavefront graphs.
+//!
+//! `CARGO_TARGET_DIR=/work/targets/runtime cargo bench -p wsp-runtime --bench runtime`
+//! Peak memory is measured with a counting global allocator and printed once per size.
+
+use criterion::{criterion_group, Criterion, Throughput};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+use wsp_runtime::*;
+
+struct Counting;
+static CUR: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator and only counts bytes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let c = CUR.fetch_add(l.size(), Relaxed) + l.size();
+            PEAK.fetch_max(c, Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        CUR.fetch_sub(l.size(), Relaxed);
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const WINDOW: u32 = 1024;
+
+fn noop() -> Arc<dyn Kernel> {
+    Arc::new(|_: &RawTask| -> Result<(), String> { Ok(()) })
+}
+
+/// The LLaMA-7B layer orchestration pattern for `tokens`: 16T + 3T² tasks, T = tokens / 64.
+fn llama_layer(tokens: i64) -> (u64, Runtime) {
+    let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).expect("runtime");
+    let t = tokens / 64;
+    let vk = rt.register_kernel("vec", CoreClass::Vector, noop());
+    let ck = rt.register_kernel("cube", CoreClass::Cube, noop());
+    let mut ten = |rows: i64, cols: i64| rt.add_tensor(2, &[rows, cols]).expect("tensor");
+    let s = tokens;
+    let [x, xn, q, k, v, o, a, h, hn, g, u, sw, d, y] = [(); 14].map(|_| ten(s, 128));
+    let sc = ten(s, 64);
+    let p = ten(s, 64);
+    let ml = ten(s, 2);
+    let [wq, wk, wv, wo, wg, wu, wd] = [(); 7].map(|_| ten(128, 128));
+    let tile = |tt: TensorId, i: i64, dir: Direction| Arg {
+        region: Region::dense(tt, &[i * 64, 0], &[64, 128]).expect("region"),
+        dir,
+    };
+    let part = |tt: TensorId, i: i64, cols: i64, dir: Direction| Arg {
+        region: Region::dense(tt, &[i * 64, 0], &[64, cols]).expect("region"),
+        dir,
+    };
+    let w = |tt: TensorId| Arg {
+        region: Region::dense(tt, &[0, 0], &[128, 128]).expect("region"),
+        dir: Direction::In,
+    };
+    use Direction::*;
+    let mut n = 0u64;
+    let mut sub = |rt: &mut Runtime, kern: KernelId, c: &[i64], args: &[Arg]| {
+        let cycles = if kern == ck { 520 } else { 150 };
+        rt.submit(&TaskDesc {
+            kernel: kern,
+            coords: c,
+            args,
+            scalars: &[],
+            cycles,
+            key: c[0],
+        })
+        .expect("submit");
+        n += 1;
+    };
+    for i in 0..t {
+        sub(&mut rt, vk, &[i], &[tile(x, i, In), tile(xn, i, Out)]);
+        sub(
+            &mut rt,
+            ck,
+            &[i],
+            &[tile(xn, i, In), w(wq), tile(q, i, Out)],
+        );
+        sub(
+            &mut rt,
+            ck,
+            &[i],
+            &[tile(xn, i, In), w(wk), tile(k, i, Out)],
+        );
+        sub(
+            &mut rt,
+            ck,
+            &[i],
+            &[tile(xn, i, In), w(wv), tile(v, i, Out)],
+        );
+        sub(&mut rt, vk, &[i], &[tile(q, i, InOut)]);
+        sub(&mut rt, vk, &[i], &[tile(k, i, InOut)]);
+    }
+    for i in 0..t {
+        sub(&mut rt, vk, &[i], &[tile(o, i, Out), part(ml, i, 2, Out)]);
+        for j in 0..t {
+            sub(
+                &mut rt,
+                ck,
+                &[i, j],
+                &[tile(q, i, In), tile(k, j, In), part(sc, i, 64, Out)],
+            );
+            sub(
+                &mut rt,
+                vk,
+                &[i, j],
+                &[
+                    part(sc, i, 64, In),
+                    part(ml, i, 2, InOut),
+                    part(p, i, 64, Out),
+                ],
+            );
+            sub(
+                &mut rt,
+                ck,
+                &[i, j],
+                &[part(p, i, 64, In), tile(v, j, In), tile(o, i, InOut)],
+            );
+        }
+        sub(&mut rt, vk, &[i], &[tile(o, i, InOut), part(ml, i, 2, In)]);
+    }
+    for i in 0..t {
+        sub(&mut rt, ck, &[i], &[tile(o, i, In), w(wo), tile(a, i, Out)]);
+        sub(
+            &mut rt,
+            vk,
+            &[i],
+            &[tile(a, i, In), tile(x, i, In), tile(h, i, Out)],
+        );
+        sub(&mut rt, vk, &[i], &[tile(h, i, In), tile(hn, i, Out)]);
+        sub(
+            &mut rt,
+            ck,
+            &[i],
+            &[tile(hn, i, In), w(wg), tile(g, i, Out)],
+        );
+        sub(
+            &mut rt,
+            ck,
+            &[i],
+            &[tile(hn, i, In), w(wu), tile(u, i, Out)],
+        );
+        sub(
+            &mut rt,
+            vk,
+            &[i],
+            &[tile(g, i, In), tile(u, i, In), tile(sw, i, Out)],
+        );
+        sub(
+            &mut rt,
+            ck,
+            &[i],
+            &[tile(sw, i, In), w(wd), tile(d, i, Out)],
+        );
+        sub(
+            &mut rt,
+            vk,
+            &[i],
+            &[tile(d, i, In), tile(h, i, In), tile(y, i, Out)],
+        );
+    }
+    assert_eq!(n as i64, 16 * t + 3 * t * t);
+    rt.finish().expect("finish");
+    (n, rt)
+}
+
+/// Empty-kernel graphs: chain, wide, 2-D wavefront; returns tasks submitted.
+fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
+    let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    cfg.threads = threads;
+    let mut rt = Runtime::new(cfg).expect("runtime");
+    let k = rt.register_kernel("empty", CoreClass::Vector, noop());
+    let side = (n as f64).sqrt() as i64;
+    let x = rt.add_tensor(1, &[side.max(n), side]).expect("tensor");
+    let one = |r: i64, c: i64, dir: Direction| Arg {
+        region: Region::dense(x, &[r, c], &[1, 1]).expect("region"),
+        dir,
+    };
+    let mut count = 0;
+    let mut sub = |rt: &mut Runtime, c: &[i64], args: &[Arg]| {
+        rt.submit(&TaskDesc {
+            kernel: k,
+            coords: c,
+            args,
+            scalars: &[],
+            cycles: 10,
+            key: 0,
+        })
+        .expect("submit");
+        count += 1;
+    };
+    match shape {
+        "chain" => {
+            for i in 0..n {
+                sub(&mut rt, &[i], &[one(0, 0, Direction::InOut)]);
+            }
+        }
+        "wide" => {
+            for i in 0..n {
+                sub(&mut rt, &[i], &[one(i, 0, Direction::Out)]);
+            }
+        }
+        _ => {
+            for i in 0..side {
+                for j in 0..side {
+                    let mut args = vec![one(i, j, Direction::Out)];
+                    if i > 0 {
+                        args.push(one(i - 1, j, Direction::In));
+                    }
+                    if j > 0 {
+                        args.push(one(i, j - 1, Direction::In));
+                    }
+                    sub(&mut rt, &[i, j], &args);
+                }
+            }
+        }
+    }
+    rt.finish().expect("finish");
+    count
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("llama_layer_build");
+    g.sample_size(10);
+    for tokens in [1024i64, 2048, 4096, 8192, 16384] {
+        let t = tokens / 64;
+        g.throughput(Throughput::Elements((16 * t + 3 * t * t) as u64));
+        g.bench_function(format!("{tokens}"), |b| {
+            b.iter(|| black_box(llama_layer(tokens).0))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("empty_kernels");
+    g.sample_size(10);
+    for shape in ["chain", "wide", "wavefront"] {
+        for threads in [1usize, 2] {
+            g.throughput(Throughput::Elements(10_000));
+            g.bench_function(format!("{shape}/{threads}t"), |b| {
+                b.iter(|| black_box(empty_graph(shape, threads, 10_000)))
+            });
+        }
+    }
+    g.finish();
+}
+
+/// One run per size: tasks/ms, peak heap above the baseline, bytes per in-flight task.
+fn memory_report(sizes: &[i64]) {
+    for &tokens in sizes {
+        let base = CUR.load(Relaxed);
+        PEAK.store(base, Relaxed);
+        let t0 = Instant::now();
+        let (n, rt) = llama_layer(tokens);
+        let el = t0.elapsed();
+        let peak = PEAK.load(Relaxed) - base;
+        let s = rt.stats();
+        println!(
+            "llama_layer {tokens} tokens: {n} tasks in {:.2} s = {:.0} tasks/ms; peak heap {} bytes = {:.1} bytes per in-flight task (window {WINDOW}); total_cycles {}, edges {}",
+            el.as_secs_f64(),
+            n as f64 / el.as_secs_f64() / 1000.0,
+            peak,
+            peak as f64 / WINDOW as f64,
+            s.total_cycles,
+            s.edges
+        );
+        drop(rt);
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(p) = args.iter().position(|a| a == "--memory") {
+        let sizes: Vec<i64> = args[p + 1..]
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        memory_report(if sizes.is_empty() {
+            &[16384, 131072]
+        } else {
+            &sizes
+        });
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

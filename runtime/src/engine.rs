@@ -1,0 +1,2004 @@
+//! The engine: bounded rings, the tensor map, the event clock, host execution and CSP.
+
+use crate::api::*;
+use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
+use crate::region::{covers, overlaps};
+use crate::report::*;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::{mpsc, Arc, Mutex};
+use wsp_arch::{Arch, CoreClass, TimingSemantics};
+
+const NIL: u32 = u32::MAX;
+
+/// Runtime configuration: the model, the schedule and the ring sizes.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub arch: Arch,
+    pub policies: Policies,
+    /// Tensor-map entries (one per live region argument).
+    pub tensormap_pool: u32,
+    /// Dependency edges between in-flight tasks.
+    pub deplist_pool: u32,
+    /// Bytes for runtime-allocated intermediates.
+    pub heap_arena: u64,
+    /// Ready tasks per core class.
+    pub ready_queue: u32,
+    /// Host threads running kernels (1 = on the orchestrating thread).
+    pub threads: usize,
+    /// False: timing only, kernels are not run and tensors get no buffers.
+    pub execute: bool,
+    /// Record a Chrome trace and the task graph (memory grows with the task count).
+    pub record: bool,
+}
+
+impl Config {
+    pub fn new(arch: Arch) -> Config {
+        let p = Policies::default();
+        let w = p.task_window;
+        Config {
+            arch,
+            policies: p,
+            tensormap_pool: 4 * w,
+            deplist_pool: 8 * w,
+            heap_arena: 1 << 30,
+            ready_queue: w,
+            threads: 1,
+            execute: true,
+            record: false,
+        }
+    }
+
+    /// Sets the task window and sizes the other rings from it (4 entries, 8 edges per task).
+    pub fn with_window(mut self, w: u32) -> Config {
+        self.policies.task_window = w;
+        self.tensormap_pool = 4 * w;
+        self.deplist_pool = 8 * w;
+        self.ready_queue = w;
+        self
+    }
+}
+
+/// A run-time failure.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuntimeError {
+    /// A bad argument to the submit API.
+    Api(String),
+    /// A kernel reported an error.
+    Kernel {
+        task: u64,
+        kernel: String,
+        message: String,
+    },
+    /// A process body reported an error.
+    Process { process: String, message: String },
+    /// Nothing can run and nothing is pending.
+    Deadlock(Box<DeadlockReport>),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::Api(m) => write!(f, "invalid runtime call: {m}"),
+            RuntimeError::Kernel {
+                task,
+                kernel,
+                message,
+            } => write!(f, "task {task} (kernel `{kernel}`) failed: {message}"),
+            RuntimeError::Process { process, message } => {
+                write!(f, "process `{process}` failed: {message}")
+            }
+            RuntimeError::Deadlock(r) => r.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+impl From<ApiError> for RuntimeError {
+    fn from(e: ApiError) -> Self {
+        RuntimeError::Api(e.0)
+    }
+}
+
+fn api<T>(m: String) -> Result<T, RuntimeError> {
+    Err(RuntimeError::Api(m))
+}
+
+struct KernelEntry {
+    name: String,
+    class: CoreClass,
+    body: Arc<dyn Kernel>,
+}
+
+struct Tensor {
+    elem_size: u64,
+    rank: usize,
+    dims: [i64; MAX_RANK],
+    buf: Vec<u8>,
+    live: bool,
+    /// Bucketed index over dimension 0: bucket = offset0 / bucket_rows.
+    bucket_rows: i64,
+    /// Per bucket: [readers, writers].
+    buckets: Vec<[Vec<u32>; 2]>,
+    /// Entries spanning too many buckets: [readers, writers].
+    wide: [Vec<u32>; 2],
+}
+
+const MAX_BUCKETS: i64 = 1024;
+const WIDE_SPAN: i64 = 16;
+
+impl Tensor {
+    fn span(&self, r: &Region) -> (usize, usize) {
+        let lo = r.offsets[0] / self.bucket_rows;
+        let hi = r.last(0) / self.bucket_rows;
+        (lo as usize, hi.min(MAX_BUCKETS - 1) as usize)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    region: Region,
+    task: u64,
+    write: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Empty,
+    Waiting,
+    Ready,
+    Running,
+    Done,
+}
+
+struct ExecData {
+    coords: Vec<i64>,
+    args: Vec<RawArg>,
+    scalars: Vec<i64>,
+}
+
+struct Slot {
+    seq: u64,
+    kernel: u32,
+    class: CoreClass,
+    cycles: u64,
+    io_cycles: u64,
+    key: i64,
+    state: State,
+    issued: bool,
+    preds_left: u32,
+    succ: u32,
+    scope: u32,
+    held: bool,
+    core: u32,
+    chan_after: u32,
+    coords: Token,
+    exec: Option<Box<ExecData>>,
+}
+
+impl Slot {
+    fn empty() -> Slot {
+        Slot {
+            seq: u64::MAX,
+            kernel: 0,
+            class: CoreClass::Vector,
+            cycles: 0,
+            io_cycles: 0,
+            key: 0,
+            state: State::Empty,
+            issued: false,
+            preds_left: 0,
+            succ: NIL,
+            scope: 0,
+            held: false,
+            core: NIL,
+            chan_after: NIL,
+            coords: Token::new(&[]),
+            exec: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Edge {
+    succ: u64,
+    next: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Ev {
+    Done(u64),
+    Ready(u64),
+    Token(u32),
+}
+
+struct Core {
+    free_at: u64,
+    busy: u64,
+    tasks: u64,
+    idle: bool,
+    queue: BinaryHeap<Reverse<(i64, u64, u64)>>,
+}
+
+struct ClassState {
+    class: CoreClass,
+    cores: Vec<Core>,
+    shared: BinaryHeap<Reverse<(i64, u64, u64)>>,
+    queued: u32,
+    overflow: VecDeque<u64>,
+    emitted: u64,
+}
+
+#[derive(Default, Clone, Copy)]
+struct RingStat {
+    used: u64,
+    cap: u64,
+    hw: u64,
+    stalls: u64,
+    stalled: u64,
+}
+
+impl RingStat {
+    fn set(&mut self, used: u64) {
+        self.used = used;
+        self.hw = self.hw.max(used);
+    }
+}
+
+struct QTok {
+    token: Token,
+    avail: u64,
+    after: u64,
+    v9: u64,
+}
+
+struct Channel {
+    name: String,
+    depth: u32,
+    latency: u64,
+    queue: VecDeque<QTok>,
+    producers: u32,
+    closed: bool,
+    /// A sender blocked on this channel: (process, token, after task, v9 stamp).
+    blocked_sender: VecDeque<(u32, Token, u64, u64)>,
+    hw: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum PStatus {
+    Runnable,
+    Recv(u32),
+    Send(u32),
+    Finished,
+}
+
+struct Proc {
+    name: String,
+    body: Option<Box<dyn Process>>,
+    status: PStatus,
+    received: Option<Received>,
+    produces: Vec<u32>,
+    v9_clock: u64,
+    blocked_since: u64,
+}
+
+/// A process body: a deterministic state machine driven one step at a time on the event clock.
+pub trait Process {
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String>;
+}
+
+impl<F> Process for F
+where
+    F: FnMut(&mut ProcCx<'_>) -> Result<Step, String>,
+{
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+        self(cx)
+    }
+}
+
+/// What a process step can do: submit tasks, read what its last receive produced.
+pub struct ProcCx<'a> {
+    rt: &'a mut Runtime,
+    proc: u32,
+}
+
+impl ProcCx<'_> {
+    pub fn submit(&mut self, t: &TaskDesc<'_>) -> Result<TaskId, RuntimeError> {
+        self.rt.submit_from(t, self.proc)
+    }
+    /// The result of the last `Step::Recv`, taken once.
+    pub fn received(&mut self) -> Option<Received> {
+        self.rt.procs.get_mut(self.proc as usize)?.received.take()
+    }
+    pub fn runtime(&mut self) -> &mut Runtime {
+        self.rt
+    }
+}
+
+/// A process as registered.
+pub struct ProcSpec {
+    pub name: String,
+    pub body: Box<dyn Process>,
+    pub produces: Vec<ChannelId>,
+}
+
+struct Job {
+    seq: u64,
+    kernel: Arc<dyn Kernel>,
+    data: Box<ExecData>,
+}
+
+// SAFETY: the raw pointers in `ExecData` point into tensor buffers owned by the runtime, which
+// outlives every job (the pool is joined before buffers are dropped); the dependency engine
+// ensures no two concurrently running jobs conflict on a region.
+unsafe impl Send for Job {}
+
+type JobResult = (u64, Result<(), String>);
+
+struct Pool {
+    tx: Option<mpsc::Sender<Job>>,
+    rx: mpsc::Receiver<JobResult>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    done: HashSet<u64>,
+    failed: Option<(u64, String)>,
+    in_flight: u64,
+}
+
+fn run_job(data: &ExecData, seq: u64, k: &dyn Kernel) -> Result<(), String> {
+    let raw = RawTask {
+        task: seq,
+        coords: data.coords.as_ptr(),
+        ncoords: data.coords.len() as u64,
+        args: data.args.as_ptr(),
+        nargs: data.args.len() as u64,
+        scalars: data.scalars.as_ptr(),
+        nscalars: data.scalars.len() as u64,
+    };
+    k.run(&raw)
+}
+
+impl Pool {
+    fn new(n: usize) -> Pool {
+        let (tx, jrx) = mpsc::channel::<Job>();
+        let (dtx, rx) = mpsc::channel();
+        let jrx = Arc::new(Mutex::new(jrx));
+        let handles = (0..n)
+            .map(|_| {
+                let jrx = Arc::clone(&jrx);
+                let dtx = dtx.clone();
+                std::thread::spawn(move || loop {
+                    let job = match jrx.lock() {
+                        Ok(g) => g.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let seq = job.seq;
+                    let r = run_job(&job.data, seq, &*job.kernel);
+                    drop(job);
+                    if dtx.send((seq, r)).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        Pool {
+            tx: Some(tx),
+            rx,
+            handles,
+            done: HashSet::new(),
+            failed: None,
+            in_flight: 0,
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.tx = None;
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+struct Scope {
+    id: u32,
+    tasks: u64,
+    allocs: Vec<(u32, u64)>,
+}
+
+/// The runtime: submit tasks, run processes, then [`Runtime::finish`].
+pub struct Runtime {
+    cfg: Config,
+    window: u64,
+    kernels: Vec<KernelEntry>,
+    tensors: Vec<Tensor>,
+    free_tensors: Vec<u32>,
+    ring: Vec<Slot>,
+    next_seq: u64,
+    head: u64,
+    entries: Vec<Entry>,
+    entry_free: Vec<u32>,
+    edges: Vec<Edge>,
+    edge_free: Vec<u32>,
+    classes: Vec<ClassState>,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    ev_order: u64,
+    now: u64,
+    ready_stamp: u64,
+    rings: [RingStat; 5],
+    arena_used: u64,
+    pending_free: VecDeque<(u64, u32, u64)>,
+    scopes: Vec<Scope>,
+    scope_ids: u32,
+    streams_last: Vec<u64>,
+    batch: Vec<u64>,
+    since_yield: u32,
+    v9_workers: Vec<u64>,
+    v9_emitted: u64,
+    total_edges: u64,
+    makespan: u64,
+    scratch: Vec<u64>,
+    channels: Vec<Channel>,
+    procs: Vec<Proc>,
+    pool: Option<Pool>,
+    failed_inline: Option<(u64, String)>,
+    started: Vec<u64>,
+    trace: Vec<TraceEvent>,
+    graph_nodes: Vec<(u64, u32, Token)>,
+    graph_edges: Vec<(u64, u64)>,
+}
+
+fn class_index(classes: &[ClassState], c: CoreClass) -> usize {
+    classes.iter().position(|s| s.class == c).unwrap_or(0)
+}
+
+fn mix(k: i64) -> u64 {
+    let mut x = k as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Runtime {
+    pub fn new(cfg: Config) -> Result<Runtime, RuntimeError> {
+        let p = &cfg.policies;
+        if p.task_window == 0 || cfg.tensormap_pool == 0 || cfg.deplist_pool == 0 {
+            return api("task_window, tensormap_pool and deplist_pool must be ≥ 1".into());
+        }
+        if cfg.ready_queue == 0 {
+            return api("ready_queue must be ≥ 1".into());
+        }
+        let window = p.task_window as u64;
+        let classes = cfg
+            .arch
+            .cores
+            .iter()
+            .map(|(c, n)| ClassState {
+                class: *c,
+                cores: (0..*n)
+                    .map(|_| Core {
+                        free_at: 0,
+                        busy: 0,
+                        tasks: 0,
+                        idle: true,
+                        queue: BinaryHeap::new(),
+                    })
+                    .collect(),
+                shared: BinaryHeap::new(),
+                queued: 0,
+                overflow: VecDeque::new(),
+                emitted: 0,
+            })
+            .collect();
+        let v9n = match p.dispatch {
+            Dispatch::RoundRobin(n) => n as usize,
+            _ => cfg
+                .arch
+                .cores
+                .values()
+                .map(|n| *n as usize)
+                .sum::<usize>()
+                .max(1),
+        };
+        let streams = p.streams.map(|s| s.0 as usize).unwrap_or(0);
+        let pool = (cfg.execute && cfg.threads > 1).then(|| Pool::new(cfg.threads));
+        let mut rings = [RingStat::default(); 5];
+        rings[0].cap = window;
+        rings[1].cap = cfg.tensormap_pool as u64;
+        rings[2].cap = cfg.deplist_pool as u64;
+        rings[3].cap = cfg.heap_arena;
+        rings[4].cap = cfg.ready_queue as u64;
+        Ok(Runtime {
+            window,
+            ring: (0..window).map(|_| Slot::empty()).collect(),
+            entries: Vec::with_capacity(cfg.tensormap_pool as usize),
+            entry_free: Vec::new(),
+            edges: Vec::with_capacity(cfg.deplist_pool as usize),
+            edge_free: Vec::new(),
+            classes,
+            kernels: Vec::new(),
+            tensors: Vec::new(),
+            free_tensors: Vec::new(),
+            next_seq: 0,
+            head: 0,
+            events: BinaryHeap::new(),
+            ev_order: 0,
+            now: 0,
+            ready_stamp: 0,
+            rings,
+            arena_used: 0,
+            pending_free: VecDeque::new(),
+            scopes: Vec::new(),
+            scope_ids: 0,
+            streams_last: vec![u64::MAX; streams],
+            batch: Vec::new(),
+            since_yield: 0,
+            v9_workers: vec![0; v9n],
+            v9_emitted: 0,
+            total_edges: 0,
+            makespan: 0,
+            scratch: Vec::new(),
+            channels: Vec::new(),
+            procs: Vec::new(),
+            pool,
+            failed_inline: None,
+            started: Vec::new(),
+            trace: Vec::new(),
+            graph_nodes: Vec::new(),
+            graph_edges: Vec::new(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Registers a kernel of a core class. A class the model lacks runs on the model's matmul
+    /// class (cube) or vector cores (aicpu).
+    pub fn register_kernel(
+        &mut self,
+        name: &str,
+        class: CoreClass,
+        body: Arc<dyn Kernel>,
+    ) -> KernelId {
+        let arch = &self.cfg.arch;
+        let class = if arch.core_count(class) > 0 {
+            class
+        } else if class == CoreClass::Cube {
+            arch.matmul_class
+        } else if arch.core_count(CoreClass::Vector) > 0 {
+            CoreClass::Vector
+        } else {
+            CoreClass::Cube
+        };
+        self.kernels.push(KernelEntry {
+            name: name.to_string(),
+            class,
+            body,
+        });
+        KernelId(self.kernels.len() as u32 - 1)
+    }
+
+    /// Adds a tensor of `dims` elements of `elem_size` bytes, zero-filled (no buffer in
+    /// timing-only mode).
+    pub fn add_tensor(&mut self, elem_size: u64, dims: &[i64]) -> Result<TensorId, RuntimeError> {
+        self.add_tensor_data(elem_size, dims, None)
+    }
+
+    /// Adds a tensor with initial contents (row-major bytes).
+    pub fn add_tensor_data(
+        &mut self,
+        elem_size: u64,
+        dims: &[i64],
+        data: Option<Vec<u8>>,
+    ) -> Result<TensorId, RuntimeError> {
+        if dims.is_empty() || dims.len() > MAX_RANK || dims.iter().any(|d| *d < 1) {
+            return api(format!(
+                "a tensor has 1 to {MAX_RANK} dimensions, each ≥ 1; found {dims:?}"
+            ));
+        }
+        if !(1..=16).contains(&elem_size) {
+            return api(format!("element size {elem_size} is not 1 to 16 bytes"));
+        }
+        let elems = dims
+            .iter()
+            .try_fold(1u64, |a, d| a.checked_mul(*d as u64))
+            .ok_or_else(|| RuntimeError::Api(format!("tensor of {dims:?} is too large")))?;
+        let bytes = elems
+            .checked_mul(elem_size)
+            .ok_or_else(|| RuntimeError::Api(format!("tensor of {dims:?} is too large")))?;
+        let buf = if let Some(d) = data {
+            if d.len() as u64 != bytes {
+                return api(format!(
+                    "tensor of {dims:?} × {elem_size} bytes needs {bytes} bytes of data, got {}",
+                    d.len()
+                ));
+            }
+            d
+        } else if self.cfg.execute {
+            vec![0; bytes as usize]
+        } else {
+            Vec::new()
+        };
+        let mut t = Tensor {
+            elem_size,
+            rank: dims.len(),
+            dims: [1; MAX_RANK],
+            buf,
+            live: true,
+            bucket_rows: 0,
+            buckets: Vec::new(),
+            wide: [Vec::new(), Vec::new()],
+        };
+        t.dims[..dims.len()].copy_from_slice(dims);
+        if let Some(id) = self.free_tensors.pop() {
+            self.tensors[id as usize] = t;
+            Ok(TensorId(id))
+        } else {
+            self.tensors.push(t);
+            Ok(TensorId(self.tensors.len() as u32 - 1))
+        }
+    }
+
+    /// The bytes of a tensor (after [`Runtime::finish`], or between runs).
+    pub fn tensor_bytes(&self, t: TensorId) -> Option<&[u8]> {
+        self.tensors
+            .get(t.0 as usize)
+            .filter(|t| t.live)
+            .map(|t| &t.buf[..])
+    }
+
+    /// Allocates an intermediate from the heap arena; it is released when the enclosing scope
+    /// has ended and all of its tasks have retired. Stalls while the arena is full.
+    pub fn alloc_tensor(&mut self, elem_size: u64, dims: &[i64]) -> Result<TensorId, RuntimeError> {
+        let bytes = dims
+            .iter()
+            .try_fold(elem_size, |a, d| a.checked_mul((*d).max(0) as u64))
+            .ok_or_else(|| RuntimeError::Api(format!("tensor of {dims:?} is too large")))?;
+        if self.scopes.is_empty() {
+            return api("alloc_tensor needs an open scope (call scope_begin first)".into());
+        }
+        if bytes > self.cfg.heap_arena {
+            return Err(self.deadlock(
+                StallReason::HeapArenaFull,
+                format!(
+                    "raise heap_arena to at least {bytes} bytes (one allocation needs {bytes}, the arena holds {})",
+                    self.cfg.heap_arena
+                ),
+            ));
+        }
+        let t0 = self.now;
+        let mut stalled = false;
+        while self.arena_used + bytes > self.cfg.heap_arena {
+            self.release_arena();
+            if self.arena_used + bytes <= self.cfg.heap_arena {
+                break;
+            }
+            stalled = true;
+            if !self.advance()? {
+                let held = self.arena_used;
+                return Err(self.deadlock(
+                    StallReason::HeapArenaFull,
+                    format!(
+                        "raise heap_arena to at least {} bytes ({held} held by open scopes + {bytes} requested), or end the scope before allocating more",
+                        held + bytes
+                    ),
+                ));
+            }
+        }
+        if stalled {
+            self.note_stall(3, t0);
+        }
+        let id = self.add_tensor(elem_size, dims)?;
+        self.arena_used += bytes;
+        self.rings[3].set(self.arena_used);
+        if let Some(s) = self.scopes.last_mut() {
+            s.allocs.push((id.0, bytes));
+        }
+        Ok(id)
+    }
+
+    fn release_arena(&mut self) {
+        while let Some(&(seq, t, bytes)) = self.pending_free.front() {
+            if seq > self.head {
+                break;
+            }
+            self.pending_free.pop_front();
+            self.arena_used -= bytes;
+            if let Some(tt) = self.tensors.get_mut(t as usize) {
+                tt.live = false;
+                tt.buf = Vec::new();
+            }
+            self.free_tensors.push(t);
+        }
+        self.rings[3].set(self.arena_used);
+    }
+
+    pub fn scope_begin(&mut self) {
+        self.scope_ids += 1;
+        self.scopes.push(Scope {
+            id: self.scope_ids,
+            tasks: 0,
+            allocs: Vec::new(),
+        });
+    }
+
+    /// Ends the innermost scope: its tasks become reclaimable once done, its allocations are
+    /// freed once every task submitted so far has retired.
+    pub fn scope_end(&mut self) -> Result<(), RuntimeError> {
+        let Some(s) = self.scopes.pop() else {
+            return api("scope_end without a matching scope_begin".into());
+        };
+        for seq in self.head..self.next_seq {
+            let slot = &mut self.ring[(seq % self.window) as usize];
+            if slot.scope == s.id {
+                slot.held = false;
+            }
+        }
+        for (t, b) in s.allocs {
+            self.pending_free.push_back((self.next_seq, t, b));
+        }
+        self.retire();
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- submission
+
+    /// Submits a task from the main orchestration.
+    pub fn submit(&mut self, t: &TaskDesc<'_>) -> Result<TaskId, RuntimeError> {
+        self.submit_from(t, NIL)
+    }
+
+    fn validate(&self, t: &TaskDesc<'_>) -> Result<(), RuntimeError> {
+        if t.kernel.0 as usize >= self.kernels.len() {
+            return api(format!("unknown kernel id {}", t.kernel.0));
+        }
+        for (i, a) in t.args.iter().enumerate() {
+            let r = &a.region;
+            let Some(ten) = self.tensors.get(r.tensor.0 as usize).filter(|t| t.live) else {
+                return api(format!("argument {i}: unknown tensor id {}", r.tensor.0));
+            };
+            if r.rank as usize != ten.rank {
+                return api(format!(
+                    "argument {i}: region of rank {} on a tensor of rank {}",
+                    r.rank, ten.rank
+                ));
+            }
+            for d in 0..ten.rank {
+                if r.last(d) >= ten.dims[d] {
+                    return api(format!(
+                        "argument {i}: dimension {d} reaches index {} but the tensor has {}",
+                        r.last(d),
+                        ten.dims[d]
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn slot(&self, seq: u64) -> &Slot {
+        &self.ring[(seq % self.window) as usize]
+    }
+
+    fn slot_mut(&mut self, seq: u64) -> &mut Slot {
+        &mut self.ring[(seq % self.window) as usize]
+    }
+
+    fn is_live(&self, seq: u64) -> bool {
+        seq >= self.head && seq < self.next_seq && {
+            let s = self.slot(seq);
+            s.seq == seq && s.state != State::Done
+        }
+    }
+
+    fn note_stall(&mut self, ring: usize, t0: u64) {
+        self.rings[ring].stalls += 1;
+        self.rings[ring].stalled += self.now - t0;
+        if self.cfg.record && self.now > t0 {
+            let r = StallReason::RINGS[ring];
+            self.trace.push(TraceEvent {
+                name: r.code().to_string(),
+                lane: "orchestrator".into(),
+                start: t0,
+                dur: self.now - t0,
+                cat: "stall",
+            });
+        }
+    }
+
+    fn entry_buckets(&self, e: &Entry) -> Option<(usize, usize)> {
+        let ten = &self.tensors[e.region.tensor.0 as usize];
+        let (lo, hi) = ten.span(&e.region);
+        (hi - lo < WIDE_SPAN as usize).then_some((lo, hi))
+    }
+
+    fn remove_entry(&mut self, id: u32) {
+        let e = self.entries[id as usize];
+        let ti = e.region.tensor.0 as usize;
+        let w = e.write as usize;
+        match self.entry_buckets(&e) {
+            Some((lo, hi)) => {
+                for b in lo..=hi {
+                    let v = &mut self.tensors[ti].buckets[b][w];
+                    if let Some(p) = v.iter().position(|x| *x == id) {
+                        v.swap_remove(p);
+                    }
+                }
+            }
+            None => {
+                let v = &mut self.tensors[ti].wide[w];
+                if let Some(p) = v.iter().position(|x| *x == id) {
+                    v.swap_remove(p);
+                }
+            }
+        }
+        self.entries[id as usize].task = u64::MAX;
+        self.entry_free.push(id);
+        let used = self.rings[1].used - 1;
+        self.rings[1].set(used);
+    }
+
+    /// Visits the entries of a tensor that may overlap `r`; reclaims entries of finished tasks
+    /// on the way. `f` returns true to remove the entry.
+    fn scan(&mut self, r: &Region, readers: bool, mut f: impl FnMut(&Entry, bool) -> bool) {
+        let ti = r.tensor.0 as usize;
+        if self.tensors[ti].bucket_rows == 0 {
+            return; // no entry yet
+        }
+        let (lo, hi) = self.tensors[ti].span(r);
+        let nb = self.tensors[ti].buckets.len();
+        // Buckets, then the wide list (index nb); writers, then readers if asked.
+        let kinds: &[usize] = if readers { &[1, 0] } else { &[1] };
+        for &w in kinds {
+            for b in (lo..=hi).chain(std::iter::once(nb)) {
+                let mut i = 0;
+                loop {
+                    let list = if b == nb {
+                        &self.tensors[ti].wide[w]
+                    } else {
+                        &self.tensors[ti].buckets[b][w]
+                    };
+                    let Some(&id) = list.get(i) else { break };
+                    let e = self.entries[id as usize];
+                    if !self.is_live(e.task) {
+                        self.remove_entry(id);
+                        continue;
+                    }
+                    // A narrow entry sits in several buckets: visit it in its first bucket in range.
+                    if b != nb {
+                        if let Some((elo, _)) = self.entry_buckets(&e) {
+                            if elo.max(lo) != b {
+                                i += 1;
+                                continue;
+                            }
+                        }
+                    }
+                    if f(&e, overlaps(r, &e.region)) {
+                        self.remove_entry(id);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn collect_preds(&mut self, t: &TaskDesc<'_>, seq: u64, key: i64) -> Vec<u64> {
+        let mut preds = std::mem::take(&mut self.scratch);
+        preds.clear();
+        for a in t.args {
+            let write = a.dir.writes();
+            self.scan(&a.region, write, |e, ov| {
+                if ov && (write || e.write) && e.task != seq {
+                    preds.push(e.task);
+                }
+                false
+            });
+        }
+        if !self.streams_last.is_empty() {
+            let n = self.streams_last.len() as i64;
+            let s = key.rem_euclid(n) as usize;
+            let last = self.streams_last[s];
+            if last != u64::MAX && self.is_live(last) {
+                preds.push(last);
+            }
+        }
+        preds.sort_unstable();
+        preds.dedup();
+        preds
+    }
+
+    fn insert_entries(&mut self, t: &TaskDesc<'_>, seq: u64) {
+        for a in t.args {
+            let r = a.region;
+            let write = a.dir.writes();
+            if write {
+                // Entries this write covers are ordered before it: drop them.
+                self.scan(&r, true, |e, ov| {
+                    ov && e.task != seq && covers(&r, &e.region)
+                });
+            }
+            let e = Entry {
+                region: r,
+                task: seq,
+                write,
+            };
+            let id = match self.entry_free.pop() {
+                Some(id) => {
+                    self.entries[id as usize] = e;
+                    id
+                }
+                None => {
+                    self.entries.push(e);
+                    self.entries.len() as u32 - 1
+                }
+            };
+            let used = self.rings[1].used + 1;
+            self.rings[1].set(used);
+            let ti = r.tensor.0 as usize;
+            let w = write as usize;
+            if self.tensors[ti].bucket_rows == 0 {
+                // Buckets sized from the first region seen (the tile height), at most
+                // MAX_BUCKETS of them.
+                let ten = &mut self.tensors[ti];
+                let rows = (r.last(0) - r.offsets[0] + 1).max(1);
+                ten.bucket_rows = rows.max((ten.dims[0] + MAX_BUCKETS - 1) / MAX_BUCKETS);
+                let nb = (ten.dims[0] + ten.bucket_rows - 1) / ten.bucket_rows;
+                ten.buckets = (0..nb).map(|_| [Vec::new(), Vec::new()]).collect();
+            }
+            match self.entry_buckets(&e) {
+                Some((lo, hi)) => {
+                    for b in lo..=hi {
+                        self.tensors[ti].buckets[b][w].push(id);
+                    }
+                }
+                None => self.tensors[ti].wide[w].push(id),
+            }
+        }
+    }
+
+    /// Reclaims every tensor-map entry whose task has finished.
+    fn sweep_entries(&mut self) {
+        for id in 0..self.entries.len() as u32 {
+            let task = self.entries[id as usize].task;
+            if task != u64::MAX && !self.is_live(task) {
+                self.remove_entry(id);
+            }
+        }
+    }
+
+    fn entries_free(&self) -> u64 {
+        self.cfg.tensormap_pool as u64 - self.rings[1].used
+    }
+
+    fn edges_free(&self) -> u64 {
+        self.cfg.deplist_pool as u64 - self.rings[2].used
+    }
+
+    fn submit_from(&mut self, t: &TaskDesc<'_>, proc: u32) -> Result<TaskId, RuntimeError> {
+        self.validate(t)?;
+        if t.args.len() as u64 > self.cfg.tensormap_pool as u64 {
+            return Err(self.deadlock(
+                StallReason::TensormapPoolFull,
+                format!(
+                    "raise tensormap_pool to at least {} (one task has {} region arguments)",
+                    t.args.len(),
+                    t.args.len()
+                ),
+            ));
+        }
+        let seq = self.next_seq;
+        // 1. A slot in the task ring.
+        if seq - self.head >= self.window {
+            let t0 = self.now;
+            self.flush_batch();
+            while seq - self.head >= self.window {
+                if !self.advance()? {
+                    let held = self.held_tasks();
+                    let m = match self.scopes.last() {
+                        Some(s) if held >= self.window => format!(
+                            "raise task_window to at least {} (2 × the {} tasks of the largest scope), or end the scope sooner",
+                            2 * s.tasks.max(1),
+                            s.tasks
+                        ),
+                        _ => format!("raise task_window above {}", self.window),
+                    };
+                    return Err(self.deadlock(StallReason::TaskRingFull, m));
+                }
+            }
+            self.note_stall(0, t0);
+        }
+        let kernel = t.kernel.0;
+        let class = self.kernels[kernel as usize].class;
+        let key = t.key;
+        // 2. Room for the edges and the tensor-map entries.
+        let preds = loop {
+            let preds = self.collect_preds(t, seq, key);
+            let need_e = preds.len() as u64;
+            if need_e > self.cfg.deplist_pool as u64 {
+                let m = format!(
+                    "raise deplist_pool to at least {need_e} (one task depends on {need_e} in-flight tasks)"
+                );
+                return Err(self.deadlock(StallReason::DeplistPoolFull, m));
+            }
+            if self.edges_free() < need_e {
+                let t0 = self.now;
+                self.flush_batch();
+                self.scratch = preds;
+                if !self.advance()? {
+                    let m = format!(
+                        "raise deplist_pool above {} (edges to in-flight tasks exhaust it)",
+                        self.cfg.deplist_pool
+                    );
+                    return Err(self.deadlock(StallReason::DeplistPoolFull, m));
+                }
+                self.note_stall(2, t0);
+                continue;
+            }
+            if self.entries_free() < t.args.len() as u64 {
+                self.sweep_entries();
+                if self.entries_free() < t.args.len() as u64 {
+                    let t0 = self.now;
+                    self.flush_batch();
+                    self.scratch = preds;
+                    if !self.advance()? {
+                        let m = format!(
+                            "raise tensormap_pool above {} (regions of in-flight tasks exhaust it)",
+                            self.cfg.tensormap_pool
+                        );
+                        return Err(self.deadlock(StallReason::TensormapPoolFull, m));
+                    }
+                    self.note_stall(1, t0);
+                }
+                continue;
+            }
+            if preds.is_empty() {
+                let ci = class_index(&self.classes, class);
+                if self.classes[ci].queued >= self.cfg.ready_queue {
+                    let t0 = self.now;
+                    self.scratch = preds;
+                    if !self.advance()? {
+                        let m = format!("raise ready_queue above {}", self.cfg.ready_queue);
+                        return Err(self.deadlock(StallReason::ReadyQueueFull, m));
+                    }
+                    self.note_stall(4, t0);
+                    continue;
+                }
+            }
+            break preds;
+        };
+        // 3. Fill the slot.
+        let (in_bytes, out_bytes) = t.args.iter().fold((0u64, 0u64), |(i, o), a| {
+            let b = a.region.elements() * self.tensors[a.region.tensor.0 as usize].elem_size;
+            (
+                i + if a.dir.reads() { b } else { 0 },
+                o + if a.dir.writes() { b } else { 0 },
+            )
+        });
+        let io_cycles = self
+            .cfg
+            .arch
+            .task_io_cycles(class, in_bytes, out_bytes)
+            .map_err(|e| RuntimeError::Api(e.0))?;
+        let exec = if self.cfg.execute {
+            Some(Box::new(ExecData {
+                coords: t.coords.to_vec(),
+                scalars: t.scalars.to_vec(),
+                args: t
+                    .args
+                    .iter()
+                    .map(|a| {
+                        let ten = &mut self.tensors[a.region.tensor.0 as usize];
+                        RawArg {
+                            base: ten.buf.as_mut_ptr(),
+                            elem_size: ten.elem_size,
+                            rank: ten.rank as u64,
+                            dims: ten.dims,
+                            offsets: a.region.offsets,
+                            extents: a.region.extents,
+                            strides: a.region.strides,
+                            dir: match a.dir {
+                                Direction::In => 0,
+                                Direction::Out => 1,
+                                Direction::InOut => 2,
+                            },
+                        }
+                    })
+                    .collect(),
+            }))
+        } else {
+            None
+        };
+        let scope = match self.scopes.last_mut() {
+            Some(s) => {
+                s.tasks += 1;
+                s.id
+            }
+            None => 0,
+        };
+        let npreds = preds.len() as u32;
+        {
+            let slot = self.slot_mut(seq);
+            *slot = Slot::empty();
+            slot.seq = seq;
+            slot.kernel = kernel;
+            slot.class = class;
+            slot.cycles = t.cycles;
+            slot.io_cycles = io_cycles;
+            slot.key = key;
+            slot.state = State::Waiting;
+            slot.preds_left = npreds;
+            slot.scope = scope;
+            slot.held = scope != 0;
+            slot.coords = Token::new(t.coords);
+            slot.exec = exec;
+        }
+        self.next_seq += 1;
+        self.rings[0].set(self.next_seq - self.head);
+        for &p in &preds {
+            let id = match self.edge_free.pop() {
+                Some(id) => id,
+                None => {
+                    self.edges.push(Edge { succ: 0, next: NIL });
+                    self.edges.len() as u32 - 1
+                }
+            };
+            let head = self.slot(p).succ;
+            self.edges[id as usize] = Edge {
+                succ: seq,
+                next: head,
+            };
+            self.slot_mut(p).succ = id;
+            if self.cfg.record {
+                self.graph_edges.push((p, seq));
+            }
+        }
+        self.total_edges += preds.len() as u64;
+        let used = self.rings[2].used + preds.len() as u64;
+        self.rings[2].set(used);
+        self.scratch = preds;
+        self.insert_entries(t, seq);
+        if !self.streams_last.is_empty() {
+            let n = self.streams_last.len() as i64;
+            self.streams_last[key.rem_euclid(n) as usize] = seq;
+        }
+        // Dispatch assignment for fixed policies, in emission order.
+        let ci = class_index(&self.classes, class);
+        let ncores = self.classes[ci].cores.len() as u64;
+        let core = match self.cfg.policies.dispatch {
+            Dispatch::RoundRobin(n) => (self.classes[ci].emitted % (n as u64).min(ncores)) as u32,
+            Dispatch::Affinity => key.rem_euclid(ncores as i64) as u32,
+            Dispatch::Hash => (mix(key) % ncores) as u32,
+            Dispatch::WorkSteal => NIL,
+        };
+        self.classes[ci].emitted += 1;
+        self.slot_mut(seq).core = core;
+        // v9 clocks: in-order issue over program structure, no data edges.
+        if let Some(p) = self.procs.get_mut(proc as usize) {
+            p.v9_clock += t.cycles;
+        } else {
+            let n = self.v9_workers.len() as u64;
+            let w = (self.v9_emitted % n) as usize;
+            self.v9_workers[w] += t.cycles;
+            self.v9_emitted += 1;
+        }
+        if self.cfg.record {
+            self.graph_nodes.push((seq, kernel, Token::new(t.coords)));
+        }
+        // Issue per the timing policy.
+        match self.cfg.policies.timing {
+            Timing::Batched(n) => {
+                self.batch.push(seq);
+                if self.batch.len() as u32 >= n {
+                    self.flush_batch();
+                }
+            }
+            _ => self.issue(seq),
+        }
+        self.since_yield += 1;
+        match self.cfg.policies.timing {
+            Timing::Interleaved(n) if self.since_yield >= n => {
+                self.since_yield = 0;
+                let t = self.now + self.cfg.arch.overheads.dispatch.max(1);
+                self.advance_to(t)?;
+            }
+            Timing::RateLimit(n) if self.since_yield >= n => {
+                self.since_yield = 0;
+                let t = self.now + 1000;
+                self.advance_to(t)?;
+            }
+            _ => {}
+        }
+        self.dispatch();
+        Ok(TaskId(seq))
+    }
+
+    fn held_tasks(&self) -> u64 {
+        (self.head..self.next_seq)
+            .filter(|s| self.slot(*s).held)
+            .count() as u64
+    }
+
+    fn flush_batch(&mut self) {
+        let b = std::mem::take(&mut self.batch);
+        for seq in &b {
+            self.issue(*seq);
+        }
+        self.batch = b;
+        self.batch.clear();
+    }
+
+    fn issue(&mut self, seq: u64) {
+        let s = self.slot_mut(seq);
+        s.issued = true;
+        if s.preds_left == 0 && s.state == State::Waiting {
+            self.make_ready(seq);
+        }
+    }
+
+    fn make_ready(&mut self, seq: u64) {
+        let (class, core, key) = {
+            let s = self.slot_mut(seq);
+            s.state = State::Ready;
+            (s.class, s.core, s.key)
+        };
+        let ci = class_index(&self.classes, class);
+        if self.classes[ci].queued >= self.cfg.ready_queue {
+            self.classes[ci].overflow.push_back(seq);
+            self.rings[4].stalls += 1;
+            return;
+        }
+        self.enqueue(ci, seq, core, key);
+    }
+
+    fn enqueue(&mut self, ci: usize, seq: u64, core: u32, key: i64) {
+        self.ready_stamp += 1;
+        let st = self.ready_stamp as i64;
+        let k = match self.cfg.policies.ready {
+            ReadyOrder::Fifo => (st, 0u64),
+            ReadyOrder::Lifo => (-st, 0),
+            ReadyOrder::Priority => (key.saturating_neg(), st as u64),
+        };
+        let c = &mut self.classes[ci];
+        let item = Reverse((k.0, k.1, seq));
+        if core == NIL {
+            c.shared.push(item);
+        } else if let Some(cr) = c.cores.get_mut(core as usize) {
+            cr.queue.push(item);
+        }
+        c.queued += 1;
+        let q = self
+            .classes
+            .iter()
+            .map(|c| c.queued as u64)
+            .max()
+            .unwrap_or(0);
+        self.rings[4].set(q);
+    }
+
+    fn push_event(&mut self, t: u64, ev: Ev) {
+        self.ev_order += 1;
+        self.events.push(Reverse((t, self.ev_order, ev)));
+    }
+
+    /// Starts ready tasks on idle cores at the current time.
+    fn dispatch(&mut self) {
+        let mut started = std::mem::take(&mut self.started);
+        started.clear();
+        self.dispatch_into(&mut started);
+        // A lone task with an idle pool runs on this thread: handing it over would only add a
+        // round trip (a chain). Otherwise the pool runs them in parallel.
+        let inline = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
+        for &seq in &started {
+            self.start_exec(seq, inline);
+        }
+        self.started = started;
+    }
+
+    fn dispatch_into(&mut self, started: &mut Vec<u64>) {
+        let now = self.now;
+        let disp = self.cfg.arch.overheads.dispatch;
+        for ci in 0..self.classes.len() {
+            for k in 0..self.classes[ci].cores.len() {
+                if self.classes[ci].queued == 0 {
+                    break;
+                }
+                let c = &mut self.classes[ci];
+                if !c.cores[k].idle {
+                    continue;
+                }
+                let own = c.cores[k].queue.peek().map(|r| r.0);
+                let shared = c.shared.peek().map(|r| r.0);
+                let take_own = match (own, shared) {
+                    (Some(a), Some(b)) => a <= b,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (None, None) => continue,
+                };
+                let Some(Reverse((_, _, seq))) = (if take_own {
+                    c.cores[k].queue.pop()
+                } else {
+                    c.shared.pop()
+                }) else {
+                    continue;
+                };
+                c.queued -= 1;
+                if let Some(o) = c.overflow.pop_front() {
+                    let (core, key) = (self.slot(o).core, self.slot(o).key);
+                    self.enqueue(ci, o, core, key);
+                }
+                let (cycles, kernel) = {
+                    let s = self.slot(seq);
+                    (s.cycles + s.io_cycles, s.kernel)
+                };
+                let end = now + disp + cycles;
+                {
+                    let core = &mut self.classes[ci].cores[k];
+                    core.idle = false;
+                    core.free_at = end;
+                    core.busy += end - now;
+                    core.tasks += 1;
+                }
+                let slot = self.slot_mut(seq);
+                slot.state = State::Running;
+                slot.core = k as u32;
+                if self.cfg.record {
+                    let name = format!(
+                        "{}{:?}",
+                        self.kernels[kernel as usize].name,
+                        self.slot(seq).coords.values()
+                    );
+                    let class = self.classes[ci].class;
+                    self.trace.push(TraceEvent {
+                        name,
+                        lane: format!("{class}{k:03}"),
+                        start: now,
+                        dur: end - now,
+                        cat: "task",
+                    });
+                }
+                started.push(seq);
+                self.push_event(end, Ev::Done(seq));
+            }
+        }
+    }
+
+    fn start_exec(&mut self, seq: u64, inline: bool) {
+        let Some(data) = self.slot_mut(seq).exec.take() else {
+            return;
+        };
+        let kernel = Arc::clone(&self.kernels[self.slot(seq).kernel as usize].body);
+        match &mut self.pool {
+            Some(pool) if !inline => {
+                if let Some(tx) = &pool.tx {
+                    if tx.send(Job { seq, kernel, data }).is_ok() {
+                        pool.in_flight += 1;
+                    } else {
+                        pool.failed
+                            .get_or_insert((seq, "the host thread pool stopped".into()));
+                        pool.done.insert(seq);
+                    }
+                }
+            }
+            Some(pool) => {
+                if let Err(m) = run_job(&data, seq, &*kernel) {
+                    pool.failed.get_or_insert((seq, m));
+                }
+                pool.done.insert(seq);
+            }
+            None => {
+                if let Err(m) = run_job(&data, seq, &*kernel) {
+                    self.record_failure(seq, m);
+                }
+            }
+        }
+    }
+
+    fn record_failure(&mut self, seq: u64, m: String) {
+        if let Some(p) = &mut self.pool {
+            if p.failed.is_none() {
+                p.failed = Some((seq, m));
+            }
+        } else {
+            self.failed_inline.get_or_insert((seq, m));
+        }
+    }
+
+    fn wait_exec(&mut self, seq: u64) {
+        let Some(pool) = &mut self.pool else { return };
+        while !pool.done.remove(&seq) {
+            match pool.rx.recv() {
+                Ok((s, r)) => {
+                    pool.in_flight -= 1;
+                    if let Err(m) = r {
+                        if pool.failed.is_none() {
+                            pool.failed = Some((s, m));
+                        }
+                    }
+                    pool.done.insert(s);
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Processes the earliest batch of events. False when nothing is pending.
+    fn advance(&mut self) -> Result<bool, RuntimeError> {
+        self.dispatch();
+        let Some(Reverse((t, _, _))) = self.events.peek().copied() else {
+            return Ok(false);
+        };
+        self.now = self.now.max(t);
+        while let Some(Reverse((te, _, ev))) = self.events.peek().copied() {
+            if te != t {
+                break;
+            }
+            self.events.pop();
+            match ev {
+                Ev::Done(seq) => self.complete(seq),
+                Ev::Ready(seq) => self.make_ready(seq),
+                Ev::Token(_) => {}
+            }
+        }
+        self.retire();
+        self.release_arena();
+        self.wake_processes();
+        self.dispatch();
+        self.check_failure()?;
+        Ok(true)
+    }
+
+    /// Processes events up to time `t`, then sets the clock to `t`.
+    fn advance_to(&mut self, t: u64) -> Result<(), RuntimeError> {
+        while let Some(Reverse((te, _, _))) = self.events.peek().copied() {
+            if te > t {
+                break;
+            }
+            self.advance()?;
+        }
+        self.now = self.now.max(t);
+        self.dispatch();
+        Ok(())
+    }
+
+    fn check_failure(&mut self) -> Result<(), RuntimeError> {
+        let failed = match &mut self.pool {
+            Some(p) => p.failed.take(),
+            None => self.failed_inline.take(),
+        };
+        if let Some((seq, message)) = failed {
+            let s = self.slot(seq);
+            let kernel = match self.kernels.get(s.kernel as usize) {
+                Some(k) if s.seq == seq => k.name.clone(),
+                _ => String::from("?"),
+            };
+            return Err(RuntimeError::Kernel {
+                task: seq,
+                kernel,
+                message,
+            });
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, seq: u64) {
+        self.wait_exec(seq);
+        let now = self.now;
+        let (class, core, chan) = {
+            let s = self.slot_mut(seq);
+            s.state = State::Done;
+            (s.class, s.core, s.chan_after)
+        };
+        self.makespan = self.makespan.max(now);
+        let ci = class_index(&self.classes, class);
+        if let Some(c) = self.classes[ci].cores.get_mut(core as usize) {
+            c.idle = true;
+        }
+        let oh = self.cfg.arch.overheads;
+        let ready_at = now + oh.complete + oh.resolve;
+        let mut e = self.slot(seq).succ;
+        let mut freed = 0;
+        while e != NIL {
+            let Edge { succ, next } = self.edges[e as usize];
+            self.edge_free.push(e);
+            freed += 1;
+            e = next;
+            let s = self.slot_mut(succ);
+            s.preds_left -= 1;
+            if s.preds_left == 0 && s.issued {
+                if ready_at == now {
+                    self.make_ready(succ);
+                } else {
+                    self.push_event(ready_at, Ev::Ready(succ));
+                }
+            }
+        }
+        self.slot_mut(seq).succ = NIL;
+        let used = self.rings[2].used - freed;
+        self.rings[2].set(used);
+        if chan != NIL {
+            self.token_task_done(chan, seq);
+        }
+    }
+
+    fn retire(&mut self) {
+        while self.head < self.next_seq {
+            let s = self.slot(self.head);
+            if s.state != State::Done || s.held {
+                break;
+            }
+            self.slot_mut(self.head).state = State::Empty;
+            self.head += 1;
+        }
+        self.rings[0].set(self.next_seq - self.head);
+    }
+
+    /// Drains every pending task and returns the run's statistics.
+    pub fn finish(&mut self) -> Result<Stats, RuntimeError> {
+        self.flush_batch();
+        while self.advance()? {}
+        if self.head < self.next_seq && self.scopes.is_empty() {
+            let m = "every in-flight task is blocked; check the task graph".to_string();
+            return Err(self.deadlock(StallReason::TaskRingFull, m));
+        }
+        self.check_failure()?;
+        Ok(self.stats())
+    }
+
+    /// Cycles so far: the makespan (event model) or the largest v9 clock.
+    pub fn total_cycles(&self) -> u64 {
+        match self.cfg.arch.timing {
+            TimingSemantics::Event => self.makespan.max(self.now),
+            TimingSemantics::V9 => {
+                let w = self.v9_workers.iter().copied().max().unwrap_or(0);
+                let p = self.procs.iter().map(|p| p.v9_clock).max().unwrap_or(0);
+                w.max(p)
+            }
+        }
+    }
+
+    fn ring_uses(&self) -> Vec<RingUse> {
+        StallReason::RINGS
+            .iter()
+            .zip(self.rings.iter())
+            .map(|(r, s)| RingUse {
+                name: r.ring(),
+                used: s.used,
+                capacity: s.cap,
+                high_water: s.hw,
+                stalls: s.stalls,
+                stalled_cycles: s.stalled,
+            })
+            .collect()
+    }
+
+    pub fn stats(&self) -> Stats {
+        let total = self.total_cycles();
+        let mut cores = Vec::new();
+        for c in &self.classes {
+            for (i, k) in c.cores.iter().enumerate() {
+                cores.push(CoreStats {
+                    class: c.class.name(),
+                    index: i as u32,
+                    tasks: k.tasks,
+                    busy_cycles: k.busy,
+                    utilization: if total == 0 {
+                        0.0
+                    } else {
+                        k.busy as f64 / self.makespan.max(self.now).max(1) as f64
+                    },
+                });
+            }
+        }
+        Stats {
+            arch: self.cfg.arch.name.clone(),
+            timing: match self.cfg.arch.timing {
+                TimingSemantics::Event => "event",
+                TimingSemantics::V9 => "v9",
+            },
+            total_cycles: total,
+            tasks: self.next_seq,
+            edges: self.total_edges,
+            rings: self.ring_uses(),
+            cores,
+        }
+    }
+
+    /// Chrome trace-event JSON (needs `Config::record`).
+    pub fn chrome_trace(&self) -> String {
+        chrome_trace(&self.trace)
+    }
+
+    /// The task graph as DOT (needs `Config::record`); edges to tasks already finished at
+    /// submission are satisfied and not drawn.
+    pub fn dot(&self) -> String {
+        let mut s = String::from("digraph tasks {\n  node [shape=box];\n");
+        for (seq, k, c) in &self.graph_nodes {
+            let name = self
+                .kernels
+                .get(*k as usize)
+                .map(|k| k.name.as_str())
+                .unwrap_or("?");
+            s.push_str(&format!("  t{seq} [label=\"{name}{:?}\"];\n", c.values()));
+        }
+        for (a, b) in &self.graph_edges {
+            s.push_str(&format!("  t{a} -> t{b};\n"));
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    fn deadlock(&mut self, reason: StallReason, mitigation: String) -> RuntimeError {
+        let blocked = self
+            .procs
+            .iter()
+            .filter_map(|p| {
+                let (ch, wait) = match p.status {
+                    PStatus::Recv(c) => (c, Wait::Empty),
+                    PStatus::Send(c) => (c, Wait::Full),
+                    _ => return None,
+                };
+                let c = &self.channels[ch as usize];
+                Some(BlockedProcess {
+                    process: p.name.clone(),
+                    channel: c.name.clone(),
+                    wait,
+                    fill: c.queue.len() as u64,
+                    depth: c.depth as u64,
+                })
+            })
+            .collect();
+        RuntimeError::Deadlock(Box::new(DeadlockReport {
+            reason,
+            cycle: self.now,
+            blocked,
+            rings: self.ring_uses(),
+            scope_depth: self.scopes.len() as u32,
+            scope_held_tasks: self.held_tasks(),
+            scope_held_bytes: self.arena_used,
+            mitigation,
+        }))
+    }
+}
+
+// -------------------------------------------------------------------- CSP
+
+impl Runtime {
+    /// Creates a channel of `depth` tokens (0 = rendezvous); `latency` cycles per token (the
+    /// model's `channel_latency` when `None`).
+    pub fn add_channel(&mut self, name: &str, depth: u32, latency: Option<u64>) -> ChannelId {
+        self.channels.push(Channel {
+            name: name.to_string(),
+            depth,
+            latency: latency.unwrap_or(self.cfg.arch.overheads.channel_latency),
+            queue: VecDeque::new(),
+            producers: 0,
+            closed: false,
+            blocked_sender: VecDeque::new(),
+            hw: 0,
+        });
+        ChannelId(self.channels.len() as u32 - 1)
+    }
+
+    /// Highest number of tokens a channel held.
+    pub fn channel_high_water(&self, c: ChannelId) -> Option<u64> {
+        self.channels.get(c.0 as usize).map(|c| c.hw)
+    }
+
+    /// The local clock of a process under `pto_wsp_v9` accounting.
+    pub fn process_v9_clock(&self, name: &str) -> Option<u64> {
+        self.procs
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.v9_clock)
+    }
+
+    /// Runs processes to completion on the event clock. A channel closes when every process
+    /// that produces it has finished.
+    pub fn run_processes(&mut self, specs: Vec<ProcSpec>) -> Result<(), RuntimeError> {
+        let base = self.procs.len();
+        for s in specs {
+            let mut produces = Vec::new();
+            for c in &s.produces {
+                let Some(ch) = self.channels.get_mut(c.0 as usize) else {
+                    return api(format!(
+                        "process `{}` produces unknown channel {}",
+                        s.name, c.0
+                    ));
+                };
+                ch.producers += 1;
+                produces.push(c.0);
+            }
+            self.procs.push(Proc {
+                name: s.name,
+                body: Some(s.body),
+                status: PStatus::Runnable,
+                received: None,
+                produces,
+                v9_clock: 0,
+                blocked_since: 0,
+            });
+        }
+        loop {
+            let runnable =
+                (base..self.procs.len()).find(|i| self.procs[*i].status == PStatus::Runnable);
+            if let Some(i) = runnable {
+                self.step_process(i)?;
+                continue;
+            }
+            if self.advance()? {
+                continue;
+            }
+            if (base..self.procs.len()).all(|i| self.procs[i].status == PStatus::Finished) {
+                return Ok(());
+            }
+            return Err(self.channel_deadlock());
+        }
+    }
+
+    fn step_process(&mut self, i: usize) -> Result<(), RuntimeError> {
+        let Some(mut body) = self.procs[i].body.take() else {
+            return Ok(());
+        };
+        let r = {
+            let mut cx = ProcCx {
+                rt: self,
+                proc: i as u32,
+            };
+            body.step(&mut cx)
+        };
+        self.procs[i].body = Some(body);
+        let step = match r {
+            Ok(s) => s,
+            Err(message) => {
+                return Err(RuntimeError::Process {
+                    process: self.procs[i].name.clone(),
+                    message,
+                })
+            }
+        };
+        match step {
+            Step::Continue => {}
+            Step::Finished => {
+                self.procs[i].status = PStatus::Finished;
+                self.procs[i].body = None;
+                for c in self.procs[i].produces.clone() {
+                    let ch = &mut self.channels[c as usize];
+                    ch.producers -= 1;
+                    if ch.producers == 0 {
+                        ch.closed = true;
+                    }
+                }
+                self.wake_processes();
+            }
+            Step::Send { ch, token, after } => self.send(i, ch, token, after)?,
+            Step::Recv { ch } => {
+                if ch.0 as usize >= self.channels.len() {
+                    return api(format!("receive on unknown channel {}", ch.0));
+                }
+                self.procs[i].blocked_since = self.now;
+                self.try_recv(i, ch.0);
+            }
+        }
+        Ok(())
+    }
+
+    fn send(
+        &mut self,
+        i: usize,
+        ch: ChannelId,
+        token: Token,
+        after: Option<TaskId>,
+    ) -> Result<(), RuntimeError> {
+        let c = ch.0;
+        let Some(chan) = self.channels.get(c as usize) else {
+            return api(format!("send on unknown channel {}", ch.0));
+        };
+        let latency = chan.latency;
+        let mut avail = self.now + latency;
+        let mut after_seq = u64::MAX;
+        if let Some(t) = after {
+            if t.0 >= self.next_seq {
+                return api(format!("send after unknown task {}", t.0));
+            }
+            if self.is_live(t.0) {
+                if self.slot(t.0).chan_after != NIL {
+                    return api(format!("task {} already sends a token", t.0));
+                }
+                self.slot_mut(t.0).chan_after = c;
+                avail = u64::MAX;
+                after_seq = t.0;
+            }
+        }
+        let v9 = self.procs[i].v9_clock;
+        let chan = &mut self.channels[c as usize];
+        if chan.depth > 0
+            && (chan.queue.len() as u32) < chan.depth
+            && chan.blocked_sender.is_empty()
+        {
+            chan.queue.push_back(QTok {
+                token,
+                avail,
+                after: after_seq,
+                v9,
+            });
+            chan.hw = chan.hw.max(chan.queue.len() as u64);
+            if avail != u64::MAX && latency > 0 {
+                self.push_event(avail, Ev::Token(c));
+            }
+            self.procs[i].status = PStatus::Runnable;
+        } else {
+            chan.blocked_sender
+                .push_back((i as u32, token, after_seq, v9));
+            self.procs[i].status = PStatus::Send(c);
+            self.procs[i].blocked_since = self.now;
+        }
+        self.wake_processes();
+        Ok(())
+    }
+
+    fn try_recv(&mut self, i: usize, c: u32) {
+        let now = self.now;
+        let chan = &mut self.channels[c as usize];
+        // Rendezvous (or a full channel): move one blocked sender's token into the queue.
+        if chan.queue.len() < chan.depth.max(1) as usize {
+            if let Some((s, token, after, v9)) = chan.blocked_sender.pop_front() {
+                let live = after != u64::MAX
+                    && after >= self.head
+                    && after < self.next_seq
+                    && self.ring[(after % self.window) as usize].state != State::Done;
+                let avail = if live { u64::MAX } else { now + chan.latency };
+                chan.queue.push_back(QTok {
+                    token,
+                    avail,
+                    after,
+                    v9,
+                });
+                chan.hw = chan.hw.max(chan.queue.len() as u64);
+                let rclock = self.procs[i].v9_clock;
+                let sp = &mut self.procs[s as usize];
+                sp.status = PStatus::Runnable;
+                sp.v9_clock = sp.v9_clock.max(rclock);
+                if self.cfg.record && now > sp.blocked_since {
+                    self.trace.push(TraceEvent {
+                        name: format!("{}: CHANNEL_FULL_WAIT", self.channels[c as usize].name),
+                        lane: format!("process {}", self.procs[s as usize].name),
+                        start: self.procs[s as usize].blocked_since,
+                        dur: now - self.procs[s as usize].blocked_since,
+                        cat: "channel",
+                    });
+                }
+                if avail != u64::MAX && avail > now {
+                    self.push_event(avail, Ev::Token(c));
+                }
+            }
+        }
+        let chan = &mut self.channels[c as usize];
+        let got = match chan.queue.front() {
+            Some(q) if q.avail <= now => chan.queue.pop_front(),
+            Some(_) => None,
+            None => {
+                if chan.closed && chan.blocked_sender.is_empty() {
+                    self.procs[i].received = Some(Received::Closed);
+                    self.procs[i].status = PStatus::Runnable;
+                    return;
+                }
+                None
+            }
+        };
+        let Some(q) = got else {
+            self.procs[i].status = PStatus::Recv(c);
+            return;
+        };
+        let latency = chan.latency;
+        // Room again: admit one blocked sender of a buffered channel.
+        if chan.depth > 0 {
+            if let Some(&(s, token, after, v9)) = chan.blocked_sender.front() {
+                chan.blocked_sender.pop_front();
+                let live = after != u64::MAX
+                    && after >= self.head
+                    && after < self.next_seq
+                    && self.ring[(after % self.window) as usize].state != State::Done;
+                let avail = if live { u64::MAX } else { now + latency };
+                chan.queue.push_back(QTok {
+                    token,
+                    avail,
+                    after,
+                    v9,
+                });
+                let rclock = self.procs[i].v9_clock;
+                let sp = &mut self.procs[s as usize];
+                sp.status = PStatus::Runnable;
+                sp.v9_clock = sp.v9_clock.max(rclock);
+                if avail != u64::MAX && avail > now {
+                    self.push_event(avail, Ev::Token(c));
+                }
+            }
+        }
+        let p = &mut self.procs[i];
+        p.v9_clock = p.v9_clock.max(q.v9 + latency);
+        p.received = Some(Received::Token(q.token));
+        p.status = PStatus::Runnable;
+        if self.cfg.record && now > p.blocked_since {
+            self.trace.push(TraceEvent {
+                name: format!("{}: CHANNEL_EMPTY_WAIT", self.channels[c as usize].name),
+                lane: format!("process {}", p.name),
+                start: p.blocked_since,
+                dur: now - p.blocked_since,
+                cat: "channel",
+            });
+        }
+    }
+
+    fn token_task_done(&mut self, c: u32, seq: u64) {
+        let now = self.now;
+        let chan = &mut self.channels[c as usize];
+        let lat = chan.latency;
+        if let Some(q) = chan.queue.iter_mut().find(|q| q.after == seq) {
+            q.avail = now + lat;
+        }
+        if lat > 0 {
+            self.push_event(now + lat, Ev::Token(c));
+        }
+    }
+
+    fn wake_processes(&mut self) {
+        for i in 0..self.procs.len() {
+            if let PStatus::Recv(c) = self.procs[i].status {
+                self.try_recv(i, c);
+            }
+        }
+    }
+
+    fn channel_deadlock(&mut self) -> RuntimeError {
+        let full = self.procs.iter().find_map(|p| match p.status {
+            PStatus::Send(c) => Some(c),
+            _ => None,
+        });
+        let (reason, m) = match full {
+            Some(c) => {
+                let ch = &self.channels[c as usize];
+                (
+                    StallReason::ChannelFullWait,
+                    format!(
+                        "channel `{}` is full ({}/{}) while its consumers wait elsewhere: raise its depth to at least {}, or receive from it before waiting on another channel",
+                        ch.name,
+                        ch.queue.len(),
+                        ch.depth,
+                        ch.depth + 1
+                    ),
+                )
+            }
+            None => {
+                let names: Vec<String> = self
+                    .procs
+                    .iter()
+                    .filter_map(|p| match p.status {
+                        PStatus::Recv(c) => Some(format!("`{}`", self.channels[c as usize].name)),
+                        _ => None,
+                    })
+                    .collect();
+                (
+                    StallReason::ChannelEmptyWait,
+                    format!(
+                        "channels {} stay empty: their producers are blocked or finished without sending enough tokens; make one process of the cycle send before it receives, or produce as many tokens as are consumed",
+                        names.join(", ")
+                    ),
+                )
+            }
+        };
+        self.deadlock(reason, m)
+    }
+}
+
+#[cfg(test)]
+impl Runtime {
+    pub(crate) fn graph_edges_for_tests(&self) -> Vec<(u64, u64)> {
+        self.graph_edges.clone()
+    }
+}

@@ -1,0 +1,40 @@
+//! Bounded task-graph runtime with exact dependency inference, CSP and deterministic semantic
+//! time.
+//!
+//! Design in brief:
+//! - **One submit API** ([`api`]): register kernels (a `Send + Sync` [`Kernel`], or a C entry
+//!   [`KernelFn`] a JIT provides) with a core class, add tensors (byte buffers the runtime owns),
+//!   then [`Runtime::submit`] tasks — kernel, coordinates, region arguments with direction,
+//!   scalars, and the task's compute `cycles` from the architecture model. Scopes, channels and
+//!   processes complete the API. The runtime knows nothing of the compiler.
+//! - **Bounded rings**: the task ring (`task_window`), tensor-map entries, dependency edges, the
+//!   heap arena and per-class ready queues are fixed-size; exhausting one stalls the submitter,
+//!   which advances the event clock until something retires. Finished tasks' entries are
+//!   reclaimed lazily when a scan meets them. Memory depends on the configuration, not on the
+//!   number of tasks.
+//! - **Exact dependencies** ([`region`]): strided hyper-rectangles intersect iff their
+//!   per-dimension arithmetic progressions do (decided with gcd/CRT); RAW, WAR and WAW edges
+//!   are added only between overlapping regions, and entries a later write covers are dropped.
+//! - **One clock**: a deterministic discrete-event simulation on the single orchestrating
+//!   thread decides when each task starts and ends on a modeled core; kernels run on host
+//!   threads in that dependency order, so results and cycles never depend on host timing. The
+//!   `pto_wsp_v9` model keeps v9's clocks (round-robin workers in emission order, per-process
+//!   local clocks) alongside.
+//! - **CSP**: processes are state machines stepped by the engine ([`Process::step`] returns
+//!   `Continue`, `Send`, `Recv` or `Finished`); when nothing can run and no event is pending
+//!   the run stops with a [`DeadlockReport`].
+
+pub mod api;
+mod engine;
+pub mod policy;
+pub mod region;
+pub mod report;
+
+pub use api::*;
+pub use engine::{Config, ProcCx, ProcSpec, Process, Runtime, RuntimeError};
+pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
+pub use report::{BlockedProcess, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait};
+pub use wsp_arch::{Arch, CoreClass};
+
+#[cfg(test)]
+mod tests;

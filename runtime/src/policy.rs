@@ -1,0 +1,325 @@
+//! Schedule policies as a registry: each policy kind has a parser entry and declares, per
+//! backend, whether it is enforced, recorded, diagnosed or unsupported.
+
+use std::fmt;
+
+/// How a backend treats a policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    Enforced,
+    Recorded,
+    Diagnosed,
+    Unsupported,
+}
+
+/// Dispatch of tasks to modeled cores of their class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Task `i` of a class (in emission order) goes to core `i mod n` (n capped by the class count).
+    RoundRobin(u32),
+    /// Core `key mod count`.
+    Affinity,
+    /// Core `hash(key) mod count`.
+    Hash,
+    /// Any idle core takes the next ready task.
+    WorkSteal,
+}
+
+/// Order in which ready tasks of a core are started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadyOrder {
+    Fifo,
+    Lifo,
+    /// Highest key first, ties in ready order.
+    Priority,
+}
+
+/// When submitted tasks become visible to the scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// At once.
+    Immediate,
+    /// In groups of `n` (the rest at the end of the orchestration).
+    Batched(u32),
+    /// The orchestrator yields to the scheduler for `dispatch` cycles after every `n` tasks.
+    Interleaved(u32),
+    /// At most `n` tasks per 1000 cycles.
+    RateLimit(u32),
+}
+
+/// Streams: tasks of one stream (stream_by key mod n) run in submission order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Streams(pub u32);
+
+/// A schedule as the runtime enforces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policies {
+    pub dispatch: Dispatch,
+    pub ready: ReadyOrder,
+    pub timing: Timing,
+    pub task_window: u32,
+    pub streams: Option<Streams>,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Policies {
+            dispatch: Dispatch::WorkSteal,
+            ready: ReadyOrder::Fifo,
+            timing: Timing::Immediate,
+            task_window: 1024,
+            streams: None,
+        }
+    }
+}
+
+/// One registry entry.
+pub struct PolicyInfo {
+    pub directive: &'static str,
+    pub form: &'static str,
+    /// Support on (simulator, ascend, aie).
+    pub support: [(&'static str, Support); 3],
+    pub parse: fn(&[u32], &mut Policies) -> Result<(), String>,
+}
+
+fn one(args: &[u32], what: &str) -> Result<u32, String> {
+    match args {
+        [n] if *n > 0 => Ok(*n),
+        _ => Err(format!("`{what}` takes one argument ≥ 1, found {args:?}")),
+    }
+}
+
+fn none(args: &[u32], what: &str) -> Result<(), String> {
+    if args.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("`{what}` takes no argument, found {args:?}"))
+    }
+}
+
+use Support::*;
+
+/// Every policy the runtime knows.
+pub const REGISTRY: &[PolicyInfo] = &[
+    PolicyInfo {
+        directive: "dispatch",
+        form: "round_robin",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        parse: |a, p| {
+            p.dispatch = Dispatch::RoundRobin(one(a, "round_robin")?);
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "dispatch",
+        form: "affinity",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Enforced)],
+        parse: |a, p| {
+            none(a, "affinity")?;
+            p.dispatch = Dispatch::Affinity;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "dispatch",
+        form: "hash",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        parse: |a, p| {
+            none(a, "hash")?;
+            p.dispatch = Dispatch::Hash;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "dispatch",
+        form: "work_steal",
+        support: [
+            ("sim", Enforced),
+            ("ascend", Recorded),
+            ("aie", Unsupported),
+        ],
+        parse: |a, p| {
+            none(a, "work_steal")?;
+            p.dispatch = Dispatch::WorkSteal;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "ready",
+        form: "fifo",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Enforced)],
+        parse: |a, p| {
+            none(a, "fifo")?;
+            p.ready = ReadyOrder::Fifo;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "ready",
+        form: "lifo",
+        support: [
+            ("sim", Enforced),
+            ("ascend", Recorded),
+            ("aie", Unsupported),
+        ],
+        parse: |a, p| {
+            none(a, "lifo")?;
+            p.ready = ReadyOrder::Lifo;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "ready",
+        form: "priority",
+        support: [
+            ("sim", Enforced),
+            ("ascend", Recorded),
+            ("aie", Unsupported),
+        ],
+        parse: |a, p| {
+            none(a, "priority")?;
+            p.ready = ReadyOrder::Priority;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "timing",
+        form: "immediate",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Enforced)],
+        parse: |a, p| {
+            none(a, "immediate")?;
+            p.timing = Timing::Immediate;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "timing",
+        form: "batched",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        parse: |a, p| {
+            p.timing = Timing::Batched(one(a, "batched")?);
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "timing",
+        form: "interleaved",
+        support: [("sim", Enforced), ("ascend", Recorded), ("aie", Diagnosed)],
+        parse: |a, p| {
+            p.timing = Timing::Interleaved(one(a, "interleaved")?);
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "timing",
+        form: "rate_limit",
+        support: [("sim", Enforced), ("ascend", Recorded), ("aie", Diagnosed)],
+        parse: |a, p| {
+            p.timing = Timing::RateLimit(one(a, "rate_limit")?);
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "task_window",
+        form: "task_window",
+        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        parse: |a, p| {
+            p.task_window = one(a, "task_window")?;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "streams",
+        form: "streams",
+        support: [
+            ("sim", Enforced),
+            ("ascend", Enforced),
+            ("aie", Unsupported),
+        ],
+        parse: |a, p| {
+            p.streams = Some(Streams(one(a, "streams")?));
+            Ok(())
+        },
+    },
+];
+
+impl fmt::Display for Support {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Enforced => "enforced",
+            Recorded => "recorded",
+            Diagnosed => "diagnosed",
+            Unsupported => "unsupported",
+        })
+    }
+}
+
+impl Policies {
+    /// Applies a directive form with integer arguments, e.g. `("round_robin", &[4])`.
+    pub fn apply(&mut self, form: &str, args: &[u32]) -> Result<(), String> {
+        let info = REGISTRY.iter().find(|i| i.form == form).ok_or_else(|| {
+            format!(
+                "unknown policy `{form}`; known: {}",
+                REGISTRY
+                    .iter()
+                    .map(|i| i.form)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        (info.parse)(args, self)
+    }
+
+    /// How `backend` treats the policy form `form`.
+    pub fn support(form: &str, backend: &str) -> Option<Support> {
+        REGISTRY
+            .iter()
+            .find(|i| i.form == form)?
+            .support
+            .iter()
+            .find(|(b, _)| *b == backend)
+            .map(|(_, s)| *s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_parses_every_form() {
+        let mut p = Policies::default();
+        p.apply("round_robin", &[4]).unwrap();
+        assert_eq!(p.dispatch, Dispatch::RoundRobin(4));
+        p.apply("lifo", &[]).unwrap();
+        assert_eq!(p.ready, ReadyOrder::Lifo);
+        p.apply("batched", &[8]).unwrap();
+        assert_eq!(p.timing, Timing::Batched(8));
+        p.apply("task_window", &[64]).unwrap();
+        assert_eq!(p.task_window, 64);
+        p.apply("streams", &[2]).unwrap();
+        assert_eq!(p.streams, Some(Streams(2)));
+        assert!(p.apply("round_robin", &[0]).unwrap_err().contains("≥ 1"));
+        assert!(p.apply("fifo", &[1]).is_err());
+        assert!(p
+            .apply("teleport", &[])
+            .unwrap_err()
+            .contains("round_robin"));
+    }
+
+    #[test]
+    fn simulator_enforces_every_policy() {
+        for info in REGISTRY {
+            assert_eq!(
+                Policies::support(info.form, "sim"),
+                Some(Support::Enforced),
+                "{}",
+                info.form
+            );
+        }
+        assert_eq!(
+            Policies::support("work_steal", "aie"),
+            Some(Support::Unsupported)
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! Exact overlap and cover tests on strided hyper-rectangles.
+//!
+//! A region is a Cartesian product of one arithmetic progression per dimension, so two regions
+//! of a tensor intersect iff their progressions intersect in every dimension, and `a` covers `b`
+//! iff every progression of `b` is a subset of `a`'s. Both are decided exactly with gcd/CRT.
+
+use crate::api::Region;
+
+fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a
+}
+
+/// Extended Euclid: (g, x) with a·x ≡ g (mod b).
+fn ext_gcd(a: i128, b: i128) -> (i128, i128, i128) {
+    if b == 0 {
+        (a, 1, 0)
+    } else {
+        let (g, x, y) = ext_gcd(b, a % b);
+        (g, y, x - (a / b) * y)
+    }
+}
+
+/// Do `{a + s·i : i < n}` and `{b + t·j : j < m}` share an element?
+pub fn progressions_meet(a: i64, s: i64, n: i64, b: i64, t: i64, m: i64) -> bool {
+    if (s == 1 || n == 1) && (t == 1 || m == 1) {
+        // Dense intervals (the common case): no arithmetic beyond a range check.
+        let (a_last, b_last) = (a as i128 + (n - 1) as i128, b as i128 + (m - 1) as i128);
+        return (a as i128) <= b_last && (b as i128) <= a_last;
+    }
+    let (a, s, n, b, t, m) = (
+        a as i128, s as i128, n as i128, b as i128, t as i128, m as i128,
+    );
+    let (a_last, b_last) = (a + s * (n - 1), b + t * (m - 1));
+    let lo = a.max(b);
+    let hi = a_last.min(b_last);
+    if lo > hi {
+        return false;
+    }
+    // Single points are progressions with any step.
+    let s = if n == 1 { 1 } else { s };
+    let t = if m == 1 { 1 } else { t };
+    if n == 1 && m == 1 {
+        return a == b;
+    }
+    if n == 1 {
+        return (a - b) % t == 0;
+    }
+    if m == 1 {
+        return (b - a) % s == 0;
+    }
+    // x ≡ a (mod s), x ≡ b (mod t).
+    let g = gcd(s, t);
+    if (b - a) % g != 0 {
+        return false;
+    }
+    let l = s / g * t;
+    let (_, p, _) = ext_gcd(s / g, t / g);
+    // x = a + s·k with s·k ≡ b - a (mod t)  =>  k ≡ (b-a)/g · p (mod t/g)
+    let tg = t / g;
+    let k = (((b - a) / g % tg) * (p % tg)).rem_euclid(tg);
+    let x0 = a + s * k;
+    // Smallest x ≥ lo with x ≡ x0 (mod l).
+    let x = x0 + (lo - x0).div_euclid(l) * l;
+    let x = if x < lo { x + l } else { x };
+    x <= hi
+}
+
+/// Is `{b + t·j : j < m}` a subset of `{a + s·i : i < n}`?
+pub fn progression_covers(a: i64, s: i64, n: i64, b: i64, t: i64, m: i64) -> bool {
+    let (a, s, n, b, t, m) = (
+        a as i128, s as i128, n as i128, b as i128, t as i128, m as i128,
+    );
+    let a_last = a + s * (n - 1);
+    let b_last = b + t * (m - 1);
+    if b < a || b_last > a_last || (b - a) % s != 0 {
+        return false;
+    }
+    m == 1 || t % s == 0
+}
+
+/// Do two regions share an element? Regions of different tensors never do.
+pub fn overlaps(x: &Region, y: &Region) -> bool {
+    if x.tensor != y.tensor || x.rank != y.rank {
+        return x.tensor == y.tensor && overlaps_flat_rank(x, y);
+    }
+    (0..x.rank as usize).all(|d| {
+        progressions_meet(
+            x.offsets[d],
+            x.strides[d],
+            x.extents[d],
+            y.offsets[d],
+            y.strides[d],
+            y.extents[d],
+        )
+    })
+}
+
+/// Regions of one tensor with different ranks: treat missing leading dimensions as index 0.
+fn overlaps_flat_rank(x: &Region, y: &Region) -> bool {
+    let r = x.rank.max(y.rank) as usize;
+    let get = |g: &Region, d: usize| -> (i64, i64, i64) {
+        let pad = r - g.rank as usize;
+        if d < pad {
+            (0, 1, 1)
+        } else {
+            (g.offsets[d - pad], g.strides[d - pad], g.extents[d - pad])
+        }
+    };
+    (0..r).all(|d| {
+        let (a, s, n) = get(x, d);
+        let (b, t, m) = get(y, d);
+        progressions_meet(a, s, n, b, t, m)
+    })
+}
+
+/// Does `x` contain every element of `y`?
+pub fn covers(x: &Region, y: &Region) -> bool {
+    x.tensor == y.tensor
+        && x.rank == y.rank
+        && (0..x.rank as usize).all(|d| {
+            progression_covers(
+                x.offsets[d],
+                x.strides[d],
+                x.extents[d],
+                y.offsets[d],
+                y.strides[d],
+                y.extents[d],
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TensorId;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn points(r: &Region) -> BTreeSet<Vec<i64>> {
+        let mut out = BTreeSet::new();
+        let rank = r.rank as usize;
+        let mut idx = vec![0i64; rank];
+        loop {
+            out.insert(
+                (0..rank)
+                    .map(|d| r.offsets[d] + r.strides[d] * idx[d])
+                    .collect(),
+            );
+            let mut d = rank;
+            loop {
+                if d == 0 {
+                    return out;
+                }
+                d -= 1;
+                idx[d] += 1;
+                if idx[d] < r.extents[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+    }
+
+    fn region(rank: usize) -> impl Strategy<Value = Region> {
+        proptest::collection::vec((0i64..12, 1i64..5, 1i64..4), rank).prop_map(|dims| {
+            let o: Vec<i64> = dims.iter().map(|d| d.0).collect();
+            let e: Vec<i64> = dims.iter().map(|d| d.1).collect();
+            let s: Vec<i64> = dims.iter().map(|d| d.2).collect();
+            Region::new(TensorId(0), &o, &e, &s).unwrap()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn overlap_oracle_3d(a in region(3), b in region(3)) {
+            let (pa, pb) = (points(&a), points(&b));
+            prop_assert_eq!(overlaps(&a, &b), !pa.is_disjoint(&pb), "{:?} {:?}", a, b);
+            prop_assert_eq!(covers(&a, &b), pb.is_subset(&pa), "{:?} {:?}", a, b);
+        }
+
+        #[test]
+        fn overlap_oracle_2d(a in region(2), b in region(2)) {
+            let (pa, pb) = (points(&a), points(&b));
+            prop_assert_eq!(overlaps(&a, &b), !pa.is_disjoint(&pb), "{:?} {:?}", a, b);
+            prop_assert_eq!(covers(&a, &b), pb.is_subset(&pa), "{:?} {:?}", a, b);
+        }
+
+        #[test]
+        fn progression_oracle(a in 0i64..40, s in 1i64..9, n in 1i64..8,
+                              b in 0i64..40, t in 1i64..9, m in 1i64..8) {
+            let pa: BTreeSet<i64> = (0..n).map(|i| a + s * i).collect();
+            let pb: BTreeSet<i64> = (0..m).map(|j| b + t * j).collect();
+            prop_assert_eq!(progressions_meet(a, s, n, b, t, m), !pa.is_disjoint(&pb));
+            prop_assert_eq!(progression_covers(a, s, n, b, t, m), pb.is_subset(&pa));
+        }
+    }
+
+    #[test]
+    fn different_tensors_never_overlap() {
+        let a = Region::dense(TensorId(0), &[0, 0], &[4, 4]).unwrap();
+        let b = Region::dense(TensorId(1), &[0, 0], &[4, 4]).unwrap();
+        assert!(!overlaps(&a, &b));
+        assert!(overlaps(&a, &a));
+    }
+
+    #[test]
+    fn huge_coordinates_do_not_overflow() {
+        let big = i64::MAX / 4;
+        assert!(progressions_meet(0, big, 3, big, big, 2));
+        assert!(!progressions_meet(1, big, 3, 0, big, 3));
+    }
+}

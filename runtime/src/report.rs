@@ -1,0 +1,199 @@
+//! Stats, deadlock reports, Chrome traces and DOT graphs.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Why the orchestration (or a process) stalled; stable names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum StallReason {
+    #[serde(rename = "TASK_RING_FULL")]
+    TaskRingFull,
+    #[serde(rename = "TENSORMAP_POOL_FULL")]
+    TensormapPoolFull,
+    #[serde(rename = "DEPLIST_POOL_FULL")]
+    DeplistPoolFull,
+    #[serde(rename = "HEAP_ARENA_FULL")]
+    HeapArenaFull,
+    #[serde(rename = "READY_QUEUE_FULL")]
+    ReadyQueueFull,
+    #[serde(rename = "CHANNEL_EMPTY_WAIT")]
+    ChannelEmptyWait,
+    #[serde(rename = "CHANNEL_FULL_WAIT")]
+    ChannelFullWait,
+}
+
+impl StallReason {
+    pub const RINGS: [StallReason; 5] = [
+        StallReason::TaskRingFull,
+        StallReason::TensormapPoolFull,
+        StallReason::DeplistPoolFull,
+        StallReason::HeapArenaFull,
+        StallReason::ReadyQueueFull,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            StallReason::TaskRingFull => "TASK_RING_FULL",
+            StallReason::TensormapPoolFull => "TENSORMAP_POOL_FULL",
+            StallReason::DeplistPoolFull => "DEPLIST_POOL_FULL",
+            StallReason::HeapArenaFull => "HEAP_ARENA_FULL",
+            StallReason::ReadyQueueFull => "READY_QUEUE_FULL",
+            StallReason::ChannelEmptyWait => "CHANNEL_EMPTY_WAIT",
+            StallReason::ChannelFullWait => "CHANNEL_FULL_WAIT",
+        }
+    }
+
+    /// The ring a stall reason belongs to.
+    pub fn ring(self) -> &'static str {
+        match self {
+            StallReason::TaskRingFull => "task_ring",
+            StallReason::TensormapPoolFull => "tensormap_pool",
+            StallReason::DeplistPoolFull => "deplist_pool",
+            StallReason::HeapArenaFull => "heap_arena",
+            StallReason::ReadyQueueFull => "ready_queue",
+            StallReason::ChannelEmptyWait | StallReason::ChannelFullWait => "channel",
+        }
+    }
+}
+
+impl fmt::Display for StallReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// Use of one bounded resource.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RingUse {
+    pub name: &'static str,
+    pub used: u64,
+    pub capacity: u64,
+    pub high_water: u64,
+    pub stalls: u64,
+    pub stalled_cycles: u64,
+}
+
+/// Whether a blocked process waits for a token or for room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Wait {
+    #[serde(rename = "empty")]
+    Empty,
+    #[serde(rename = "full")]
+    Full,
+}
+
+/// A process blocked on a channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BlockedProcess {
+    pub process: String,
+    pub channel: String,
+    pub wait: Wait,
+    pub fill: u64,
+    pub depth: u64,
+}
+
+/// What a deadlock looked like, and how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeadlockReport {
+    pub reason: StallReason,
+    pub cycle: u64,
+    pub blocked: Vec<BlockedProcess>,
+    pub rings: Vec<RingUse>,
+    pub scope_depth: u32,
+    /// Tasks held by open scopes (not reclaimable before their scope ends).
+    pub scope_held_tasks: u64,
+    /// Heap-arena bytes held by open scopes.
+    pub scope_held_bytes: u64,
+    pub mitigation: String,
+}
+
+impl fmt::Display for DeadlockReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "deadlock at cycle {}: {}", self.cycle, self.reason)?;
+        for b in &self.blocked {
+            let w = match b.wait {
+                Wait::Empty => "empty",
+                Wait::Full => "full",
+            };
+            writeln!(
+                f,
+                "  process `{}` waits on channel `{}` ({w}, {}/{} tokens)",
+                b.process, b.channel, b.fill, b.depth
+            )?;
+        }
+        for r in &self.rings {
+            writeln!(
+                f,
+                "  {}: {}/{} used, high-water {}",
+                r.name, r.used, r.capacity, r.high_water
+            )?;
+        }
+        writeln!(
+            f,
+            "  scope depth {}, {} tasks and {} bytes held by open scopes",
+            self.scope_depth, self.scope_held_tasks, self.scope_held_bytes
+        )?;
+        write!(f, "  mitigation: {}", self.mitigation)
+    }
+}
+
+/// Per modeled core.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoreStats {
+    pub class: &'static str,
+    pub index: u32,
+    pub tasks: u64,
+    pub busy_cycles: u64,
+    pub utilization: f64,
+}
+
+/// Everything a run measured (machine-readable with [`Stats::to_json`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    pub arch: String,
+    pub timing: &'static str,
+    pub total_cycles: u64,
+    pub tasks: u64,
+    pub edges: u64,
+    pub rings: Vec<RingUse>,
+    pub cores: Vec<CoreStats>,
+}
+
+impl Stats {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+/// A recorded trace event (cycles).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TraceEvent {
+    pub name: String,
+    pub lane: String,
+    pub start: u64,
+    pub dur: u64,
+    pub cat: &'static str,
+}
+
+pub(crate) fn chrome_trace(events: &[TraceEvent]) -> String {
+    let mut lanes: Vec<&str> = events.iter().map(|e| e.lane.as_str()).collect();
+    lanes.sort();
+    lanes.dedup();
+    let mut out = Vec::new();
+    for (i, l) in lanes.iter().enumerate() {
+        out.push(serde_json::json!({
+            "name": "thread_name", "ph": "M", "pid": 0, "tid": i,
+            "args": { "name": l }
+        }));
+    }
+    for e in events {
+        let tid = lanes.binary_search(&e.lane.as_str()).unwrap_or(0);
+        out.push(serde_json::json!({
+            "name": e.name, "cat": e.cat, "ph": "X", "pid": 0, "tid": tid,
+            "ts": e.start, "dur": e.dur
+        }));
+    }
+    serde_json::json!({ "traceEvents": out, "displayTimeUnit": "ns",
+        "otherData": { "time_unit": "cycles" } })
+    .to_string()
+}

@@ -1,0 +1,746 @@
+use crate::*;
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn arch(name: &str) -> Arch {
+    Arch::builtin(name).unwrap()
+}
+
+fn noop() -> Arc<dyn Kernel> {
+    Arc::new(|_: &RawTask| -> Result<(), String> { Ok(()) })
+}
+
+fn task<'a>(k: KernelId, coords: &'a [i64], args: &'a [Arg], cycles: u64) -> TaskDesc<'a> {
+    TaskDesc {
+        kernel: k,
+        coords,
+        args,
+        scalars: &[],
+        cycles,
+        key: 0,
+    }
+}
+
+fn arg(t: TensorId, off: &[i64], ext: &[i64], dir: Direction) -> Arg {
+    Arg {
+        region: Region::dense(t, off, ext).unwrap(),
+        dir,
+    }
+}
+
+#[test]
+fn v9_round_robin_eight_tasks() {
+    let mut cfg = Config::new(arch("pto_wsp_v9"));
+    cfg.policies.apply("round_robin", &[4]).unwrap();
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("square", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[8 * 64, 64]).unwrap();
+    for i in 0..8 {
+        let a = [arg(x, &[i * 64, 0], &[64, 64], Direction::InOut)];
+        rt.submit(&task(k, &[i], &a, 4096)).unwrap();
+    }
+    assert_eq!(rt.finish().unwrap().total_cycles, 8192);
+}
+
+#[test]
+fn v9_single_matmul_and_no_data_edges() {
+    let mut cfg = Config::new(arch("pto_wsp_v9"));
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg.clone()).unwrap();
+    let k = rt.register_kernel("mm", CoreClass::Cube, noop());
+    let x = rt.add_tensor(4, &[16, 16]).unwrap();
+    let a = [arg(x, &[0, 0], &[16, 16], Direction::InOut)];
+    rt.submit(&task(k, &[0], &a, 4864)).unwrap();
+    assert_eq!(rt.finish().unwrap().total_cycles, 4864);
+    // v9 time ignores data edges: a chain of 4 on round_robin(4) takes one task's time.
+    cfg.policies.apply("round_robin", &[4]).unwrap();
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("t", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[16, 16]).unwrap();
+    for i in 0..4 {
+        let a = [arg(x, &[0, 0], &[16, 16], Direction::InOut)];
+        rt.submit(&task(k, &[i], &a, 100)).unwrap();
+    }
+    let s = rt.finish().unwrap();
+    assert_eq!(s.total_cycles, 100);
+    assert_eq!(s.edges, 3);
+}
+
+fn add_one_kernel() -> Arc<dyn Kernel> {
+    // Adds 1 to every i32 of its single inout region (2-D, strided).
+    Arc::new(|t: &RawTask| -> Result<(), String> {
+        // SAFETY: the runtime passes one valid argument inside a live i32 tensor.
+        let a = unsafe { &*t.args };
+        for i in 0..a.extents[0] {
+            for j in 0..a.extents[1] {
+                let r = a.offsets[0] + a.strides[0] * i;
+                let c = a.offsets[1] + a.strides[1] * j;
+                let idx = (r * a.dims[1] + c) as usize;
+                // SAFETY: in bounds (validated at submit), no concurrent conflicting writer.
+                unsafe {
+                    let p = (a.base as *mut i32).add(idx);
+                    *p += 1;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn run_increments(threads: usize, arch_name: &str) -> (Vec<u8>, u64) {
+    let mut cfg = Config::new(arch(arch_name)).with_window(8);
+    cfg.threads = threads;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("inc", CoreClass::Vector, add_one_kernel());
+    let x = rt.add_tensor(4, &[32, 32]).unwrap();
+    for n in 0..200i64 {
+        let (r, c) = ((n * 7) % 24, (n * 5) % 24);
+        let s = 1 + n % 2;
+        let region = Region::new(x, &[r, c], &[4, 4], &[s, s]).unwrap();
+        let a = [Arg {
+            region,
+            dir: Direction::InOut,
+        }];
+        rt.submit(&task(k, &[n], &a, 50 + (n as u64 % 7) * 10))
+            .unwrap();
+    }
+    let s = rt.finish().unwrap();
+    (rt.tensor_bytes(x).unwrap().to_vec(), s.total_cycles)
+}
+
+#[test]
+fn execution_and_cycles_do_not_depend_on_threads() {
+    let (a, ca) = run_increments(1, "ascend910b");
+    let (b, cb) = run_increments(2, "ascend910b");
+    let (c, cc) = run_increments(3, "ascend910b");
+    assert_eq!(a, b);
+    assert_eq!(a, c);
+    assert_eq!(ca, cb);
+    assert_eq!(ca, cc);
+    // The oracle: count how often each element was incremented.
+    let mut want = vec![0i32; 32 * 32];
+    for n in 0..200i64 {
+        let (r, c) = ((n * 7) % 24, (n * 5) % 24);
+        let s = 1 + n % 2;
+        for i in 0..4 {
+            for j in 0..4 {
+                want[((r + s * i) * 32 + c + s * j) as usize] += 1;
+            }
+        }
+    }
+    let got: Vec<i32> = a
+        .chunks(4)
+        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(got, want);
+    assert!(ca > 0);
+}
+
+#[test]
+fn kernel_error_is_reported() {
+    for threads in [1, 2] {
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.threads = threads;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let k = rt.register_kernel(
+            "bad",
+            CoreClass::Vector,
+            Arc::new(|_: &RawTask| -> Result<(), String> { Err("boom".into()) }),
+        );
+        let x = rt.add_tensor(4, &[4, 4]).unwrap();
+        let a = [arg(x, &[0, 0], &[4, 4], Direction::Out)];
+        rt.submit(&task(k, &[0], &a, 10)).unwrap();
+        match rt.finish() {
+            Err(RuntimeError::Kernel {
+                kernel, message, ..
+            }) => {
+                assert_eq!(kernel, "bad");
+                assert_eq!(message, "boom");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn submit_rejects_bad_regions() {
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[8, 8]).unwrap();
+    let a = [arg(x, &[4, 0], &[8, 8], Direction::In)];
+    let e = rt.submit(&task(k, &[], &a, 1)).unwrap_err();
+    assert!(e.to_string().contains("reaches index 11"), "{e}");
+    let a = [arg(TensorId(9), &[0, 0], &[1, 1], Direction::In)];
+    assert!(rt.submit(&task(k, &[], &a, 1)).is_err());
+    let a = [arg(x, &[0], &[1], Direction::In)];
+    assert!(rt.submit(&task(k, &[], &a, 1)).is_err());
+    assert!(rt.submit(&task(KernelId(7), &[], &[], 1)).is_err());
+    assert!(Region::new(x, &[0], &[0], &[]).is_err());
+    assert!(rt.scope_end().is_err());
+}
+
+#[test]
+fn task_ring_backpressure_bounds_memory() {
+    let mut cfg = Config::new(arch("ascend910b")).with_window(16);
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[1 << 16, 64]).unwrap();
+    for i in 0..20_000i64 {
+        let a = [
+            arg(x, &[(i % 1000) * 64, 0], &[64, 64], Direction::In),
+            arg(x, &[((i + 1) % 1000) * 64, 0], &[64, 64], Direction::Out),
+        ];
+        rt.submit(&task(k, &[i], &a, 100)).unwrap();
+    }
+    let s = rt.finish().unwrap();
+    for r in &s.rings {
+        assert!(r.high_water <= r.capacity, "{r:?}");
+    }
+    let ring = &s.rings[0];
+    assert_eq!(ring.high_water, 16);
+    assert!(ring.stalls > 0);
+    assert_eq!(s.tasks, 20_000);
+}
+
+/// Dependency inference against the brute-force oracle: every conflicting pair is ordered by
+/// the edges (transitively) and every edge joins a conflicting pair.
+/// (tensor, offsets, extents, strides, direction)
+type Access = (u8, [i64; 2], [i64; 2], [i64; 2], u8);
+
+#[allow(clippy::needless_range_loop)]
+fn check_deps(regions: Vec<Access>) {
+    let mut cfg = Config::new(arch("ascend910b")).with_window(1024);
+    cfg.execute = false;
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let ts = [
+        rt.add_tensor(4, &[40, 40]).unwrap(),
+        rt.add_tensor(4, &[40, 40]).unwrap(),
+    ];
+    let mut descs = Vec::new();
+    for (t, o, e, s, d) in &regions {
+        let region = Region::new(ts[(*t % 2) as usize], o, e, s).unwrap();
+        let dir = match d % 3 {
+            0 => Direction::In,
+            1 => Direction::Out,
+            _ => Direction::InOut,
+        };
+        descs.push(Arg { region, dir });
+    }
+    for (i, a) in descs.iter().enumerate() {
+        rt.submit(&task(k, &[i as i64], std::slice::from_ref(a), 10))
+            .unwrap();
+    }
+    let n = descs.len();
+    let conflict = |i: usize, j: usize| {
+        let (a, b) = (&descs[i], &descs[j]);
+        (a.dir.writes() || b.dir.writes()) && region::overlaps(&a.region, &b.region)
+    };
+    let mut reach = vec![vec![false; n]; n];
+    for (a, b) in &rt.graph_edges_for_tests() {
+        let (a, b) = (*a as usize, *b as usize);
+        assert!(a < b && conflict(a, b), "false edge {a} -> {b}");
+        reach[a][b] = true;
+    }
+    for k2 in 0..n {
+        for i in 0..n {
+            if reach[i][k2] {
+                for j in 0..n {
+                    if reach[k2][j] {
+                        reach[i][j] = true;
+                    }
+                }
+            }
+        }
+    }
+    for j in 0..n {
+        for i in 0..j {
+            if conflict(i, j) {
+                assert!(reach[i][j], "missed ordering {i} -> {j}");
+            }
+        }
+    }
+    rt.finish().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn dependency_inference_matches_oracle(
+        regions in proptest::collection::vec(
+            (0u8..2, [0i64..20, 0i64..20], [1i64..6, 1i64..6], [1i64..4, 1i64..4], 0u8..3),
+            1..40)
+    ) {
+        check_deps(regions);
+    }
+}
+
+#[test]
+fn wide_regions_use_the_wide_index() {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.execute = false;
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[1 << 20, 4]).unwrap();
+    let w = [arg(x, &[0, 0], &[1 << 20, 4], Direction::Out)];
+    let r = [arg(x, &[500_000, 0], &[1, 1], Direction::In)];
+    let r2 = [arg(x, &[900_000, 0], &[8, 1], Direction::InOut)];
+    rt.submit(&task(k, &[0], &w, 1)).unwrap();
+    rt.submit(&task(k, &[1], &r, 1)).unwrap();
+    rt.submit(&task(k, &[2], &r2, 1)).unwrap();
+    assert_eq!(rt.graph_edges_for_tests(), vec![(0, 1), (0, 2)]);
+    rt.finish().unwrap();
+}
+
+#[test]
+fn policies_change_time_deterministically() {
+    let run = |form: &str, args: &[u32], ready: &str| {
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.execute = false;
+        cfg.policies.apply(form, args).unwrap();
+        cfg.policies.apply(ready, &[]).unwrap();
+        let mut rt = Runtime::new(cfg).unwrap();
+        let k = rt.register_kernel("k", CoreClass::Vector, noop());
+        let x = rt.add_tensor(4, &[256, 64]).unwrap();
+        for i in 0..200i64 {
+            let a = [arg(x, &[i % 256, 0], &[1, 64], Direction::InOut)];
+            let c = [i];
+            let mut t = task(k, &c, &a, 1000 + (i as u64 % 5) * 100);
+            t.key = i % 3;
+            rt.submit(&t).unwrap();
+        }
+        rt.finish().unwrap().total_cycles
+    };
+    let rr1 = run("round_robin", &[1], "fifo");
+    let rr4 = run("round_robin", &[4], "fifo");
+    let ws = run("work_steal", &[], "fifo");
+    let aff = run("affinity", &[], "priority");
+    assert!(rr1 > rr4, "{rr1} {rr4}");
+    assert!(rr4 >= ws);
+    assert!(aff > ws);
+    assert_eq!(rr4, run("round_robin", &[4], "fifo"));
+    let b = run("batched", &[16], "lifo");
+    let rl = run("rate_limit", &[1], "fifo");
+    let il = run("interleaved", &[1], "fifo");
+    assert!(rl > ws, "{rl} {ws}");
+    assert!(il > ws, "{il} {ws}");
+    assert!(b > 0);
+    let st = run("streams", &[1], "fifo");
+    assert!(st >= 200 * 1000, "{st}");
+}
+
+// ------------------------------------------------------------------ deadlock corpus
+
+fn expect_deadlock(r: Result<impl std::fmt::Debug, RuntimeError>) -> DeadlockReport {
+    match r {
+        Err(RuntimeError::Deadlock(d)) => *d,
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn deadlock_scope_larger_than_window() {
+    let mut cfg = Config::new(arch("ascend910b")).with_window(8);
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[64, 64]).unwrap();
+    rt.scope_begin();
+    let mut last = Ok(TaskId(0));
+    for i in 0..9i64 {
+        let a = [arg(x, &[i, 0], &[1, 64], Direction::Out)];
+        last = rt.submit(&task(k, &[i], &a, 10));
+        if last.is_err() {
+            break;
+        }
+    }
+    let d = expect_deadlock(last);
+    assert_eq!(d.reason, StallReason::TaskRingFull);
+    assert_eq!(d.scope_depth, 1);
+    assert_eq!(d.scope_held_tasks, 8);
+    assert!(
+        d.mitigation.contains("at least 16 (2 × the 8 tasks"),
+        "{}",
+        d.mitigation
+    );
+    assert_eq!(d.rings[0].used, 8);
+    assert!(d.to_string().contains("TASK_RING_FULL"));
+}
+
+#[test]
+fn safe_scope_within_window() {
+    let mut cfg = Config::new(arch("ascend910b")).with_window(16);
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[64, 64]).unwrap();
+    for _ in 0..10 {
+        rt.scope_begin();
+        for i in 0..8i64 {
+            let a = [arg(x, &[i, 0], &[1, 64], Direction::InOut)];
+            rt.submit(&task(k, &[i], &a, 10)).unwrap();
+        }
+        rt.scope_end().unwrap();
+    }
+    assert_eq!(rt.finish().unwrap().tasks, 80);
+}
+
+#[test]
+fn deadlock_heap_arena() {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.heap_arena = 1000;
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    assert!(rt.alloc_tensor(4, &[10]).is_err()); // no scope
+    rt.scope_begin();
+    rt.alloc_tensor(4, &[200]).unwrap();
+    let d = expect_deadlock(rt.alloc_tensor(4, &[100]));
+    assert_eq!(d.reason, StallReason::HeapArenaFull);
+    assert_eq!(d.scope_held_bytes, 800);
+    assert!(
+        d.mitigation.contains("at least 1200 bytes"),
+        "{}",
+        d.mitigation
+    );
+    // Safe: the same allocations in consecutive scopes reuse the arena.
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.heap_arena = 1000;
+    let mut rt = Runtime::new(cfg).unwrap();
+    for _ in 0..50 {
+        rt.scope_begin();
+        rt.alloc_tensor(4, &[200]).unwrap();
+        rt.scope_end().unwrap();
+    }
+    let s = rt.finish().unwrap();
+    assert_eq!(s.rings[3].high_water, 800);
+}
+
+#[test]
+fn deadlock_deplist_pool() {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.deplist_pool = 2;
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[4, 4]).unwrap();
+    for i in 0..3 {
+        let a = [arg(x, &[i, 0], &[1, 4], Direction::Out)];
+        rt.submit(&task(k, &[i], &a, 10)).unwrap();
+    }
+    let a = [arg(x, &[0, 0], &[4, 4], Direction::In)];
+    let d = expect_deadlock(rt.submit(&task(k, &[9], &a, 10)));
+    assert_eq!(d.reason, StallReason::DeplistPoolFull);
+    assert!(d.mitigation.contains("at least 3"), "{}", d.mitigation);
+}
+
+#[test]
+fn deadlock_tensormap_pool() {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.tensormap_pool = 2;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[4, 4]).unwrap();
+    let a: Vec<Arg> = (0..3)
+        .map(|i| arg(x, &[i, 0], &[1, 4], Direction::In))
+        .collect();
+    let d = expect_deadlock(rt.submit(&task(k, &[0], &a, 10)));
+    assert_eq!(d.reason, StallReason::TensormapPoolFull);
+    assert!(d.mitigation.contains("at least 3"));
+    // Safe: two-argument tasks stream through the pool.
+    let a: Vec<Arg> = (0..2)
+        .map(|i| arg(x, &[i, 0], &[1, 4], Direction::InOut))
+        .collect();
+    for i in 0..100 {
+        rt.submit(&task(k, &[i], &a, 10)).unwrap();
+    }
+    assert_eq!(rt.finish().unwrap().rings[1].high_water, 2);
+}
+
+// ------------------------------------------------------------------ CSP
+
+struct Loader {
+    out: ChannelId,
+    k: KernelId,
+    x: TensorId,
+    i: i64,
+    n: i64,
+}
+
+impl Process for Loader {
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+        if self.i == self.n {
+            return Ok(Step::Finished);
+        }
+        let a = [arg(self.x, &[self.i, 0], &[1, 8], Direction::Out)];
+        let t = cx
+            .submit(&task(self.k, &[self.i], &a, 100))
+            .map_err(|e| e.to_string())?;
+        self.i += 1;
+        Ok(Step::Send {
+            ch: self.out,
+            token: Token::new(&[self.i - 1]),
+            after: Some(t),
+        })
+    }
+}
+
+struct Worker {
+    inp: ChannelId,
+    out: Option<ChannelId>,
+    k: KernelId,
+    x: TensorId,
+    waiting: bool,
+    seen: Arc<std::sync::Mutex<Vec<i64>>>,
+}
+
+impl Process for Worker {
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+        if !self.waiting {
+            self.waiting = true;
+            return Ok(Step::Recv { ch: self.inp });
+        }
+        self.waiting = false;
+        match cx.received() {
+            Some(Received::Token(t)) => {
+                let i = t.values()[0];
+                self.seen.lock().map_err(|e| e.to_string())?.push(i);
+                let a = [arg(self.x, &[i, 0], &[1, 8], Direction::InOut)];
+                let id = cx
+                    .submit(&task(self.k, &[i], &a, 50))
+                    .map_err(|e| e.to_string())?;
+                match self.out {
+                    Some(ch) => Ok(Step::Send {
+                        ch,
+                        token: t,
+                        after: Some(id),
+                    }),
+                    None => Ok(Step::Continue),
+                }
+            }
+            Some(Received::Closed) => Ok(Step::Finished),
+            None => Err("no token".into()),
+        }
+    }
+}
+
+fn pipeline(arch_name: &str, depth: u32, threads: usize) -> (u64, Vec<i64>, Vec<u8>) {
+    let mut cfg = Config::new(arch(arch_name));
+    cfg.threads = threads;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("inc", CoreClass::Vector, add_one_kernel());
+    let x = rt.add_tensor(4, &[16, 8]).unwrap();
+    let l2c = rt.add_channel("l2c", depth, None);
+    let c2s = rt.add_channel("c2s", depth, None);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let specs = vec![
+        ProcSpec {
+            name: "loader".into(),
+            body: Box::new(Loader {
+                out: l2c,
+                k,
+                x,
+                i: 0,
+                n: 16,
+            }),
+            produces: vec![l2c],
+        },
+        ProcSpec {
+            name: "computer".into(),
+            body: Box::new(Worker {
+                inp: l2c,
+                out: Some(c2s),
+                k,
+                x,
+                waiting: false,
+                seen: Arc::new(std::sync::Mutex::new(Vec::new())),
+            }),
+            produces: vec![c2s],
+        },
+        ProcSpec {
+            name: "storer".into(),
+            body: Box::new(Worker {
+                inp: c2s,
+                out: None,
+                k,
+                x,
+                waiting: false,
+                seen: Arc::clone(&seen),
+            }),
+            produces: vec![],
+        },
+    ];
+    rt.run_processes(specs).unwrap();
+    let s = rt.finish().unwrap();
+    let order = seen.lock().unwrap().clone();
+    (s.total_cycles, order, rt.tensor_bytes(x).unwrap().to_vec())
+}
+
+#[test]
+fn csp_pipeline_runs_in_order_and_deterministically() {
+    for depth in [0, 1, 2] {
+        let (c1, o1, d1) = pipeline("ascend910b", depth, 1);
+        let (c2, o2, d2) = pipeline("ascend910b", depth, 2);
+        assert_eq!(o1, (0..16).collect::<Vec<_>>());
+        assert_eq!((c1, &o1, &d1), (c2, &o2, &d2));
+        // Every element incremented three times (loader, computer, storer).
+        assert!(d1
+            .chunks(4)
+            .all(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) == 3));
+    }
+}
+
+#[test]
+fn csp_v9_clocks() {
+    // loader: 16 × 100; computer: max(own, token) + 50 each; storer likewise.
+    let (c, _, _) = pipeline("pto_wsp_v9", 2, 1);
+    assert_eq!(c, 16 * 100 + 50 + 50);
+}
+
+struct Script {
+    steps: Vec<Step>,
+    i: usize,
+}
+
+impl Process for Script {
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+        let _ = cx.received();
+        let s = self.steps.get(self.i).copied().unwrap_or(Step::Finished);
+        self.i += 1;
+        Ok(s)
+    }
+}
+
+fn script(name: &str, produces: Vec<ChannelId>, steps: Vec<Step>) -> ProcSpec {
+    ProcSpec {
+        name: name.into(),
+        body: Box::new(Script { steps, i: 0 }),
+        produces,
+    }
+}
+
+fn send(ch: ChannelId, v: i64) -> Step {
+    Step::Send {
+        ch,
+        token: Token::new(&[v]),
+        after: None,
+    }
+}
+
+#[test]
+fn deadlock_recv_cycle() {
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let a = rt.add_channel("a", 1, None);
+    let b = rt.add_channel("b", 1, None);
+    let d = expect_deadlock(rt.run_processes(vec![
+        script("p", vec![a], vec![Step::Recv { ch: b }, send(a, 1)]),
+        script("q", vec![b], vec![Step::Recv { ch: a }, send(b, 1)]),
+    ]));
+    assert_eq!(d.reason, StallReason::ChannelEmptyWait);
+    assert_eq!(d.blocked.len(), 2);
+    assert_eq!(d.blocked[0].process, "p");
+    assert_eq!(d.blocked[0].channel, "b");
+    assert_eq!(d.blocked[0].wait, Wait::Empty);
+    assert!(d.mitigation.contains("send before it receives"));
+}
+
+#[test]
+fn deadlock_full_channel() {
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let a = rt.add_channel("a", 1, None);
+    let b = rt.add_channel("b", 1, None);
+    // p sends two tokens on a before reading b; q waits on b first.
+    let d = expect_deadlock(rt.run_processes(vec![
+        script(
+            "p",
+            vec![a],
+            vec![send(a, 1), send(a, 2), Step::Recv { ch: b }],
+        ),
+        script(
+            "q",
+            vec![b],
+            vec![Step::Recv { ch: b }, Step::Recv { ch: a }],
+        ),
+    ]));
+    assert_eq!(d.reason, StallReason::ChannelFullWait);
+    let p = &d.blocked[0];
+    assert_eq!(
+        (p.process.as_str(), p.wait, p.fill, p.depth),
+        ("p", Wait::Full, 1, 1)
+    );
+    assert!(
+        d.mitigation.contains("raise its depth to at least 2"),
+        "{}",
+        d.mitigation
+    );
+}
+
+#[test]
+fn safe_rendezvous_and_close() {
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let a = rt.add_channel("a", 0, Some(5));
+    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g2 = Arc::clone(&got);
+    let mut waiting = false;
+    let consumer = move |cx: &mut ProcCx<'_>| -> Result<Step, String> {
+        if waiting {
+            waiting = false;
+            match cx.received() {
+                Some(Received::Token(t)) => {
+                    g2.lock().map_err(|e| e.to_string())?.push(t.values()[0])
+                }
+                Some(Received::Closed) => return Ok(Step::Finished),
+                None => return Err("nothing received".into()),
+            }
+        }
+        waiting = true;
+        Ok(Step::Recv { ch: a })
+    };
+    rt.run_processes(vec![
+        script("p1", vec![a], vec![send(a, 1), send(a, 2)]),
+        script("p2", vec![a], vec![send(a, 10)]),
+        ProcSpec {
+            name: "c".into(),
+            body: Box::new(consumer),
+            produces: vec![],
+        },
+    ])
+    .unwrap();
+    let mut v = got.lock().unwrap().clone();
+    assert_eq!(v.len(), 3);
+    v.sort();
+    assert_eq!(v, vec![1, 2, 10]);
+    assert_eq!(rt.channel_high_water(a), Some(1));
+    assert!(rt.finish().unwrap().total_cycles >= 5);
+}
+
+#[test]
+fn stats_trace_and_dot_are_well_formed() {
+    let mut cfg = Config::new(arch("ascend910b")).with_window(4);
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[8, 8]).unwrap();
+    for i in 0..10 {
+        let a = [arg(x, &[i % 2, 0], &[1, 8], Direction::InOut)];
+        rt.submit(&task(k, &[i], &a, 100)).unwrap();
+    }
+    let s = rt.finish().unwrap();
+    let j: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    assert_eq!(j["tasks"], 10);
+    assert_eq!(j["rings"][0]["name"], "task_ring");
+    assert_eq!(s.edges, 8);
+    let t: serde_json::Value = serde_json::from_str(&rt.chrome_trace()).unwrap();
+    let evs = t["traceEvents"].as_array().unwrap();
+    assert_eq!(evs.iter().filter(|e| e["cat"] == "task").count(), 10);
+    assert!(evs
+        .iter()
+        .any(|e| e["cat"] == "stall" && e["name"] == "TASK_RING_FULL"));
+    let dot = rt.dot();
+    assert!(dot.contains("t0 -> t2;") && dot.contains("k[3]"), "{dot}");
+    let busy: u64 = s.cores.iter().map(|c| c.busy_cycles).sum();
+    assert!(busy >= 1000);
+}

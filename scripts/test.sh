@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite: what CI runs (`.ci/run` calls exactly this). On a fresh machine it
+# installs what it needs: tree-sitter CLI and cargo-fuzz (crates.io), Node packages (npm),
+# Neovim (Debian). Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
+# Python 3 and Node.js >= 20.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+step() { echo; echo "== $*"; }
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "tests"
+cargo test --workspace
+
+step "diagnostics index is current"
+cargo run -q -p wsp -- explain --list --markdown | diff -u docs/diagnostics.md - \
+  || { echo "docs/diagnostics.md is stale: cargo run -p wsp -- explain --list --markdown > docs/diagnostics.md"; exit 1; }
+
+step "tree-sitter grammar: corpus, highlights, and every valid fixture/example"
+bash grammar/install-tree-sitter.sh
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+bash grammar/check-fixtures.sh
+
+step "fuzz: parser and checker, 60 s each"
+bash fuzz/run.sh 60
+
+step "VS Code extension: grammar tests, unit tests, package"
+bash editors/vscode/ci.sh
+
+step "Neovim configuration (headless)"
+if ! command -v nvim >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && apt-get install -y -qq neovim >/dev/null) || { echo "could not install neovim"; exit 1; }
+  else
+    echo "neovim is not installed and this user cannot install it (apt-get install neovim)"; exit 1
+  fi
+fi
+bash editors/nvim/test/run.sh

@@ -1,9 +1,15 @@
 //! The `wsp` command.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+
+mod emit;
+mod fmt;
+mod load;
+mod lsp;
+mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use wsp_core::Workspace;
@@ -44,6 +50,14 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// Compile a program and run it on real data, modelling the NPU's time in cycles.
+    Run(run::Args),
+    /// Lower a program and print it for a target (`--target ir|ascend|aie`).
+    Emit(emit::Args),
+    /// Format .wsp files (keeps comments; `--check` only reports).
+    Fmt(fmt::Args),
+    /// Serve the language server protocol on stdin/stdout.
+    Lsp(lsp::Args),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -87,6 +101,10 @@ fn main() -> ExitCode {
             list,
             markdown,
         } => explain(code, list, markdown),
+        Command::Run(a) => run::main(a),
+        Command::Emit(a) => emit::main(a),
+        Command::Fmt(a) => fmt::main(a),
+        Command::Lsp(a) => lsp::main(a),
     }
 }
 
@@ -122,30 +140,6 @@ fn explain(code: Option<String>, list: bool, markdown: bool) -> ExitCode {
     }
 }
 
-/// Collects `*.wsp` files under a directory, sorted, skipping hidden and build directories.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if p.is_dir() {
-            if !name.starts_with('.') && name != "target" && name != "node_modules" {
-                walk(&p, out)?;
-            }
-        } else if p.extension().is_some_and(|e| e == "wsp") {
-            out.push(p);
-        }
-    }
-    Ok(())
-}
-
-fn display_path(p: &Path) -> String {
-    let s = p.to_string_lossy().replace('\\', "/");
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
-}
-
 fn check(
     paths: Vec<PathBuf>,
     format: Format,
@@ -160,63 +154,10 @@ fn check(
             return ExitCode::from(2);
         }
     };
-    let paths = if paths.is_empty() {
-        vec![PathBuf::from(".")]
-    } else {
-        paths
+    let (ws, roots) = match load::load(&paths) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let mut files = Vec::new();
-    for p in &paths {
-        if p.is_dir() {
-            if let Err(e) = walk(p, &mut files) {
-                eprintln!("error: cannot read directory `{}`: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        } else if p.exists() {
-            files.push(p.clone());
-        } else {
-            eprintln!("error: `{}` does not exist", p.display());
-            return ExitCode::from(2);
-        }
-    }
-    let mut ws = Workspace::new();
-    let mut roots = Vec::new();
-    for f in &files {
-        let name = display_path(f);
-        match std::fs::read(f) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => {
-                    ws.set_file(&name, text);
-                    roots.push(name);
-                }
-                Err(e) => {
-                    eprintln!(
-                        "error: `{name}` is not valid UTF-8 (at byte {})",
-                        e.utf8_error().valid_up_to()
-                    );
-                    return ExitCode::from(2);
-                }
-            },
-            Err(e) => {
-                eprintln!("error: cannot read `{name}`: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    // Load imported files until the import graph is closed.
-    loop {
-        let missing = ws.unloaded_imports();
-        if missing.is_empty() {
-            break;
-        }
-        for m in missing {
-            match std::fs::read(&m).map(String::from_utf8) {
-                Ok(Ok(t)) => ws.set_file(&m, t),
-                Ok(Err(_)) => ws.set_unreadable(&m, "not valid UTF-8".into()),
-                Err(e) => ws.set_unreadable(&m, e.to_string()),
-            }
-        }
-    }
     // Report on every loaded user file (roots and what they import), each once.
     let mut diags: Vec<Diagnostic> = Vec::new();
     let all = ws.paths();

@@ -1,0 +1,95 @@
+//! Reading programs from disk into a [`Workspace`]: the roots the user named (files, or
+//! directories walked for `*.wsp`) and every file they import, transitively.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use wsp_core::Workspace;
+
+/// Collects `*.wsp` files under a directory, sorted, skipping hidden and build directories.
+pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if p.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                walk(&p, out)?;
+            }
+        } else if p.extension().is_some_and(|e| e == "wsp") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+pub fn display_path(p: &Path) -> String {
+    let s = p.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+/// Loads the given paths (the current directory when empty) and closes the import graph.
+/// Returns the workspace and the display names of the roots; on an I/O error prints it and
+/// returns exit code 2.
+pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        paths.to_vec()
+    };
+    let mut files = Vec::new();
+    for p in &paths {
+        if p.is_dir() {
+            if let Err(e) = walk(p, &mut files) {
+                eprintln!("error: cannot read directory `{}`: {e}", p.display());
+                return Err(ExitCode::from(2));
+            }
+        } else if p.exists() {
+            files.push(p.clone());
+        } else {
+            eprintln!("error: `{}` does not exist", p.display());
+            return Err(ExitCode::from(2));
+        }
+    }
+    let mut ws = Workspace::new();
+    let mut roots = Vec::new();
+    for f in &files {
+        let name = display_path(f);
+        match std::fs::read(f) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => {
+                    ws.set_file(&name, text);
+                    roots.push(name);
+                }
+                Err(e) => {
+                    eprintln!(
+                        "error: `{name}` is not valid UTF-8 (at byte {})",
+                        e.utf8_error().valid_up_to()
+                    );
+                    return Err(ExitCode::from(2));
+                }
+            },
+            Err(e) => {
+                eprintln!("error: cannot read `{name}`: {e}");
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    // Load imported files until the import graph is closed.
+    loop {
+        let missing = ws.unloaded_imports();
+        if missing.is_empty() {
+            break;
+        }
+        for m in missing {
+            match std::fs::read(&m).map(String::from_utf8) {
+                Ok(Ok(t)) => ws.set_file(&m, t),
+                Ok(Err(_)) => ws.set_unreadable(&m, "not valid UTF-8".into()),
+                Err(e) => ws.set_unreadable(&m, e.to_string()),
+            }
+        }
+    }
+    Ok((ws, roots))
+}

@@ -1,0 +1,1 @@
+//! Lowering of checked programs to the Program IR (a salsa query over wsp-core).

@@ -193,29 +193,6 @@ struct Collector<'a> {
     oob: Vec<(Span, String, String)>,
 }
 
-fn view_text(e: &Expr) -> String {
-    fn t(e: &Expr) -> String {
-        match &e.kind {
-            ExprKind::Name(n) => n.name.clone(),
-            ExprKind::Int(v) => v.to_string(),
-            ExprKind::FullSlice => ":".into(),
-            ExprKind::Range { start, end } => format!(
-                "{}..{}",
-                start.as_ref().map(|s| t(s)).unwrap_or_default(),
-                end.as_ref().map(|s| t(s)).unwrap_or_default()
-            ),
-            ExprKind::Binary { op, lhs, rhs } => format!("{}{}{}", t(lhs), op.as_str(), t(rhs)),
-            ExprKind::Index { base, indices } => format!(
-                "{}[{}]",
-                t(base),
-                indices.iter().map(t).collect::<Vec<_>>().join(", ")
-            ),
-            _ => "…".into(),
-        }
-    }
-    t(e)
-}
-
 impl Collector<'_> {
     fn axis_domain(&self, iter_arg: &Expr) -> Interval {
         let ExprKind::Name(n) = &iter_arg.kind else {
@@ -335,7 +312,7 @@ impl Collector<'_> {
                 tensor: tensor.name.clone(),
                 write,
                 dims,
-                text: view_text(&a.value),
+                text: crate::types::expr_text(&a.value),
                 span: a.value.span,
             });
         }
@@ -390,7 +367,7 @@ impl Collector<'_> {
                 e.span,
                 format!(
                     "view index `{}` is out of bounds for dimension {j} of `{}` (size {size})",
-                    view_text(e),
+                    crate::types::expr_text(e),
                     tensor.name
                 ),
                 note,

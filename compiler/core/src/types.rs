@@ -918,7 +918,7 @@ pub fn check_view(
                         "E0209",
                         format!(
                             "the view `{}` is {} but `{kernel}`'s parameter `{}` is a {} tile",
-                            arg_text(arg),
+                            expr_text(&arg.value),
                             show(&v),
                             param.name,
                             show(pdims)
@@ -945,7 +945,8 @@ pub fn check_view(
     out
 }
 
-fn arg_text(arg: &Arg) -> String {
+/// Prints a view or index expression the way messages quote it (`A[i + 1, 0..N]`).
+pub(crate) fn expr_text(e: &Expr) -> String {
     fn t(e: &Expr) -> String {
         match &e.kind {
             ExprKind::Name(n) => n.name.clone(),
@@ -965,5 +966,5 @@ fn arg_text(arg: &Arg) -> String {
             _ => "…".into(),
         }
     }
-    t(&arg.value)
+    t(e)
 }

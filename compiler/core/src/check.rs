@@ -944,6 +944,12 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
         ItemKind::Kernel(k) => {
             kernel(&mut c, k);
             c.diags.extend(kernel_types(db, item).iter().cloned());
+            if c.diags.is_empty() {
+                if let Some(fp) = crate::memory::kernel_footprint(db, item) {
+                    let more = crate::memory::memory_diagnostics(&c.file, &k.name.name, fp);
+                    c.diags.extend(more);
+                }
+            }
         }
         ItemKind::Workload(w) => {
             c.builtins = WORKLOAD_CTX;

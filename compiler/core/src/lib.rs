@@ -8,6 +8,7 @@ pub mod db;
 pub mod expect;
 pub mod flow;
 pub mod lower;
+pub mod memory;
 pub mod races;
 pub mod resolve;
 pub mod std_lib;

@@ -148,6 +148,9 @@ struct TyCx<'a> {
     env: Vec<BTreeMap<String, Ty>>,
     pipes: BTreeMap<String, Ty>,
     diags: Vec<Diagnostic>,
+    /// Every tile binding (parameter, `let`, `var`) by the start of its name's span, with its
+    /// type: what the tile-memory analysis sizes.
+    bound: BTreeMap<u32, Ty>,
 }
 
 impl TyCx<'_> {
@@ -161,6 +164,11 @@ impl TyCx<'_> {
             .rev()
             .find_map(|s| s.get(n).cloned())
             .unwrap_or(Ty::Unknown)
+    }
+
+    fn bind(&mut self, n: &Ident, t: Ty) {
+        self.bound.insert(n.span.start, t.clone());
+        self.set(&n.name, t);
     }
 
     fn set(&mut self, n: &str, t: Ty) {
@@ -671,8 +679,8 @@ impl TyCx<'_> {
                                     c: D::K(k),
                                 };
                                 if let [v, i] = names.as_slice() {
-                                    self.set(&v.name, vals);
-                                    self.set(&i.name, idx);
+                                    self.bind(v, vals);
+                                    self.bind(i, idx);
                                     return;
                                 }
                             }
@@ -680,12 +688,12 @@ impl TyCx<'_> {
                     }
                     names.iter().for_each(|n| self.set(&n.name, Ty::Unknown));
                 } else if let Some(n) = names.first() {
-                    self.set(&n.name, t);
+                    self.bind(n, t);
                 }
             }
             StmtKind::Var { name, value, .. } => {
                 let t = self.expr(value);
-                self.set(&name.name, t);
+                self.bind(name, t);
             }
             StmtKind::Assign { target, value, .. } => {
                 let v = self.expr(value);
@@ -737,6 +745,7 @@ pub fn check_kernel(
         env: vec![BTreeMap::new()],
         pipes: BTreeMap::new(),
         diags: Vec::new(),
+        bound: BTreeMap::new(),
     };
     for p in &k.params {
         let t = match (&p.dir, eval_dims(&p.ty, consts)) {
@@ -761,12 +770,51 @@ pub fn check_kernel(
             (Some(_), None) => Ty::Unknown,
             (None, _) => Ty::Scalar(Some(p.ty.dtype.name.clone())),
         };
-        cx.set(&p.name.name, t);
+        cx.bind(&p.name, t);
     }
     if let KernelBody::Block(b) = &k.body {
         cx.block(b);
     }
     cx.diags
+}
+
+/// The tiles a kernel binds (parameters, `let`, `var`), by the start of the name's span
+/// (item-relative), with their dtype and constant shape `[rows, cols]`. Tiles whose shape is not
+/// a constant (or that failed to type) are left out.
+pub fn kernel_tile_shapes(
+    k: &Kernel,
+    consts: &BTreeMap<String, i64>,
+) -> BTreeMap<u32, (String, i64, i64)> {
+    let mut cx = TyCx {
+        file: FileName::new(""),
+        consts,
+        env: vec![BTreeMap::new()],
+        pipes: BTreeMap::new(),
+        diags: Vec::new(),
+        bound: BTreeMap::new(),
+    };
+    for p in &k.params {
+        let t = match (&p.dir, eval_dims(&p.ty, consts)) {
+            (Some(_), Some(d)) if d.len() <= 2 => tile(&p.ty.dtype.name, &d),
+            (Some(_), _) => Ty::Unknown,
+            (None, _) => Ty::Scalar(Some(p.ty.dtype.name.clone())),
+        };
+        cx.bind(&p.name, t);
+    }
+    if let KernelBody::Block(b) = &k.body {
+        cx.block(b);
+    }
+    cx.bound
+        .into_iter()
+        .filter_map(|(at, t)| match t {
+            Ty::Tile {
+                dtype,
+                r: D::K(r),
+                c: D::K(c),
+            } => Some((at, (dtype, r, c))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The shape of a view `T[i, a..b, :]` of a tensor with shape `dims`: integer indices drop a

@@ -38,6 +38,10 @@ enum Command {
         /// Print the type of every workload.
         #[arg(long)]
         explain_types: bool,
+        /// Architecture model for resource checks (ascend910b, ascend950, aie-ml, ...);
+        /// default: each file's schedule `.target(...)`, else ascend910b.
+        #[arg(long)]
+        arch: Option<String>,
     },
     /// Print the long explanation of a diagnostic code.
     Explain {
@@ -95,7 +99,8 @@ fn main() -> ExitCode {
             format,
             deny,
             explain_types,
-        } => check(paths, format, deny, explain_types),
+            arch,
+        } => check(paths, format, deny, explain_types, arch),
         Command::Explain {
             code,
             list,
@@ -145,6 +150,7 @@ fn check(
     format: Format,
     deny: Option<String>,
     explain_types: bool,
+    arch: Option<String>,
 ) -> ExitCode {
     let deny_warnings = match deny.as_deref() {
         None => false,
@@ -154,10 +160,14 @@ fn check(
             return ExitCode::from(2);
         }
     };
-    let (ws, roots) = match load::load(&paths) {
+    let (mut ws, roots) = match load::load(&paths) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    if let Err(e) = ws.set_arch(arch.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     // Report on every loaded user file (roots and what they import), each once.
     let mut diags: Vec<Diagnostic> = Vec::new();
     let all = ws.paths();

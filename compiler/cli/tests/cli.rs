@@ -153,3 +153,33 @@ fn explain_types_prints_workload_types() {
         "w: Workload[Dense[4], copy, Independent]"
     );
 }
+
+#[test]
+fn arch_flag_chooses_the_buffers_checked() {
+    // 160 KB of vector tiles: fits ascend910b's UB, overflows AIE-ML's 64 KB data memory.
+    let d = tempdir("arch");
+    std::fs::write(
+        d.join("k.wsp"),
+        "kernel wide(x: in f32[80, 256], y: out f32[80, 256]) {\n    y = x * 2.0\n}\n",
+    )
+    .unwrap();
+    let o = wsp(&d, &["check", "k.wsp"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for name in ["aie-ml", "aie_ml"] {
+        let o = wsp(&d, &["check", "k.wsp", "--arch", name]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("E0701") && err.contains("163,840 bytes of DM on aie-ml"),
+            "{err}"
+        );
+    }
+    let o = wsp(&d, &["check", "k.wsp", "--arch", "tpu"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("known: ascend910b"));
+}

@@ -29,6 +29,10 @@ pub struct FileSet {
     /// Paths that could not be read, with the I/O error.
     #[returns(ref)]
     pub unreadable: BTreeMap<String, String>,
+    /// The architecture model chosen by the driver (`wsp check --arch`), overriding the
+    /// schedules' `.target(...)` for resource checks.
+    #[returns(ref)]
+    pub arch: Option<String>,
 }
 
 /// The database trait every query takes.

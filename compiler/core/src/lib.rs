@@ -56,7 +56,7 @@ impl Workspace {
                 .new(&db);
             map.insert(path, f);
         }
-        let files = FileSet::new(&db, map, BTreeMap::new());
+        let files = FileSet::new(&db, map, BTreeMap::new(), None);
         db.set_file_set_handle(files);
         Workspace { db, files }
     }
@@ -110,6 +110,30 @@ impl Workspace {
             }
         }
         out
+    }
+
+    /// Chooses the architecture model resource checks use (`None`: each file's schedule
+    /// `.target(...)`, else `ascend910b`). Accepts the model names and the language's
+    /// spelling (`aie_ml` for `aie-ml`); an unknown name is an error listing the known ones.
+    pub fn set_arch(&mut self, arch: Option<&str>) -> Result<(), String> {
+        let arch = match arch {
+            None => None,
+            Some(name) => match memory::builtin_arch_name(name) {
+                Some(n) => Some(n),
+                None => {
+                    return Err(format!(
+                        "no architecture model `{name}`; known: {}",
+                        wsp_arch::Arch::builtin_names()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                }
+            },
+        };
+        if *self.files.arch(&self.db) != arch {
+            self.files.set_arch(&mut self.db).to(arch);
+        }
+        Ok(())
     }
 
     /// Records that `path` could not be read; importing it reports the error.

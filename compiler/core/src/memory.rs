@@ -33,10 +33,22 @@ use wsp_syntax::Span;
 
 use crate::db::{file_items, item_ast, Db, File, ItemId};
 
-/// The architecture model a file's kernels are checked against: the `.target(...)` of its
-/// schedules when they all name the same built-in model, else `ascend910b`.
+/// The built-in model a name denotes: the model's own name, or the language's spelling with
+/// `_` for `-` (`aie_ml`).
+pub fn builtin_arch_name(n: &str) -> Option<String> {
+    [n.to_string(), n.replace('_', "-")]
+        .into_iter()
+        .find(|c| Arch::builtin(c).is_ok())
+}
+
+/// The architecture model a file's kernels are checked against: the driver's choice
+/// (`wsp check --arch`), else the `.target(...)` of its schedules when they all name the same
+/// built-in model, else `ascend910b`.
 #[salsa::tracked(returns(ref))]
 pub fn file_target(db: &dyn Db, file: File) -> String {
+    if let Some(a) = db.file_set().arch(db) {
+        return a.clone();
+    }
     let mut targets = Vec::new();
     for (id, _) in file_items(db, file) {
         if let Some(Item {
@@ -55,14 +67,8 @@ pub fn file_target(db: &dyn Db, file: File) -> String {
             }
         }
     }
-    // The language spells `aie_ml` what the model files call `aie-ml`.
-    let builtin = |n: &str| {
-        [n.to_string(), n.replace('_', "-")]
-            .into_iter()
-            .find(|c| Arch::builtin(c).is_ok())
-    };
     match targets.as_slice() {
-        [one] => builtin(one).unwrap_or_else(|| "ascend910b".into()),
+        [one] => builtin_arch_name(one).unwrap_or_else(|| "ascend910b".into()),
         _ => "ascend910b".into(),
     }
 }

@@ -263,12 +263,23 @@ impl Jit {
     }
 }
 
-/// The host ISA with `opt_level = speed`, built once per process.
+/// The host ISA with `opt_level = speed` (verifier in debug builds only), built once per
+/// process.
 fn host_isa() -> Result<cranelift::codegen::isa::OwnedTargetIsa, String> {
     static ISA: OnceLock<Result<cranelift::codegen::isa::OwnedTargetIsa, String>> = OnceLock::new();
     ISA.get_or_init(|| {
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        // The IR verifier runs in debug builds (every test and fuzz run); release builds
+        // skip it, it is a fifth of the compile time.
+        let verify = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
+        flags
+            .set("enable_verifier", verify)
+            .map_err(|e| e.to_string())?;
         cranelift_native::builder()
             .map_err(|e| e.to_string())?
             .finish(settings::Flags::new(flags))

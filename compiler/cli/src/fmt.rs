@@ -1,17 +1,127 @@
-//! `wsp fmt` (issue #5).
+//! `wsp fmt`: formats `.wsp` files in place (atomically), or with `--check` lists the files that
+//! would change.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use crate::load::{display_path, walk};
 
 /// Arguments of `wsp fmt`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Arguments (not yet interpreted).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// Files or directories (walked for *.wsp). Default: the current directory.
+    paths: Vec<PathBuf>,
+    /// Do not write: list the files that are not formatted and exit 1 if there are any.
+    #[arg(long)]
+    check: bool,
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
+/// failure never leaves a half-written file.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.wsp-fmt-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&tmp, meta.permissions())?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let _ = a.rest;
-    eprintln!("error: `wsp fmt` is not available in this build yet (issue #5)");
-    ExitCode::from(2)
+    let paths = if a.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        a.paths
+    };
+    let mut files = Vec::new();
+    for p in &paths {
+        if p.is_dir() {
+            if let Err(e) = walk(p, &mut files) {
+                eprintln!("error: cannot read directory `{}`: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        } else if p.exists() {
+            files.push(p.clone());
+        } else {
+            eprintln!("error: `{}` does not exist", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    let mut failed = false;
+    let mut unformatted = 0;
+    let mut changed = 0;
+    for f in &files {
+        let name = display_path(f);
+        let src = match std::fs::read(f).map(String::from_utf8) {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                eprintln!(
+                    "error: `{name}` is not valid UTF-8 (at byte {})",
+                    e.utf8_error().valid_up_to()
+                );
+                failed = true;
+                continue;
+            }
+            Err(e) => {
+                eprintln!("error: cannot read `{name}`: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        let out = match wsp_fmt::format(&src) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("error: {name}:{e}");
+                failed = true;
+                continue;
+            }
+        };
+        if out == src {
+            continue;
+        }
+        if a.check {
+            println!("{name}");
+            unformatted += 1;
+        } else if let Err(e) = write_atomically(f, &out) {
+            eprintln!("error: cannot write `{name}`: {e}");
+            failed = true;
+        } else {
+            changed += 1;
+        }
+    }
+    if a.check {
+        if unformatted > 0 {
+            eprintln!(
+                "{unformatted} of {} file{} would be reformatted (run `wsp fmt` to fix)",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            );
+        }
+    } else if changed > 0 {
+        eprintln!(
+            "formatted {changed} file{}",
+            if changed == 1 { "" } else { "s" }
+        );
+    }
+    if failed {
+        ExitCode::from(2)
+    } else if unformatted > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

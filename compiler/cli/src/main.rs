@@ -38,6 +38,9 @@ enum Command {
         /// Print the type of every workload.
         #[arg(long)]
         explain_types: bool,
+        /// Print each kernel's peak bytes per on-chip buffer on the architecture model.
+        #[arg(long)]
+        explain_memory: bool,
         /// Architecture model for resource checks (ascend910b, ascend950, aie-ml, ...);
         /// default: each file's schedule `.target(...)`, else ascend910b.
         #[arg(long)]
@@ -99,8 +102,9 @@ fn main() -> ExitCode {
             format,
             deny,
             explain_types,
+            explain_memory,
             arch,
-        } => check(paths, format, deny, explain_types, arch),
+        } => check(paths, format, deny, explain_types, explain_memory, arch),
         Command::Explain {
             code,
             list,
@@ -150,6 +154,7 @@ fn check(
     format: Format,
     deny: Option<String>,
     explain_types: bool,
+    explain_memory: bool,
     arch: Option<String>,
 ) -> ExitCode {
     let deny_warnings = match deny.as_deref() {
@@ -195,6 +200,13 @@ fn check(
         for p in &roots {
             for (name, ty) in ws.workload_types(p) {
                 println!("{name}: {ty}");
+            }
+        }
+    }
+    if explain_memory {
+        for p in &roots {
+            for (name, fp) in ws.kernel_footprints(p) {
+                println!("kernel {name} on {}: {}", fp.arch, fp.summary());
             }
         }
     }

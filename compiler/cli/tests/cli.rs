@@ -179,6 +179,15 @@ fn arch_flag_chooses_the_buffers_checked() {
             "{err}"
         );
     }
+    let o = wsp(
+        &d,
+        &["check", "k.wsp", "--explain-memory", "--arch", "ascend950"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "kernel wide on ascend950: UB 163,840 / 262,144 B"
+    );
     let o = wsp(&d, &["check", "k.wsp", "--arch", "tpu"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("known: ascend910b"));

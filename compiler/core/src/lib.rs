@@ -164,6 +164,24 @@ impl Workspace {
         }
     }
 
+    /// `(kernel name, footprint)` for every kernel of the file on its architecture model
+    /// (see [`memory::file_target`]); kernels without a `.wsp` body, or models without buffer
+    /// figures, are left out.
+    pub fn kernel_footprints(&self, path: &str) -> Vec<(String, memory::Footprint)> {
+        let Some(f) = self.file(path) else {
+            return Vec::new();
+        };
+        file_items(&self.db, f)
+            .iter()
+            .filter(|(id, _)| id.tag(&self.db) == db::ItemTag::Kernel)
+            .filter_map(|(id, _)| {
+                memory::kernel_footprint(&self.db, *id)
+                    .clone()
+                    .map(|fp| (id.key(&self.db).clone(), fp))
+            })
+            .collect()
+    }
+
     /// Paths of the loaded user files (not std), sorted.
     pub fn paths(&self) -> Vec<String> {
         self.files

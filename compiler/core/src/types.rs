@@ -163,7 +163,14 @@ impl TyCx<'_> {
             .iter()
             .rev()
             .find_map(|s| s.get(n).cloned())
-            .unwrap_or(Ty::Unknown)
+            .unwrap_or_else(|| {
+                // A global constant is an untyped number, like a literal.
+                if self.consts.contains_key(n) {
+                    Ty::Scalar(None)
+                } else {
+                    Ty::Unknown
+                }
+            })
     }
 
     fn bind(&mut self, n: &Ident, t: Ty) {

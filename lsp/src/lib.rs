@@ -1,1 +1,376 @@
-//! The wsp language server
+//! `wsp lsp`: the language server. It owns one [`Workspace`] (the same salsa database `wsp
+//! check` uses), so the editor shows exactly what CI shows. It never runs user code: it links
+//! no JIT, runtime or simulator.
+//!
+//! Concurrency: the workspace sits behind a mutex; every request takes it, answers from it and
+//! releases it before replying. Edits are applied at once; diagnostics are published after a
+//! short debounce, and only by the newest edit (older pending publications are dropped).
+//! Every handler runs under `catch_unwind`: a panic becomes an error reply (or a log message
+//! for notifications) and the server keeps serving.
+
+pub mod analysis;
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+use wsp_core::Workspace;
+use wsp_diagnostics::FileName;
+
+use analysis::LineIndex;
+
+/// How long the server waits after an edit before publishing diagnostics.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+struct State {
+    ws: Workspace,
+    /// Open documents: workspace path → URI.
+    open: BTreeMap<String, Uri>,
+}
+
+impl State {
+    /// Reads files imported by loaded files from disk until the import graph is closed.
+    fn load_imports(&mut self) {
+        for _ in 0..64 {
+            let missing = self.ws.unloaded_imports();
+            if missing.is_empty() {
+                return;
+            }
+            for m in missing {
+                match std::fs::read(&m).map(String::from_utf8) {
+                    Ok(Ok(t)) => self.ws.set_file(&m, t),
+                    Ok(Err(_)) => self.ws.set_unreadable(&m, "not valid UTF-8".into()),
+                    Err(e) => self.ws.set_unreadable(&m, e.to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// The language server.
+pub struct Backend {
+    client: Client,
+    state: Arc<Mutex<State>>,
+    generation: Arc<AtomicU64>,
+    /// Testing hook: when set (`WSP_LSP_INJECT_PANIC=1`), every handler panics before doing
+    /// its work, to prove that panics are contained.
+    inject_panic: bool,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The workspace path of a URI: the file-system path, relative to the current directory when
+/// it lies inside it (so imports resolve as they do for `wsp check`).
+fn path_of(uri: &Uri) -> String {
+    match uri.to_file_path() {
+        Some(p) => {
+            let p: PathBuf = p.into_owned();
+            let cwd = std::env::current_dir().ok();
+            let rel = cwd
+                .as_deref()
+                .and_then(|c| p.strip_prefix(c).ok())
+                .map(Path::to_path_buf)
+                .unwrap_or(p);
+            rel.to_string_lossy().replace('\\', "/")
+        }
+        None => uri.as_str().to_string(),
+    }
+}
+
+fn uri_of(path: &str) -> Option<Uri> {
+    if path.starts_with("std/") {
+        return None;
+    }
+    let p = Path::new(path);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(p)
+    };
+    Uri::from_file_path(abs)
+}
+
+fn internal(what: &str) -> Error {
+    Error {
+        code: ErrorCode::InternalError,
+        message: format!(
+            "wsp lsp: internal error while answering {what}; the server keeps running"
+        )
+        .into(),
+        data: None,
+    }
+}
+
+impl Backend {
+    pub fn new(client: Client) -> Backend {
+        Backend {
+            client,
+            state: Arc::new(Mutex::new(State {
+                ws: Workspace::new(),
+                open: BTreeMap::new(),
+            })),
+            generation: Arc::new(AtomicU64::new(0)),
+            inject_panic: std::env::var_os("WSP_LSP_INJECT_PANIC").is_some_and(|v| v == "1"),
+        }
+    }
+
+    /// Runs `f` on the state, containing panics.
+    fn with<T>(&self, what: &str, f: impl FnOnce(&mut State) -> T) -> Result<T> {
+        let inject = self.inject_panic;
+        catch_unwind(AssertUnwindSafe(|| {
+            if inject {
+                panic!("injected panic in {what}");
+            }
+            let mut st = lock(&self.state);
+            f(&mut st)
+        }))
+        .map_err(|_| internal(what))
+    }
+
+    /// Publishes diagnostics of every open file after the debounce, unless a newer edit came.
+    fn schedule_publish(&self) {
+        let gen = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let (client, state, generation) = (
+            self.client.clone(),
+            self.state.clone(),
+            self.generation.clone(),
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(DEBOUNCE).await;
+            if generation.load(Ordering::SeqCst) != gen {
+                return;
+            }
+            let batch = catch_unwind(AssertUnwindSafe(|| {
+                let st = lock(&state);
+                st.open
+                    .iter()
+                    .map(|(p, u)| (u.clone(), analysis::diagnostics(&st.ws, p, &uri_of)))
+                    .collect::<Vec<_>>()
+            }));
+            match batch {
+                Ok(batch) => {
+                    for (uri, diags) in batch {
+                        if generation.load(Ordering::SeqCst) != gen {
+                            return;
+                        }
+                        client.publish_diagnostics(uri, diags, None).await;
+                    }
+                }
+                Err(_) => {
+                    client
+                        .log_message(MessageType::ERROR, "wsp lsp: internal error while checking")
+                        .await
+                }
+            }
+        });
+    }
+
+    async fn notify_failure(&self, r: Result<()>) {
+        if let Err(e) = r {
+            self.client.log_message(MessageType::ERROR, e.message).await;
+        }
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, _: InitializeParams) -> Result<InitializeResult> {
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                text_document_sync: Some(TextDocumentSyncCapability::Kind(
+                    TextDocumentSyncKind::FULL,
+                )),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                definition_provider: Some(OneOf::Left(true)),
+                document_symbol_provider: Some(OneOf::Left(true)),
+                document_formatting_provider: Some(OneOf::Left(true)),
+                code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+                ..Default::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "wsp".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            ..Default::default()
+        })
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, p: DidOpenTextDocumentParams) {
+        let r = self.with("didOpen", |st| {
+            let path = path_of(&p.text_document.uri);
+            st.ws.set_file(&path, p.text_document.text);
+            st.open.insert(path, p.text_document.uri);
+            st.load_imports();
+        });
+        self.notify_failure(r).await;
+        self.schedule_publish();
+    }
+
+    async fn did_change(&self, p: DidChangeTextDocumentParams) {
+        let r = self.with("didChange", |st| {
+            let path = path_of(&p.text_document.uri);
+            // Full sync: the last change holds the whole text.
+            if let Some(c) = p.content_changes.into_iter().last() {
+                st.ws.set_file(&path, c.text);
+                st.load_imports();
+            }
+        });
+        self.notify_failure(r).await;
+        self.schedule_publish();
+    }
+
+    async fn did_close(&self, p: DidCloseTextDocumentParams) {
+        let r = self.with("didClose", |st| {
+            st.open.remove(&path_of(&p.text_document.uri));
+        });
+        self.notify_failure(r).await;
+        self.client
+            .publish_diagnostics(p.text_document.uri, Vec::new(), None)
+            .await;
+    }
+
+    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+        self.with("hover", |st| {
+            let path = path_of(&p.text_document_position_params.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let idx = LineIndex::new(&text);
+            let at = idx.offset(p.text_document_position_params.position);
+            let (md, (s, e)) = analysis::hover(&st.ws, &path, at)?;
+            Some(Hover {
+                contents: HoverContents::Markup(MarkupContent {
+                    kind: MarkupKind::Markdown,
+                    value: md,
+                }),
+                range: Some(idx.range(s, e)),
+            })
+        })
+    }
+
+    async fn goto_definition(
+        &self,
+        p: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
+        self.with("definition", |st| {
+            let path = path_of(&p.text_document_position_params.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
+            let (name, _, _) = analysis::ident_at(&text, at)?;
+            let d = analysis::find_decl(&st.ws, &path, &name)?;
+            let target = st.ws.text(&FileName::new(d.path.as_str()))?;
+            let uri = uri_of(&d.path)?;
+            let range = LineIndex::new(&target).range(d.name.0, d.name.1);
+            Some(GotoDefinitionResponse::Scalar(Location::new(uri, range)))
+        })
+    }
+
+    async fn document_symbol(
+        &self,
+        p: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        self.with("documentSymbol", |st| {
+            let path = path_of(&p.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let idx = LineIndex::new(&text);
+            #[allow(deprecated)]
+            let syms = analysis::symbols(&st.ws, &path)
+                .into_iter()
+                .map(|(name, kind, range, sel)| DocumentSymbol {
+                    name,
+                    detail: None,
+                    kind,
+                    tags: None,
+                    deprecated: None,
+                    range: idx.range(range.0, range.1),
+                    selection_range: idx.range(sel.0, sel.1),
+                    children: None,
+                })
+                .collect();
+            Some(DocumentSymbolResponse::Nested(syms))
+        })
+    }
+
+    async fn formatting(&self, p: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
+        let r = self.with("formatting", |st| {
+            let path = path_of(&p.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let idx = LineIndex::new(&text);
+            Some(match wsp_fmt::format(&text) {
+                Ok(out) if out == *text => Ok(Vec::new()),
+                Ok(out) => Ok(vec![TextEdit::new(idx.range(0, text.len()), out)]),
+                Err(e) => Err(e.to_string()),
+            })
+        })?;
+        match r {
+            None => Ok(None),
+            Some(Ok(edits)) => Ok(Some(edits)),
+            Some(Err(msg)) => {
+                self.client
+                    .show_message(MessageType::WARNING, format!("wsp fmt: {msg}"))
+                    .await;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn code_action(&self, p: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        self.with("codeAction", |st| {
+            let path = path_of(&p.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let idx = LineIndex::new(&text);
+            let (s, e) = (idx.offset(p.range.start), idx.offset(p.range.end));
+            let mut actions = Vec::new();
+            for (title, code, edits) in analysis::fixes(&st.ws, &path, s, e) {
+                let mut changes = std::collections::HashMap::new();
+                for (file, list) in edits {
+                    let (Some(uri), Some(t)) =
+                        (uri_of(&file), st.ws.text(&FileName::new(file.as_str())))
+                    else {
+                        continue;
+                    };
+                    let li = LineIndex::new(&t);
+                    let v: Vec<TextEdit> = list
+                        .into_iter()
+                        .map(|((a, b), r)| TextEdit::new(li.range(a, b), r))
+                        .collect();
+                    changes.insert(uri, v);
+                }
+                actions.push(CodeActionOrCommand::CodeAction(CodeAction {
+                    title: format!("{title} ({code})"),
+                    kind: Some(CodeActionKind::QUICKFIX),
+                    edit: Some(WorkspaceEdit {
+                        changes: Some(changes),
+                        ..Default::default()
+                    }),
+                    is_preferred: Some(true),
+                    ..Default::default()
+                }));
+            }
+            Some(actions)
+        })
+    }
+}
+
+/// Serves the protocol on stdin/stdout until the client exits.
+pub fn run_stdio() -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+        let (service, socket) = LspService::new(Backend::new);
+        Server::new(stdin, stdout, socket).serve(service).await;
+    });
+    Ok(())
+}

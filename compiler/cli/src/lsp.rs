@@ -1,17 +1,22 @@
-//! `wsp lsp` (issue #5).
+//! `wsp lsp`: the language server on stdin/stdout (see the `wsp-lsp` crate).
 
 use std::process::ExitCode;
 
 /// Arguments of `wsp lsp`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Arguments (not yet interpreted).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// Accepted for editor clients that pass it; stdio is the only transport.
+    #[arg(long)]
+    stdio: bool,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let _ = a.rest;
-    eprintln!("error: `wsp lsp` is not available in this build yet (issue #5)");
-    ExitCode::from(2)
+    let _ = a.stdio;
+    match wsp_lsp::run_stdio() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: wsp lsp: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -1,0 +1,261 @@
+//! `wsp lsp` driven over stdio by a minimal JSON-RPC client: diagnostics on open and on change,
+//! hover, definition, symbols, formatting, quick fixes, and panics contained per request.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    rx: Receiver<Value>,
+    next: i64,
+}
+
+fn reader(out: ChildStdout) -> Receiver<Value> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(out);
+        loop {
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                let line = line.trim();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.strip_prefix("Content-Length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut buf = vec![0; len];
+            if r.read_exact(&mut buf).is_err() {
+                return;
+            }
+            if let Ok(v) = serde_json::from_slice(&buf) {
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+impl Client {
+    fn start(dir: &Path, inject_panic: bool) -> Client {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wsp"));
+        cmd.arg("lsp")
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if inject_panic {
+            cmd.env("WSP_LSP_INJECT_PANIC", "1");
+        }
+        let mut child = cmd.spawn().expect("start wsp lsp");
+        let stdin = child.stdin.take().unwrap();
+        let rx = reader(child.stdout.take().unwrap());
+        let mut c = Client {
+            child,
+            stdin,
+            rx,
+            next: 1,
+        };
+        let r = c.request("initialize", json!({"capabilities": {}}));
+        assert!(
+            r["result"]["capabilities"]["hoverProvider"] == json!(true),
+            "{r}"
+        );
+        c.notify("initialized", json!({}));
+        c
+    }
+
+    fn send(&mut self, v: Value) {
+        let s = v.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{s}", s.len()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let v = self
+                .rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("reply");
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    /// The next `publishDiagnostics` for `uri`.
+    fn diagnostics(&mut self, uri: &str) -> Vec<Value> {
+        loop {
+            let v = self
+                .rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("diagnostics");
+            if v["method"] == "textDocument/publishDiagnostics" && v["params"]["uri"] == uri {
+                return v["params"]["diagnostics"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+            }
+        }
+    }
+
+    fn stop(mut self) {
+        let r = self.request("shutdown", Value::Null);
+        assert!(r.get("error").is_none(), "{r}");
+        self.notify("exit", Value::Null);
+        let _ = self.child.wait();
+    }
+}
+
+const SRC: &str = "axis rows = Dense[4]\ninput X: f32[4, 8, 8] = random(seed: 1)\noutput Y: f32[4, 8, 8]\n/// doubles a tile\nkernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x * 2.0\n}\nworkload w {\n    for i in P(rows) { double[i](x: X[i], y: Yy[i]) }\n}\n";
+
+fn setup(name: &str) -> (std::path::PathBuf, String) {
+    let d = std::env::temp_dir().join(format!("wsp-lsp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let d = d.canonicalize().unwrap();
+    let uri = format!("file://{}/a.wsp", d.display());
+    (d, uri)
+}
+
+fn pos(line: u32, character: u32, uri: &str) -> Value {
+    json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
+}
+
+#[test]
+fn a_session_with_a_real_server() {
+    let (dir, uri) = setup("session");
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    let d = c.diagnostics(&uri);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "E0101");
+    assert_eq!(d[0]["range"]["start"], json!({"line": 8, "character": 45}));
+
+    // Hover on `double` in the task call: declaration, doc, footprint.
+    let h = c.request("textDocument/hover", pos(8, 25, &uri));
+    let md = h["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        md.contains("kernel double(") && md.contains("doubles a tile"),
+        "{h}"
+    );
+    assert!(md.contains("UB 512 / 196,608 B"), "{md}");
+
+    // Definition of `X` in the view.
+    let r = c.request("textDocument/definition", pos(8, 36, &uri));
+    assert_eq!(r["result"]["uri"], uri.as_str(), "{r}");
+    assert_eq!(
+        r["result"]["range"]["start"],
+        json!({"line": 1, "character": 6})
+    );
+
+    let s = c.request(
+        "textDocument/documentSymbol",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let names: Vec<&str> = s["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["name"].as_str())
+        .collect();
+    assert_eq!(names, ["rows", "X", "Y", "double", "w"]);
+
+    // Fix the error: the diagnostics clear.
+    let fixed = SRC.replace("Yy[i]", "Y[i]").replace("x * 2.0", "x*2.0");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    assert!(c.diagnostics(&uri).is_empty());
+
+    let f = c.request(
+        "textDocument/formatting",
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
+    );
+    let edits = f["result"].as_array().cloned().unwrap_or_default();
+    assert_eq!(edits.len(), 1, "{f}");
+    assert!(edits[0]["newText"]
+        .as_str()
+        .unwrap()
+        .contains("    y = x * 2.0\n"));
+
+    // Out-of-range and invalid positions are answered, not crashed on.
+    let h = c.request("textDocument/hover", pos(999, 999, &uri));
+    assert!(h.get("error").is_none(), "{h}");
+    c.stop();
+}
+
+#[test]
+fn quick_fix_from_a_race() {
+    let (dir, uri) = setup("fix");
+    let src = "axis t = Dense[4]\ninput X: f32[4, 8] = random(seed: 1)\noutput Y: f32[8]\nkernel copy(x: in f32[1, 8], y: out f32[1, 8]) {\n    y = x\n}\nworkload w {\n    for i in P(t) { copy[i](x: X[i], y: Y) }\n}\n";
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": src}}),
+    );
+    let d = c.diagnostics(&uri);
+    assert!(d.iter().any(|x| x["code"] == "E0409"), "{d:?}");
+    let r = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 40}}, "context": {"diagnostics": []}}),
+    );
+    let actions = r["result"].as_array().cloned().unwrap_or_default();
+    let edit = actions
+        .iter()
+        .find_map(|a| a["edit"]["changes"][uri.as_str()][0]["newText"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(edit.contains("P.seq"), "{r}");
+    c.stop();
+}
+
+#[test]
+fn panics_in_handlers_are_contained() {
+    let (dir, uri) = setup("panic");
+    let mut c = Client::start(&dir, true);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    for method in [
+        "textDocument/hover",
+        "textDocument/definition",
+        "textDocument/documentSymbol",
+        "textDocument/formatting",
+    ] {
+        let mut params = pos(0, 0, &uri);
+        params["options"] = json!({"tabSize": 4, "insertSpaces": true});
+        let r = c.request(method, params);
+        assert_eq!(r["error"]["code"], -32603, "{method}: {r}");
+    }
+    // Still serving.
+    c.stop();
+}

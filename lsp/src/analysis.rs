@@ -1,0 +1,402 @@
+//! What the server answers, as pure functions of a [`Workspace`] and positions: no I/O, no
+//! protocol state. Offsets are byte offsets; [`LineIndex`] converts to and from LSP positions
+//! (UTF-16 code units), clamping anything out of range.
+
+use std::collections::BTreeMap;
+
+use tower_lsp_server::ls_types as lsp;
+use wsp_core::Workspace;
+use wsp_diagnostics::{Diagnostic, FileName, Severity, Tag};
+use wsp_syntax::ast::{Item, ItemKind};
+use wsp_syntax::{lex, Token};
+
+/// Byte offsets ↔ LSP positions for one text.
+pub struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    pub fn new(text: &'a str) -> LineIndex<'a> {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { text, starts }
+    }
+
+    pub fn position(&self, offset: usize) -> lsp::Position {
+        let offset = offset.min(self.text.len());
+        let line = self
+            .starts
+            .partition_point(|s| *s <= offset)
+            .saturating_sub(1);
+        let start = self.starts[line];
+        let mut end = offset;
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let character: usize = self.text[start..end].chars().map(char::len_utf16).sum();
+        lsp::Position::new(line as u32, character as u32)
+    }
+
+    /// The byte offset of a position; positions past a line's end (or inside a surrogate pair)
+    /// clamp to the nearest valid offset.
+    pub fn offset(&self, p: lsp::Position) -> usize {
+        let Some(start) = self.starts.get(p.line as usize).copied() else {
+            return self.text.len();
+        };
+        let end = self
+            .starts
+            .get(p.line as usize + 1)
+            .map(|e| e - 1)
+            .unwrap_or(self.text.len());
+        let mut units = 0usize;
+        for (i, ch) in self.text[start..end].char_indices() {
+            if units >= p.character as usize {
+                return start + i;
+            }
+            units += ch.len_utf16();
+        }
+        end
+    }
+
+    pub fn range(&self, start: usize, end: usize) -> lsp::Range {
+        lsp::Range::new(self.position(start), self.position(end))
+    }
+}
+
+fn severity(s: Severity) -> lsp::DiagnosticSeverity {
+    match s {
+        Severity::Error => lsp::DiagnosticSeverity::ERROR,
+        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        Severity::Note => lsp::DiagnosticSeverity::INFORMATION,
+    }
+}
+
+/// Maps a workspace path to a URI (`None` for embedded std modules and unknown paths).
+pub type UriOf<'a> = &'a dyn Fn(&str) -> Option<lsp::Uri>;
+
+/// The diagnostics of one file, as `wsp check` reports them, converted for the editor.
+pub fn diagnostics(ws: &Workspace, path: &str, uri_of: UriOf<'_>) -> Vec<lsp::Diagnostic> {
+    let Some(text) = ws.text(&FileName::new(path)) else {
+        return Vec::new();
+    };
+    let idx = LineIndex::new(&text);
+    let mut out = Vec::new();
+    for d in ws.check(path) {
+        if d.primary.file.as_str() != path {
+            continue;
+        }
+        out.push(convert(ws, &d, &idx, uri_of));
+    }
+    out
+}
+
+fn convert(
+    ws: &Workspace,
+    d: &Diagnostic,
+    idx: &LineIndex<'_>,
+    uri_of: UriOf<'_>,
+) -> lsp::Diagnostic {
+    let mut message = d.message.clone();
+    if !d.primary.message.is_empty() {
+        message.push_str(&format!(" ({})", d.primary.message));
+    }
+    for n in &d.notes {
+        message.push_str(&format!("\nnote: {n}"));
+    }
+    if let Some(h) = &d.help {
+        message.push_str(&format!("\nhelp: {h}"));
+    }
+    let related: Vec<lsp::DiagnosticRelatedInformation> = d
+        .secondary
+        .iter()
+        .filter_map(|l| {
+            let text = ws.text(&l.file)?;
+            let uri = uri_of(l.file.as_str())?;
+            let li = LineIndex::new(&text);
+            Some(lsp::DiagnosticRelatedInformation {
+                location: lsp::Location::new(
+                    uri,
+                    li.range(l.span.start as usize, l.span.end as usize),
+                ),
+                message: l.message.clone(),
+            })
+        })
+        .collect();
+    let tags: Vec<lsp::DiagnosticTag> = d
+        .tags
+        .iter()
+        .map(|t| match t {
+            Tag::Unnecessary => lsp::DiagnosticTag::UNNECESSARY,
+            Tag::Deprecated => lsp::DiagnosticTag::DEPRECATED,
+        })
+        .collect();
+    lsp::Diagnostic {
+        range: idx.range(d.primary.span.start as usize, d.primary.span.end as usize),
+        severity: Some(severity(d.severity)),
+        code: Some(lsp::NumberOrString::String(d.code.to_string())),
+        code_description: None,
+        source: Some("wsp".into()),
+        message,
+        related_information: (!related.is_empty()).then_some(related),
+        tags: (!tags.is_empty()).then_some(tags),
+        data: None,
+    }
+}
+
+/// The identifier at a byte offset: its text and byte range.
+pub fn ident_at(text: &str, offset: usize) -> Option<(String, usize, usize)> {
+    lex(text).into_iter().find_map(|t| {
+        let (s, e) = (t.span.start as usize, t.span.end as usize);
+        (t.kind == Token::Ident && s <= offset && offset <= e)
+            .then(|| (text[s..e].to_string(), s, e))
+    })
+}
+
+/// A named item of some loaded file.
+pub struct Decl {
+    pub path: String,
+    pub item: Item,
+    /// Absolute byte range of the item and of its name.
+    pub range: (usize, usize),
+    pub name: (usize, usize),
+}
+
+/// The named items of a file, in source order.
+pub fn decls(ws: &Workspace, path: &str) -> Vec<Decl> {
+    let Some(text) = ws.text(&FileName::new(path)) else {
+        return Vec::new();
+    };
+    let parsed = wsp_syntax::parse(&text);
+    parsed
+        .file
+        .items
+        .into_iter()
+        .filter_map(|n| {
+            let base = n.range.start as usize;
+            let name = n.item.name()?.span;
+            Some(Decl {
+                path: path.to_string(),
+                range: (base, n.range.end as usize),
+                name: (base + name.start as usize, base + name.end as usize),
+                item: n.item,
+            })
+        })
+        .collect()
+}
+
+/// The declaration a name refers to, looked up in the file, then in every other loaded file
+/// (imports and std).
+pub fn find_decl(ws: &Workspace, path: &str, name: &str) -> Option<Decl> {
+    let own = decls(ws, path)
+        .into_iter()
+        .find(|d| d.item.name().is_some_and(|n| n.name == name));
+    if own.is_some() {
+        return own;
+    }
+    let mut others: Vec<String> = ws.paths();
+    others.extend(
+        wsp_core::std_lib::STD_MODULES
+            .iter()
+            .map(|(n, _)| format!("std/{n}.wsp")),
+    );
+    others
+        .into_iter()
+        .filter(|p| p != path)
+        .flat_map(|p| decls(ws, &p))
+        .find(|d| d.item.name().is_some_and(|n| n.name == name))
+}
+
+fn kind_word(item: &Item) -> &'static str {
+    match &item.kind {
+        ItemKind::Const(_) => "const",
+        ItemKind::Param(_) => "param",
+        ItemKind::Axis(_) => "axis",
+        ItemKind::Tensor(_) => "tensor",
+        ItemKind::Kernel(_) => "kernel",
+        ItemKind::Workload(_) => "workload",
+        ItemKind::Channel(_) => "channel",
+        ItemKind::Process(_) => "process",
+        ItemKind::Schedule(_) => "schedule",
+        ItemKind::Import(_) | ItemKind::Expect(_) | ItemKind::Error => "item",
+    }
+}
+
+/// Hover text for the name at `offset`: its declaration, doc comment, and what the checker
+/// knows (a workload's type with its dependencies, a kernel's footprint per on-chip buffer).
+pub fn hover(ws: &Workspace, path: &str, offset: usize) -> Option<(String, (usize, usize))> {
+    let text = ws.text(&FileName::new(path))?;
+    let (name, s, e) = ident_at(&text, offset)?;
+    let d = find_decl(ws, path, &name)?;
+    let src = ws.text(&FileName::new(d.path.as_str()))?;
+    let decl_text = src.get(d.range.0..d.range.1)?;
+    let mut doc = Vec::new();
+    let mut header = Vec::new();
+    for line in decl_text.lines() {
+        let t = line.trim();
+        if let Some(c) = t.strip_prefix("///") {
+            doc.push(c.trim().to_string());
+        } else {
+            header.push(line.trim_end());
+            if !matches!(d.item.kind, ItemKind::Schedule(_)) || header.len() > 8 {
+                break;
+            }
+        }
+    }
+    let header = header.join("\n");
+    let header = header.trim_end_matches('{').trim_end();
+    let mut out = format!("```wsp\n{header}\n```\n");
+    if !doc.is_empty() {
+        out.push_str(&format!("\n{}\n", doc.join(" ")));
+    }
+    match &d.item.kind {
+        ItemKind::Workload(_) => {
+            if let Some((_, ty)) = ws
+                .workload_types(&d.path)
+                .into_iter()
+                .find(|(n, _)| *n == name)
+            {
+                out.push_str(&format!("\n`{name}: {ty}`\n"));
+            }
+        }
+        ItemKind::Kernel(_) => {
+            if let Some((_, fp)) = ws
+                .kernel_footprints(&d.path)
+                .into_iter()
+                .find(|(n, _)| *n == name)
+            {
+                out.push_str(&format!(
+                    "\non-chip memory on {}: {}\n",
+                    fp.arch,
+                    fp.summary()
+                ));
+            }
+        }
+        _ => {}
+    }
+    if d.path != path {
+        out.push_str(&format!(
+            "\n{} `{name}` from `{}`\n",
+            kind_word(&d.item),
+            d.path
+        ));
+    }
+    Some((out, (s, e)))
+}
+
+/// A document symbol: name, kind, item range, name range (byte offsets).
+pub type Symbol = (String, lsp::SymbolKind, (usize, usize), (usize, usize));
+
+/// Document symbols: one per named item.
+pub fn symbols(ws: &Workspace, path: &str) -> Vec<Symbol> {
+    decls(ws, path)
+        .into_iter()
+        .filter_map(|d| {
+            let kind = match &d.item.kind {
+                ItemKind::Const(_) | ItemKind::Param(_) => lsp::SymbolKind::CONSTANT,
+                ItemKind::Axis(_) => lsp::SymbolKind::ENUM,
+                ItemKind::Tensor(_) => lsp::SymbolKind::VARIABLE,
+                ItemKind::Kernel(_) => lsp::SymbolKind::FUNCTION,
+                ItemKind::Workload(_) | ItemKind::Process(_) => lsp::SymbolKind::CLASS,
+                ItemKind::Channel(_) => lsp::SymbolKind::EVENT,
+                ItemKind::Schedule(_) => lsp::SymbolKind::OBJECT,
+                _ => return None,
+            };
+            Some((d.item.name()?.name.clone(), kind, d.range, d.name))
+        })
+        .collect()
+}
+
+/// Quick fixes: the machine-applicable fixes of the diagnostics overlapping a range, as
+/// `(title, path → edits (byte range, replacement))`.
+#[allow(clippy::type_complexity)]
+pub fn fixes(
+    ws: &Workspace,
+    path: &str,
+    start: usize,
+    end: usize,
+) -> Vec<(
+    String,
+    String,
+    BTreeMap<String, Vec<((usize, usize), String)>>,
+)> {
+    let mut out = Vec::new();
+    for d in ws.check(path) {
+        let (s, e) = (d.primary.span.start as usize, d.primary.span.end as usize);
+        if d.primary.file.as_str() != path || e < start || s > end {
+            continue;
+        }
+        for f in &d.fixes {
+            let mut edits: BTreeMap<String, Vec<((usize, usize), String)>> = BTreeMap::new();
+            for ed in &f.edits {
+                edits
+                    .entry(ed.file.as_str().to_string())
+                    .or_default()
+                    .push((
+                        (ed.span.start as usize, ed.span.end as usize),
+                        ed.replacement.clone(),
+                    ));
+            }
+            out.push((f.title.clone(), d.code.to_string(), edits));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_round_trip_with_utf16() {
+        let t = "ab\n\u{1F600}x\n";
+        let i = LineIndex::new(t);
+        let p = i.position(7); // after the emoji (4 bytes) on line 1
+        assert_eq!(p, lsp::Position::new(1, 2));
+        assert_eq!(i.offset(p), 7);
+        assert_eq!(
+            i.offset(lsp::Position::new(1, 1)),
+            7,
+            "inside a surrogate pair clamps"
+        );
+        assert_eq!(i.offset(lsp::Position::new(9, 9)), t.len());
+        assert_eq!(i.offset(lsp::Position::new(0, 99)), 2);
+        assert_eq!(i.position(999), lsp::Position::new(2, 0));
+    }
+
+    const SRC: &str = "axis rows = Dense[4]\ninput X: f32[4, 8, 8] = random(seed: 1)\noutput Y: f32[4, 8, 8]\n/// doubles a tile\nkernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x * 2.0\n}\nworkload w {\n    for i in P(rows) { double[i](x: X[i], y: Y[i]) }\n}\n";
+
+    fn ws() -> Workspace {
+        let mut ws = Workspace::new();
+        ws.set_file("a.wsp", SRC.to_string());
+        ws
+    }
+
+    #[test]
+    fn hover_shows_declaration_doc_type_and_footprint() {
+        let ws = ws();
+        let at = SRC.find("double[i]").unwrap() + 2;
+        let (h, _) = hover(&ws, "a.wsp", at).unwrap();
+        assert!(
+            h.contains("kernel double(x: in f32[8, 8], y: out f32[8, 8])"),
+            "{h}"
+        );
+        assert!(h.contains("doubles a tile"), "{h}");
+        assert!(h.contains("UB 512 / 196,608 B"), "{h}");
+        let at = SRC.find("workload w").unwrap() + 9;
+        let (h, _) = hover(&ws, "a.wsp", at).unwrap();
+        assert!(h.contains("Workload["), "{h}");
+        assert!(hover(&ws, "a.wsp", 0).is_none(), "keywords have no hover");
+    }
+
+    #[test]
+    fn diagnostics_and_symbols() {
+        let mut ws = ws();
+        ws.set_file("a.wsp", SRC.replace("y: Y[i]", "y: Yy[i]"));
+        let d = diagnostics(&ws, "a.wsp", &|_| None);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].code, Some(lsp::NumberOrString::String("E0101".into())));
+        let names: Vec<String> = symbols(&ws, "a.wsp").into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["rows", "X", "Y", "double", "w"]);
+    }
+}

@@ -1,1 +1,1653 @@
 //! Lowering of checked programs to the Program IR (a salsa query over wsp-core).
+//!
+//! [`lower`] reads [`wsp_core::lower::lowering_input`] (the program's items, root file first,
+//! and the files that still have errors). A program with errors is not lowered: the check
+//! diagnostics are returned. A checked construct this lowering does not handle yet gives the
+//! diagnostic `E0813` at the construct, never a partial program. The result is validated with
+//! [`wsp_ir::check::validate_program`]; a failure there is reported as `E0813` too (an internal
+//! lowering bug, stated as such).
+
+// Diagnostics are the error type of every lowering step; they are built only on the rare
+// failure path, so their size does not matter.
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeMap;
+
+use wsp_core::db::{item_ast, item_offset, Db, File, ItemId};
+use wsp_diagnostics::{Diagnostic, FileName, Label, Severity};
+use wsp_ir::dtype::{DType, ScalarValue};
+use wsp_ir::kernel as k;
+use wsp_ir::workload as w;
+use wsp_syntax::ast::{self, BinOp, ExprKind, ItemKind, StmtKind, UnOp};
+use wsp_syntax::Span;
+
+/// The code of "this construct cannot be lowered yet".
+pub const UNSUPPORTED: &str = "E0813";
+
+/// Lowers the program rooted at `root` (a path loaded in `ws`).
+pub fn lower(ws: &wsp_core::Workspace, root: &str) -> Result<wsp_ir::Program, Vec<Diagnostic>> {
+    let Some(file) = ws.file_handle(root) else {
+        return Err(vec![Diagnostic::new(
+            UNSUPPORTED,
+            format!("`{root}` is not loaded"),
+            Label::new(FileName::new(root), Span::new(0, 0), "not loaded"),
+        )]);
+    };
+    lowered_program(ws.db(), file).clone()
+}
+
+/// The lowering query: the IR of the program rooted at `root`, or the diagnostics that prevent it.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn lowered_program(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>> {
+    lower_db(db, root)
+}
+
+fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>> {
+    let input = wsp_core::lower::lowering_input(db, root);
+    if !input.blocked_by.is_empty() {
+        let mut diags = Vec::new();
+        for f in wsp_core::lower::program_files(db, root) {
+            diags.extend(
+                wsp_core::check_file(db, f)
+                    .into_iter()
+                    .filter(|d| d.severity == Severity::Error),
+            );
+        }
+        if diags.is_empty() {
+            diags.push(Diagnostic::new(
+                UNSUPPORTED,
+                format!(
+                    "the program cannot be lowered: {} has unresolved imports",
+                    input.blocked_by.join(", ")
+                ),
+                Label::new(
+                    FileName::new(root.path(db).as_str()),
+                    Span::new(0, 0),
+                    "here",
+                ),
+            ));
+        }
+        return Err(diags);
+    }
+    let mut l = Lowerer {
+        p: wsp_ir::Program::new(),
+        consts: BTreeMap::new(),
+        params: BTreeMap::new(),
+        axes: BTreeMap::new(),
+        tensors: BTreeMap::new(),
+        kernels: BTreeMap::new(),
+        workloads: BTreeMap::new(),
+        file: FileName::new(root.path(db).as_str()),
+        offset: 0,
+    };
+    l.p.source = Some(root.path(db).clone());
+    let items: Vec<(ItemId, ast::Item)> = input
+        .items
+        .iter()
+        .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
+        .collect();
+    // Workload names first, so schedules and combine can refer to any workload.
+    let mut wl_index = 0u32;
+    for (_, it) in &items {
+        if let ItemKind::Workload(wl) = &it.kind {
+            l.workloads
+                .insert(wl.name.name.clone(), w::WorkloadId(wl_index));
+            wl_index += 1;
+        }
+    }
+    let mut errs = Vec::new();
+    // Declarations before uses: imported modules come after the root, so go in passes by kind.
+    let passes: [&dyn Fn(&ItemKind) -> bool; 6] = [
+        &|k| matches!(k, ItemKind::Const(_) | ItemKind::Param(_)),
+        &|k| matches!(k, ItemKind::Tensor(_)),
+        &|k| matches!(k, ItemKind::Axis(_)),
+        &|k| matches!(k, ItemKind::Kernel(_)),
+        &|k| matches!(k, ItemKind::Workload(_)),
+        &|k| {
+            matches!(
+                k,
+                ItemKind::Schedule(_)
+                    | ItemKind::Expect(_)
+                    | ItemKind::Channel(_)
+                    | ItemKind::Process(_)
+            )
+        },
+    ];
+    for pass in passes {
+        for (id, it) in &items {
+            if !pass(&it.kind) {
+                continue;
+            }
+            l.file = FileName::new(id.file(db).path(db).as_str());
+            l.offset = item_offset(db, *id);
+            if let Err(d) = l.item(it) {
+                errs.push(d);
+            }
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let problems = wsp_ir::check::validate_program(&l.p);
+    if !problems.is_empty() {
+        return Err(vec![Diagnostic::new(
+            UNSUPPORTED,
+            format!(
+                "internal error: the lowered program is not valid IR: {}",
+                problems.join("; ")
+            ),
+            Label::new(
+                FileName::new(root.path(db).as_str()),
+                Span::new(0, 0),
+                "while lowering this program",
+            ),
+        )]);
+    }
+    Ok(l.p)
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+struct Lowerer {
+    p: wsp_ir::Program,
+    consts: BTreeMap<String, ScalarValue>,
+    params: BTreeMap<String, w::ProgParamId>,
+    axes: BTreeMap<String, w::AxisId>,
+    tensors: BTreeMap<String, w::TensorId>,
+    kernels: BTreeMap<String, w::KernelId>,
+    workloads: BTreeMap<String, w::WorkloadId>,
+    file: FileName,
+    offset: u32,
+}
+
+fn dtype(name: &ast::Ident) -> Option<DType> {
+    DType::from_name(&name.name)
+}
+
+impl Lowerer {
+    fn unsupported(&self, span: Span, what: impl Into<String>) -> Diagnostic {
+        let what = what.into();
+        Diagnostic::new(
+            UNSUPPORTED,
+            format!("cannot lower {what} yet"),
+            Label::new(self.file.clone(), span.shift(self.offset), "not supported by lowering"),
+        )
+        .with_note("the program passed every check; only the lowering to the Program IR lacks this construct")
+    }
+
+    fn item(&mut self, it: &ast::Item) -> R<()> {
+        match &it.kind {
+            ItemKind::Import(_) | ItemKind::Error => Ok(()),
+            ItemKind::Const(c) => {
+                let v = self.scalar_const(&c.value)?;
+                self.consts.insert(c.name.name.clone(), v);
+                Ok(())
+            }
+            ItemKind::Param(pd) => {
+                let dt = dtype(&pd.ty.dtype)
+                    .ok_or_else(|| self.unsupported(pd.ty.span, "this param type"))?;
+                let default = match &pd.default {
+                    Some(e) => self.scalar_const(e)?,
+                    None => return Err(self.unsupported(pd.name.span, "a param without a default")),
+                };
+                let id = w::ProgParamId(self.p.params.len() as u32);
+                self.p.params.push(w::ProgParam {
+                    name: pd.name.name.clone(),
+                    dtype: dt,
+                    default,
+                });
+                self.params.insert(pd.name.name.clone(), id);
+                Ok(())
+            }
+            ItemKind::Tensor(t) => self.tensor(t),
+            ItemKind::Axis(a) => self.axis(a),
+            ItemKind::Kernel(kd) => {
+                let kern = self.kernel(kd)?;
+                self.kernels.insert(
+                    kd.name.name.clone(),
+                    w::KernelId(self.p.kernels.len() as u32),
+                );
+                self.p.kernels.push(kern);
+                Ok(())
+            }
+            ItemKind::Workload(wl) => {
+                let lw = self.workload(wl)?;
+                self.p.workloads.push(lw);
+                Ok(())
+            }
+            ItemKind::Schedule(s) => self.schedule(s),
+            ItemKind::Expect(e) => self.expect(e),
+            ItemKind::Channel(c) => Err(self.unsupported(c.name.span, "a channel")),
+            ItemKind::Process(pr) => Err(self.unsupported(pr.name.span, "a process")),
+        }
+    }
+
+    /// A compile-time scalar (literals, constants, arithmetic on them).
+    fn scalar_const(&self, e: &ast::Expr) -> R<ScalarValue> {
+        Ok(match &e.kind {
+            ExprKind::Int(v) => match i64::try_from(*v) {
+                Ok(i) => ScalarValue::Int(i),
+                Err(_) => ScalarValue::UInt(*v),
+            },
+            ExprKind::Float(f) => ScalarValue::Float(f.0),
+            ExprKind::Bool(b) => ScalarValue::Bool(*b),
+            ExprKind::Name(n) => match self.consts.get(&n.name) {
+                Some(v) => *v,
+                None => return Err(self.unsupported(e.span, format!("`{}` as a constant", n.name))),
+            },
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                expr,
+            } => match self.scalar_const(expr)? {
+                ScalarValue::Int(i) => ScalarValue::Int(-i),
+                ScalarValue::Float(f) => ScalarValue::Float(-f),
+                _ => return Err(self.unsupported(e.span, "this negation")),
+            },
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.scalar_const(lhs)?, self.scalar_const(rhs)?);
+                match (a, b) {
+                    (ScalarValue::Int(a), ScalarValue::Int(b)) => {
+                        let r = match op {
+                            BinOp::Add => a.checked_add(b),
+                            BinOp::Sub => a.checked_sub(b),
+                            BinOp::Mul => a.checked_mul(b),
+                            BinOp::Div => a.checked_div(b),
+                            BinOp::Rem => a.checked_rem(b),
+                            _ => None,
+                        };
+                        match r {
+                            Some(v) => ScalarValue::Int(v),
+                            None => {
+                                return Err(self.unsupported(e.span, "this constant expression"))
+                            }
+                        }
+                    }
+                    (a, b) => {
+                        let (Some(x), Some(y)) = (as_f64(a), as_f64(b)) else {
+                            return Err(self.unsupported(e.span, "this constant expression"));
+                        };
+                        ScalarValue::Float(match op {
+                            BinOp::Add => x + y,
+                            BinOp::Sub => x - y,
+                            BinOp::Mul => x * y,
+                            BinOp::Div => x / y,
+                            _ => return Err(self.unsupported(e.span, "this constant expression")),
+                        })
+                    }
+                }
+            }
+            _ => return Err(self.unsupported(e.span, "this constant expression")),
+        })
+    }
+
+    fn const_int(&self, e: &ast::Expr) -> R<i64> {
+        match self.scalar_const(e)? {
+            ScalarValue::Int(i) => Ok(i),
+            _ => Err(self.unsupported(e.span, "a non-integer here")),
+        }
+    }
+
+    /// An affine expression over params and (optionally) loop variables.
+    fn affine(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::Affine> {
+        if let Ok(ScalarValue::Int(c)) = self.scalar_const(e) {
+            return Ok(w::Affine::constant(c));
+        }
+        match &e.kind {
+            ExprKind::Name(n) => {
+                if let Some(v) = vars.get(&n.name) {
+                    Ok(w::Affine::var(*v))
+                } else if let Some(p) = self.params.get(&n.name) {
+                    Ok(w::Affine::param(*p))
+                } else {
+                    Err(self.unsupported(e.span, format!("`{}` in an index", n.name)))
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.affine(lhs, vars)?;
+                let b = self.affine(rhs, vars)?;
+                match op {
+                    BinOp::Add => Ok(add(a, b, 1)),
+                    BinOp::Sub => Ok(add(a, b, -1)),
+                    BinOp::Mul if a.terms.is_empty() => Ok(scale(b, a.constant)),
+                    BinOp::Mul if b.terms.is_empty() => Ok(scale(a, b.constant)),
+                    _ => Err(self.unsupported(e.span, "a non-affine index")),
+                }
+            }
+            _ => Err(self.unsupported(e.span, "this index expression")),
+        }
+    }
+
+    fn init(&self, e: &ast::Expr) -> R<w::Init> {
+        if let ExprKind::List(xs) = &e.kind {
+            let values = xs
+                .iter()
+                .map(|x| self.scalar_const(x))
+                .collect::<R<Vec<_>>>()?;
+            return Ok(w::Init::Literal { values });
+        }
+        let ExprKind::Call {
+            callee,
+            coords: None,
+            args,
+        } = &e.kind
+        else {
+            return Err(self.unsupported(e.span, "this initialiser"));
+        };
+        let ExprKind::Name(f) = &callee.kind else {
+            return Err(self.unsupported(e.span, "this initialiser"));
+        };
+        let arg = |i: usize| args.get(i).map(|a| &a.value);
+        match f.name.as_str() {
+            "load" => match arg(0).map(|a| &a.kind) {
+                Some(ExprKind::Str(s)) => Ok(w::Init::Load { path: s.clone() }),
+                _ => Err(self.unsupported(e.span, "`load` without a string path")),
+            },
+            "random" => {
+                let seed = match args
+                    .iter()
+                    .find(|a| a.name.as_ref().is_some_and(|n| n.name == "seed"))
+                    .or(args.first())
+                {
+                    Some(a) => self.const_int(&a.value)?,
+                    None => 0,
+                };
+                Ok(w::Init::Random { seed: seed as u64 })
+            }
+            "zeros" => Ok(w::Init::Zeros),
+            "ones" => Ok(w::Init::Ones),
+            "full" => match args.last() {
+                Some(a) => Ok(w::Init::Full {
+                    value: self.scalar_const(&a.value)?,
+                }),
+                None => Err(self.unsupported(e.span, "`full` without a value")),
+            },
+            _ => Err(self.unsupported(e.span, format!("the initialiser `{}`", f.name))),
+        }
+    }
+
+    fn tensor(&mut self, t: &ast::TensorDecl) -> R<()> {
+        let dt = dtype(&t.ty.dtype).ok_or_else(|| self.unsupported(t.ty.span, "this dtype"))?;
+        let mut shape = Vec::new();
+        for d in t.ty.dims.iter().flatten() {
+            shape.push(self.affine(&d.size, &BTreeMap::new())?);
+        }
+        let init = match &t.init {
+            Some(e) => Some(self.init(e)?),
+            None => None,
+        };
+        let id = w::TensorId(self.p.tensors.len() as u32);
+        self.p.tensors.push(w::TensorDecl {
+            name: t.name.name.clone(),
+            kind: match t.kind {
+                ast::TensorKind::Input => w::TensorKind::Input,
+                ast::TensorKind::Output => w::TensorKind::Output,
+                ast::TensorKind::Scratch => w::TensorKind::Scratch,
+            },
+            dtype: dt,
+            shape,
+            init,
+        });
+        self.tensors.insert(t.name.name.clone(), id);
+        Ok(())
+    }
+
+    fn axis(&mut self, a: &ast::AxisDecl) -> R<()> {
+        let kind = match &a.ctor.kind {
+            ExprKind::Index { base, indices } if is_name(base, "Dense") && indices.len() == 1 => {
+                let n = self.const_int(&indices[0])?;
+                w::AxisKind::Dense {
+                    size: n.max(0) as u64,
+                }
+            }
+            ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            } => {
+                let get_tensor = |i: usize| -> R<w::TensorId> {
+                    match args.get(i).map(|a| &a.value.kind) {
+                        Some(ExprKind::Name(n)) => self
+                            .tensors
+                            .get(&n.name)
+                            .copied()
+                            .ok_or_else(|| self.unsupported(a.ctor.span, "this axis argument")),
+                        _ => Err(self.unsupported(a.ctor.span, "this axis argument")),
+                    }
+                };
+                let get_axis = || -> R<w::AxisId> {
+                    match args.first().map(|a| &a.value.kind) {
+                        Some(ExprKind::Name(n)) => {
+                            self.axes.get(&n.name).copied().ok_or_else(|| {
+                                self.unsupported(a.ctor.span, "an axis declared after its use")
+                            })
+                        }
+                        _ => Err(self.unsupported(a.ctor.span, "this axis argument")),
+                    }
+                };
+                if is_name(callee, "DenseDyn") {
+                    let Some(arg) = args.first() else {
+                        return Err(self.unsupported(a.ctor.span, "this axis"));
+                    };
+                    w::AxisKind::DenseDyn {
+                        size: self.rexpr(&arg.value, &BTreeMap::new())?,
+                    }
+                } else if is_name(callee, "Ragged") {
+                    w::AxisKind::Ragged {
+                        outer: get_axis()?,
+                        lengths: get_tensor(1)?,
+                    }
+                } else if is_name(callee, "Sparse") {
+                    w::AxisKind::Sparse {
+                        outer: get_axis()?,
+                        indptr: get_tensor(1)?,
+                        indices: get_tensor(2)?,
+                    }
+                } else {
+                    return Err(self.unsupported(a.ctor.span, "this axis constructor"));
+                }
+            }
+            _ => return Err(self.unsupported(a.ctor.span, "this axis constructor")),
+        };
+        self.axes
+            .insert(a.name.name.clone(), w::AxisId(self.p.axes.len() as u32));
+        self.p.axes.push(w::Axis {
+            name: a.name.name.clone(),
+            kind,
+        });
+        Ok(())
+    }
+
+    /// A run-time scalar expression of a workload.
+    fn rexpr(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::Expr> {
+        Ok(match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => w::Expr::Const {
+                value: self.scalar_const(e)?,
+            },
+            ExprKind::Name(n) => {
+                if let Some(v) = vars.get(&n.name) {
+                    w::Expr::Var { var: *v }
+                } else if let Some(p) = self.params.get(&n.name) {
+                    w::Expr::Param { param: *p }
+                } else if let Some(c) = self.consts.get(&n.name) {
+                    w::Expr::Const { value: *c }
+                } else {
+                    return Err(self.unsupported(e.span, format!("`{}` in an expression", n.name)));
+                }
+            }
+            ExprKind::Index { base, indices } => {
+                let ExprKind::Name(n) = &base.kind else {
+                    return Err(self.unsupported(e.span, "this element read"));
+                };
+                let Some(t) = self.tensors.get(&n.name) else {
+                    return Err(self.unsupported(e.span, "this element read"));
+                };
+                w::Expr::Elem {
+                    tensor: *t,
+                    index: indices
+                        .iter()
+                        .map(|i| self.rexpr(i, vars))
+                        .collect::<R<Vec<_>>>()?,
+                }
+            }
+            ExprKind::Unary { op, expr } => {
+                let x = Box::new(self.rexpr(expr, vars)?);
+                match op {
+                    UnOp::Neg => w::Expr::Neg { x },
+                    UnOp::Not => w::Expr::Not { x },
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => w::Expr::Binary {
+                op: expr_op(*op),
+                lhs: Box::new(self.rexpr(lhs, vars)?),
+                rhs: Box::new(self.rexpr(rhs, vars)?),
+            },
+            ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            } if args.len() == 2 && (is_name(callee, "min") || is_name(callee, "max")) => {
+                w::Expr::Binary {
+                    op: if is_name(callee, "min") {
+                        w::ExprOp::Min
+                    } else {
+                        w::ExprOp::Max
+                    },
+                    lhs: Box::new(self.rexpr(&args[0].value, vars)?),
+                    rhs: Box::new(self.rexpr(&args[1].value, vars)?),
+                }
+            }
+            _ => return Err(self.unsupported(e.span, "this expression in a workload")),
+        })
+    }
+
+    fn kernel(&self, kd: &ast::Kernel) -> R<k::Kernel> {
+        let mut kl = KLower {
+            l: self,
+            k: k::Kernel {
+                name: kd.name.name.clone(),
+                params: Vec::new(),
+                values: Vec::new(),
+                vars: Vec::new(),
+                pipes: Vec::new(),
+                body: None,
+                externs: Vec::new(),
+            },
+            env: Vec::new(),
+        };
+        let mut scope = BTreeMap::new();
+        for (i, p) in kd.params.iter().enumerate() {
+            let dt = dtype(&p.ty.dtype).ok_or_else(|| self.unsupported(p.ty.span, "this dtype"))?;
+            let kind = match p.dir {
+                Some((dir, _)) => {
+                    let dims = p.ty.dims.clone().unwrap_or_default();
+                    let mut sz = Vec::new();
+                    let mut partial = Vec::new();
+                    for d in &dims {
+                        let n = self.const_int(&d.size)?;
+                        sz.push(
+                            u32::try_from(n)
+                                .map_err(|_| self.unsupported(d.span, "this tile size"))?,
+                        );
+                        partial.push(d.partial);
+                    }
+                    let (shape, part) = match (sz.as_slice(), partial.as_slice()) {
+                        ([r, c], [pr, pc]) => ([*r, *c], [*pr, *pc]),
+                        ([c], [pc]) => ([1, *c], [false, *pc]),
+                        ([], []) => ([1, 1], [false, false]),
+                        _ => {
+                            return Err(
+                                self.unsupported(p.ty.span, "a tile of more than two dimensions")
+                            )
+                        }
+                    };
+                    k::ParamKind::Tile {
+                        dir: match dir {
+                            ast::Direction::In => k::Direction::In,
+                            ast::Direction::Out => k::Direction::Out,
+                            ast::Direction::InOut => k::Direction::InOut,
+                        },
+                        tile: k::TileType::new(dt, shape[0], shape[1]),
+                        partial: part,
+                    }
+                }
+                None => k::ParamKind::Scalar {
+                    dtype: dt,
+                    default: match &p.default {
+                        Some(e) => Some(self.scalar_const(e)?),
+                        None => None,
+                    },
+                },
+            };
+            kl.k.params.push(k::Param {
+                name: p.name.name.clone(),
+                kind,
+            });
+            scope.insert(p.name.name.clone(), KB::Param(k::ParamId(i as u32)));
+        }
+        kl.env.push(scope);
+        match &kd.body {
+            ast::KernelBody::Block(b) => {
+                let body = kl.block(b)?;
+                kl.k.body = Some(body);
+            }
+            ast::KernelBody::Extern(bs) => {
+                kl.k.externs = bs
+                    .iter()
+                    .map(|b| k::ExternImpl {
+                        target: b.target.name.clone(),
+                        path: b.path.value.clone(),
+                    })
+                    .collect();
+            }
+        }
+        Ok(kl.k)
+    }
+
+    fn workload(&self, wl: &ast::Workload) -> R<w::Workload> {
+        let mut out = w::Workload {
+            name: wl.name.name.clone(),
+            vars: Vec::new(),
+            body: w::WorkloadBody::Block { stmts: Vec::new() },
+        };
+        match &wl.body {
+            ast::WorkloadBody::Block(b) => {
+                let mut vars = BTreeMap::new();
+                let stmts = self.wblock(b, &mut out.vars, &mut vars)?;
+                out.body = w::WorkloadBody::Block { stmts };
+            }
+            ast::WorkloadBody::Expr(e) => {
+                let ExprKind::Call {
+                    callee,
+                    coords: None,
+                    args,
+                } = &e.kind
+                else {
+                    return Err(self.unsupported(e.span, "this workload expression"));
+                };
+                let mut parts = Vec::new();
+                for a in args {
+                    match &a.value.kind {
+                        ExprKind::Name(n) if self.workloads.contains_key(&n.name) => {
+                            parts.push(self.workloads[&n.name])
+                        }
+                        _ => return Err(self.unsupported(a.span, "this workload part")),
+                    }
+                }
+                out.body = if is_name(callee, "combine") {
+                    w::WorkloadBody::Combine { parts }
+                } else if is_name(callee, "sequential") {
+                    w::WorkloadBody::Sequential { parts }
+                } else {
+                    return Err(self.unsupported(e.span, "this workload expression"));
+                };
+            }
+        }
+        Ok(out)
+    }
+
+    fn wblock(
+        &self,
+        b: &ast::Block,
+        names: &mut Vec<String>,
+        vars: &mut BTreeMap<String, w::LoopVar>,
+    ) -> R<Vec<w::WStmt>> {
+        let mut out = Vec::new();
+        for s in &b.stmts {
+            out.push(self.wstmt(s, names, vars)?);
+        }
+        Ok(out)
+    }
+
+    fn wstmt(
+        &self,
+        s: &ast::Stmt,
+        names: &mut Vec<String>,
+        vars: &mut BTreeMap<String, w::LoopVar>,
+    ) -> R<w::WStmt> {
+        match &s.kind {
+            StmtKind::For {
+                vars: vs,
+                iter,
+                body,
+            } => {
+                let (kind, iter_args): (w::LoopKind, Vec<&ast::Expr>) = match &iter.kind {
+                    ExprKind::Call {
+                        callee,
+                        coords: None,
+                        args,
+                    } => {
+                        let kind = if is_name(callee, "P") {
+                            w::LoopKind::Parallel
+                        } else if let ExprKind::Field { base, field } = &callee.kind {
+                            match (is_name(base, "P"), field.name.as_str()) {
+                                (true, "seq") => w::LoopKind::Sequential,
+                                (true, "sel") => w::LoopKind::Selected,
+                                _ => return Err(self.unsupported(iter.span, "this iterator")),
+                            }
+                        } else {
+                            return Err(self.unsupported(iter.span, "this iterator"));
+                        };
+                        (kind, args.iter().map(|a| &a.value).collect())
+                    }
+                    _ => (w::LoopKind::Plain, vec![iter]),
+                };
+                let mut iters = Vec::new();
+                let mut bound = 0usize;
+                for a in iter_args {
+                    match &a.kind {
+                        ExprKind::Name(n) if self.axes.contains_key(&n.name) => {
+                            let id = self.axes[&n.name];
+                            bound += match self.p.axes[id.index()].kind {
+                                w::AxisKind::Ragged { .. } | w::AxisKind::Sparse { .. } => 2,
+                                _ => 1,
+                            };
+                            iters.push(w::Iter::Axis { axis: id });
+                        }
+                        ExprKind::Index { base, indices }
+                            if indices.len() == 1
+                                && matches!(&base.kind, ExprKind::Name(n) if self.axes.contains_key(&n.name)) =>
+                        {
+                            let ExprKind::Name(n) = &base.kind else {
+                                unreachable!()
+                            };
+                            bound += 1;
+                            iters.push(w::Iter::Row {
+                                axis: self.axes[&n.name],
+                                row: self.affine(&indices[0], vars)?,
+                            });
+                        }
+                        ExprKind::Range {
+                            start,
+                            end: Some(end),
+                        } => {
+                            bound += 1;
+                            let start = match start {
+                                Some(s) => self.rexpr(s, vars)?,
+                                None => w::Expr::Const {
+                                    value: ScalarValue::Int(0),
+                                },
+                            };
+                            iters.push(w::Iter::Range {
+                                start,
+                                end: self.rexpr(end, vars)?,
+                            });
+                        }
+                        _ => return Err(self.unsupported(a.span, "this iterator")),
+                    }
+                }
+                if bound != vs.len() {
+                    return Err(self.unsupported(
+                        iter.span,
+                        "a loop whose variables do not match its iterators",
+                    ));
+                }
+                let mut inner = vars.clone();
+                let mut lvs = Vec::new();
+                for v in vs {
+                    let id = w::LoopVar(names.len() as u32);
+                    names.push(v.name.clone());
+                    inner.insert(v.name.clone(), id);
+                    lvs.push(id);
+                }
+                let body = self.wblock(body, names, &mut inner)?;
+                Ok(w::WStmt::For {
+                    kind,
+                    vars: lvs,
+                    iters,
+                    body,
+                })
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                let mut bs = Vec::new();
+                for (c, b) in branches {
+                    bs.push(w::WhenBranch {
+                        cond: self.rexpr(c, vars)?,
+                        body: self.wblock(b, names, &mut vars.clone())?,
+                    });
+                }
+                let otherwise = match otherwise {
+                    Some(b) => self.wblock(b, names, &mut vars.clone())?,
+                    None => Vec::new(),
+                };
+                Ok(w::WStmt::When {
+                    branches: bs,
+                    otherwise,
+                })
+            }
+            StmtKind::Expr(e) => match &e.kind {
+                ExprKind::Call {
+                    coords: Some(_), ..
+                } => Ok(w::WStmt::Call(self.task_call(e, vars)?)),
+                ExprKind::Name(n) if self.workloads.contains_key(&n.name) => Ok(w::WStmt::Run {
+                    workload: self.workloads[&n.name],
+                }),
+                _ => Err(self.unsupported(e.span, "this workload statement")),
+            },
+            _ => Err(self.unsupported(s.span, "this workload statement")),
+        }
+    }
+
+    fn task_call(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::TaskCall> {
+        let ExprKind::Call {
+            callee,
+            coords,
+            args,
+        } = &e.kind
+        else {
+            return Err(self.unsupported(e.span, "this task call"));
+        };
+        let ExprKind::Name(kn) = &callee.kind else {
+            return Err(self.unsupported(callee.span, "this task call"));
+        };
+        let Some(kid) = self.kernels.get(&kn.name).copied() else {
+            return Err(self.unsupported(callee.span, "a call of an unknown kernel"));
+        };
+        let kern = &self.p.kernels[kid.index()];
+        let coords = coords
+            .iter()
+            .flatten()
+            .map(|c| self.rexpr(c, vars))
+            .collect::<R<Vec<_>>>()?;
+        let mut out = Vec::new();
+        for (i, p) in kern.params.iter().enumerate() {
+            let arg = args
+                .iter()
+                .find(|a| a.name.as_ref().is_some_and(|n| n.name == p.name))
+                .or_else(|| args.get(i).filter(|a| a.name.is_none()));
+            match (&p.kind, arg) {
+                (k::ParamKind::Tile { .. }, Some(a)) => {
+                    out.push(w::TaskArg::View(self.view(&a.value, vars)?))
+                }
+                (k::ParamKind::Scalar { .. }, Some(a)) => out.push(w::TaskArg::Scalar {
+                    value: self.rexpr(&a.value, vars)?,
+                }),
+                (
+                    k::ParamKind::Scalar {
+                        default: Some(d), ..
+                    },
+                    None,
+                ) => out.push(w::TaskArg::Scalar {
+                    value: w::Expr::Const { value: *d },
+                }),
+                _ => {
+                    return Err(self.unsupported(e.span, format!("a call that omits `{}`", p.name)))
+                }
+            }
+        }
+        Ok(w::TaskCall {
+            kernel: kid,
+            coords,
+            args: out,
+        })
+    }
+
+    fn view(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::View> {
+        let (base, indices): (&ast::Expr, &[ast::Expr]) = match &e.kind {
+            ExprKind::Index { base, indices } => (base, indices),
+            _ => (e, &[]),
+        };
+        let ExprKind::Name(n) = &base.kind else {
+            return Err(self.unsupported(e.span, "this view"));
+        };
+        let Some(t) = self.tensors.get(&n.name).copied() else {
+            return Err(self.unsupported(e.span, "this view"));
+        };
+        let mut dims = Vec::new();
+        for ix in indices {
+            dims.push(match &ix.kind {
+                ExprKind::FullSlice => w::ViewDim::Full,
+                ExprKind::Range { start, end } => {
+                    let start = match start {
+                        Some(s) => self.affine(s, vars)?,
+                        None => w::Affine::constant(0),
+                    };
+                    let end = match end {
+                        Some(s) => self.affine(s, vars)?,
+                        None => return Err(self.unsupported(ix.span, "an open-ended slice")),
+                    };
+                    w::ViewDim::Slice { start, end }
+                }
+                _ => w::ViewDim::Index {
+                    at: self.affine(ix, vars)?,
+                },
+            });
+        }
+        Ok(w::View { tensor: t, dims })
+    }
+
+    fn dir_value(&self, e: &ast::Expr) -> R<w::DirValue> {
+        Ok(match &e.kind {
+            ExprKind::Int(_) => w::DirValue::Int {
+                value: self.const_int(e)?,
+            },
+            ExprKind::Float(f) => w::DirValue::Float { value: f.0 },
+            ExprKind::Str(s) => w::DirValue::Str { value: s.clone() },
+            ExprKind::Name(n) => match (self.axes.get(&n.name), self.consts.get(&n.name)) {
+                (Some(a), _) => w::DirValue::Axis { axis: *a },
+                (None, Some(ScalarValue::Int(i))) => w::DirValue::Int { value: *i },
+                _ => w::DirValue::Ident {
+                    name: n.name.clone(),
+                },
+            },
+            ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            } => {
+                let ExprKind::Name(n) = &callee.kind else {
+                    return Err(self.unsupported(e.span, "this directive argument"));
+                };
+                w::DirValue::Call {
+                    name: n.name.clone(),
+                    args: self.dir_args(args)?,
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => w::DirValue::Binary {
+                op: expr_op(*op),
+                lhs: Box::new(self.dir_value(lhs)?),
+                rhs: Box::new(self.dir_value(rhs)?),
+            },
+            _ => return Err(self.unsupported(e.span, "this directive argument")),
+        })
+    }
+
+    fn dir_args(&self, args: &[ast::Arg]) -> R<Vec<w::DirArg>> {
+        args.iter()
+            .map(|a| {
+                Ok(w::DirArg {
+                    name: a.name.as_ref().map(|n| n.name.clone()),
+                    value: self.dir_value(&a.value)?,
+                })
+            })
+            .collect()
+    }
+
+    fn schedule(&mut self, s: &ast::Schedule) -> R<()> {
+        let Some(wid) = self.workloads.get(&s.workload.name).copied() else {
+            return Err(self.unsupported(s.workload.span, "a schedule of an unknown workload"));
+        };
+        let mut directives = Vec::new();
+        for d in &s.directives {
+            directives.push(w::Directive {
+                name: d.name.name.clone(),
+                args: self.dir_args(&d.args)?,
+            });
+        }
+        self.p.schedules.push(w::Schedule {
+            name: s.name.name.clone(),
+            workload: wid,
+            directives,
+        });
+        Ok(())
+    }
+
+    fn expect(&mut self, e: &ast::Expect) -> R<()> {
+        let x = &e.expr;
+        let ex = match &x.kind {
+            ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            } if is_name(callee, "close") => {
+                let named = |n: &str| {
+                    args.iter()
+                        .find(|a| a.name.as_ref().is_some_and(|i| i.name == n))
+                };
+                let pos: Vec<&ast::Arg> = args.iter().filter(|a| a.name.is_none()).collect();
+                let (Some(actual), Some(expected)) = (pos.first(), pos.get(1)) else {
+                    return Err(self.unsupported(x.span, "this `close`"));
+                };
+                let actual = match &actual.value.kind {
+                    ExprKind::Name(n) if self.tensors.contains_key(&n.name) => {
+                        self.tensors[&n.name]
+                    }
+                    _ => return Err(self.unsupported(actual.span, "this `close` operand")),
+                };
+                let expected = match &expected.value.kind {
+                    ExprKind::Name(n) if self.tensors.contains_key(&n.name) => {
+                        w::ExpectData::Tensor {
+                            tensor: self.tensors[&n.name],
+                        }
+                    }
+                    _ => w::ExpectData::Init {
+                        init: self.init(&expected.value)?,
+                    },
+                };
+                let f = |n: &str| -> R<f64> {
+                    match named(n) {
+                        Some(a) => as_f64(self.scalar_const(&a.value)?)
+                            .ok_or_else(|| self.unsupported(a.span, "this tolerance")),
+                        None => Ok(0.0),
+                    }
+                };
+                w::Expect::Close {
+                    actual,
+                    expected,
+                    rtol: f("rtol")?,
+                    atol: f("atol")?,
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let stat = match &lhs.kind {
+                    ExprKind::Name(n) if n.name == "total_cycles" => w::Stat::TotalCycles,
+                    ExprKind::Name(n) if n.name == "tasks" => w::Stat::Tasks,
+                    _ => return Err(self.unsupported(lhs.span, "this expectation")),
+                };
+                let op = match op {
+                    BinOp::Eq => k::CmpOp::Eq,
+                    BinOp::Ne => k::CmpOp::Ne,
+                    BinOp::Lt => k::CmpOp::Lt,
+                    BinOp::Le => k::CmpOp::Le,
+                    BinOp::Gt => k::CmpOp::Gt,
+                    BinOp::Ge => k::CmpOp::Ge,
+                    _ => return Err(self.unsupported(x.span, "this expectation")),
+                };
+                w::Expect::Stat {
+                    stat,
+                    op,
+                    value: self.const_int(rhs)?,
+                }
+            }
+            _ => return Err(self.unsupported(x.span, "this expectation")),
+        };
+        self.p.expects.push(ex);
+        Ok(())
+    }
+}
+
+/// A kernel-scope binding.
+#[derive(Clone, Copy)]
+enum KB {
+    Param(k::ParamId),
+    Value(k::ValueId),
+    Var(k::VarId),
+}
+
+struct KLower<'a> {
+    l: &'a Lowerer,
+    k: k::Kernel,
+    env: Vec<BTreeMap<String, KB>>,
+}
+
+impl KLower<'_> {
+    fn lookup(&self, n: &str) -> Option<KB> {
+        self.env.iter().rev().find_map(|s| s.get(n).copied())
+    }
+
+    fn emit(
+        &mut self,
+        out: &mut Vec<k::Stmt>,
+        op: k::Op,
+        span: Span,
+        name: Option<String>,
+    ) -> R<Vec<k::ValueId>> {
+        let tys = wsp_ir::typing::result_types(&self.k, &op)
+            .map_err(|m| self.l.unsupported(span, format!("this operation ({m})")))?;
+        let mut ids = Vec::new();
+        for ty in tys {
+            ids.push(k::ValueId(self.k.values.len() as u32));
+            self.k.values.push(k::ValueInfo {
+                ty,
+                name: name.clone(),
+            });
+        }
+        out.push(k::Stmt::Op {
+            results: ids.clone(),
+            op,
+        });
+        Ok(ids)
+    }
+
+    fn one(&mut self, out: &mut Vec<k::Stmt>, op: k::Op, span: Span) -> R<k::ValueId> {
+        let ids = self.emit(out, op, span, None)?;
+        ids.first()
+            .copied()
+            .ok_or_else(|| self.l.unsupported(span, "this operation"))
+    }
+
+    fn block(&mut self, b: &ast::Block) -> R<Vec<k::Stmt>> {
+        self.env.push(BTreeMap::new());
+        let mut out = Vec::new();
+        let r = b.stmts.iter().try_for_each(|s| self.stmt(s, &mut out));
+        self.env.pop();
+        r.map(|_| out)
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt, out: &mut Vec<k::Stmt>) -> R<()> {
+        match &s.kind {
+            StmtKind::Let { names, value, .. } => {
+                let ids = match (&value.kind, names.len()) {
+                    (_, 1) => vec![self.expr(value, out, None)?],
+                    (
+                        ExprKind::Call {
+                            callee,
+                            args,
+                            coords: None,
+                        },
+                        2,
+                    ) if is_name(callee, "rowtopk") && args.len() == 2 => {
+                        let x = self.expr(&args[0].value, out, None)?;
+                        let kk = self.l.const_int(&args[1].value)?;
+                        let kk = u32::try_from(kk)
+                            .map_err(|_| self.l.unsupported(args[1].span, "this `k`"))?;
+                        self.emit(out, k::Op::RowTopK { x, k: kk }, value.span, None)?
+                    }
+                    _ => return Err(self.l.unsupported(s.span, "this `let`")),
+                };
+                for (n, id) in names.iter().zip(ids) {
+                    if let Some(info) = self.k.values.get_mut(id.index()) {
+                        info.name = Some(n.name.clone());
+                    }
+                    if let Some(sc) = self.env.last_mut() {
+                        sc.insert(n.name.clone(), KB::Value(id));
+                    }
+                }
+                Ok(())
+            }
+            StmtKind::Var { name, value, .. } => {
+                let v = self.expr(value, out, None)?;
+                let ty = self.k.values[v.index()].ty;
+                let var = k::VarId(self.k.vars.len() as u32);
+                self.k.vars.push(k::Var {
+                    name: name.name.clone(),
+                    ty,
+                });
+                out.push(k::Stmt::Assign {
+                    var,
+                    region: None,
+                    value: v,
+                });
+                if let Some(sc) = self.env.last_mut() {
+                    sc.insert(name.name.clone(), KB::Var(var));
+                }
+                Ok(())
+            }
+            StmtKind::Assign { target, op, value } => {
+                let (name, region) = match &target.kind {
+                    ExprKind::Name(n) => (n, None),
+                    ExprKind::Index { base, indices } => match &base.kind {
+                        ExprKind::Name(n) => (n, Some(self.region(indices, n, target.span)?)),
+                        _ => return Err(self.l.unsupported(target.span, "this assignment target")),
+                    },
+                    _ => return Err(self.l.unsupported(target.span, "this assignment target")),
+                };
+                let mut v = self.expr(value, out, None)?;
+                if let Some(op) = op {
+                    let cur = self.expr(target, out, None)?;
+                    v = self.one(
+                        out,
+                        k::Op::Binary {
+                            op: bin_op(*op).ok_or_else(|| {
+                                self.l.unsupported(s.span, "this compound assignment")
+                            })?,
+                            lhs: cur,
+                            rhs: v,
+                        },
+                        s.span,
+                    )?;
+                }
+                match self.lookup(&name.name) {
+                    Some(KB::Param(param)) => out.push(k::Stmt::Store {
+                        param,
+                        region,
+                        value: v,
+                    }),
+                    Some(KB::Var(var)) => out.push(k::Stmt::Assign {
+                        var,
+                        region,
+                        value: v,
+                    }),
+                    _ => return Err(self.l.unsupported(target.span, "this assignment target")),
+                }
+                Ok(())
+            }
+            StmtKind::For { vars, iter, body } => {
+                let ExprKind::Range {
+                    start,
+                    end: Some(end),
+                } = &iter.kind
+                else {
+                    return Err(self.l.unsupported(iter.span, "this kernel loop"));
+                };
+                if vars.len() != 1 {
+                    return Err(self.l.unsupported(iter.span, "this kernel loop"));
+                }
+                let start = match start {
+                    Some(s) => self.l.const_int(s)?,
+                    None => 0,
+                };
+                let end = self.l.const_int(end)?;
+                let index = k::ValueId(self.k.values.len() as u32);
+                self.k.values.push(k::ValueInfo {
+                    ty: k::Type::scalar(DType::I64),
+                    name: Some(vars[0].name.clone()),
+                });
+                self.env
+                    .push(BTreeMap::from([(vars[0].name.clone(), KB::Value(index))]));
+                let b = self.block(body);
+                self.env.pop();
+                out.push(k::Stmt::For {
+                    index,
+                    start,
+                    end,
+                    body: b?,
+                });
+                Ok(())
+            }
+            StmtKind::Expr(e) => {
+                self.expr(e, out, None)?;
+                Ok(())
+            }
+            _ => Err(self.l.unsupported(s.span, "this kernel statement")),
+        }
+    }
+
+    fn kindex(&self, e: &ast::Expr) -> R<k::KIndex> {
+        if let Ok(c) = self.l.const_int(e) {
+            return Ok(k::KIndex::constant(c));
+        }
+        match &e.kind {
+            ExprKind::Name(n) => match self.lookup(&n.name) {
+                Some(KB::Value(v)) => Ok(k::KIndex {
+                    constant: 0,
+                    terms: vec![(v, 1)],
+                }),
+                _ => Err(self.l.unsupported(e.span, "this index")),
+            },
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.kindex(lhs)?, self.kindex(rhs)?);
+                let comb = |a: k::KIndex, b: k::KIndex, s: i64| {
+                    let mut t = a.terms;
+                    t.extend(b.terms.into_iter().map(|(v, c)| (v, c * s)));
+                    k::KIndex {
+                        constant: a.constant + s * b.constant,
+                        terms: t,
+                    }
+                };
+                let sc = |a: k::KIndex, s: i64| k::KIndex {
+                    constant: a.constant * s,
+                    terms: a.terms.into_iter().map(|(v, c)| (v, c * s)).collect(),
+                };
+                match op {
+                    BinOp::Add => Ok(comb(a, b, 1)),
+                    BinOp::Sub => Ok(comb(a, b, -1)),
+                    BinOp::Mul if a.terms.is_empty() => Ok(sc(b, a.constant)),
+                    BinOp::Mul if b.terms.is_empty() => Ok(sc(a, b.constant)),
+                    _ => Err(self.l.unsupported(e.span, "a non-affine index")),
+                }
+            }
+            _ => Err(self.l.unsupported(e.span, "this index")),
+        }
+    }
+
+    /// The shape of the thing named `n` (param, value or var).
+    fn shape_of(&self, n: &ast::Ident) -> Option<[u32; 2]> {
+        let ty = match self.lookup(&n.name)? {
+            KB::Param(p) => match &self.k.params.get(p.index())?.kind {
+                k::ParamKind::Tile { tile, .. } => return Some(tile.shape),
+                k::ParamKind::Scalar { .. } => return None,
+            },
+            KB::Value(v) => self.k.values.get(v.index())?.ty,
+            KB::Var(v) => self.k.vars.get(v.index())?.ty,
+        };
+        ty.tile().map(|t| t.shape)
+    }
+
+    fn region(&self, indices: &[ast::Expr], n: &ast::Ident, span: Span) -> R<k::Region> {
+        let Some(shape) = self.shape_of(n) else {
+            return Err(self.l.unsupported(span, "a sub-range of a scalar"));
+        };
+        let dim = |e: Option<&ast::Expr>, full: u32| -> R<(k::KIndex, u32)> {
+            match e.map(|e| &e.kind) {
+                None | Some(ExprKind::FullSlice) => Ok((k::KIndex::constant(0), full)),
+                Some(ExprKind::Range { start, end }) => {
+                    let s = match start {
+                        Some(s) => self.kindex(s)?,
+                        None => k::KIndex::constant(0),
+                    };
+                    let len = match end {
+                        Some(en) => {
+                            let en = self.kindex(en)?;
+                            // The extent must be static: end − start has no terms.
+                            let mut d = en.constant - s.constant;
+                            let mut rest: BTreeMap<u32, i64> = BTreeMap::new();
+                            for (v, c) in &en.terms {
+                                *rest.entry(v.0).or_default() += c;
+                            }
+                            for (v, c) in &s.terms {
+                                *rest.entry(v.0).or_default() -= c;
+                            }
+                            if rest.values().any(|c| *c != 0) {
+                                return Err(self
+                                    .l
+                                    .unsupported(span, "a sub-range of dynamic extent"));
+                            }
+                            if d < 0 {
+                                d = 0;
+                            }
+                            d
+                        }
+                        None if s.terms.is_empty() => i64::from(full) - s.constant,
+                        None => {
+                            return Err(self.l.unsupported(span, "a sub-range of dynamic extent"))
+                        }
+                    };
+                    Ok((
+                        s,
+                        u32::try_from(len)
+                            .map_err(|_| self.l.unsupported(span, "this sub-range"))?,
+                    ))
+                }
+                Some(_) => Ok((self.kindex(e.unwrap_or(&indices[0]))?, 1)),
+            }
+        };
+        let (rows, cols) = match indices.len() {
+            1 if shape[0] == 1 => ((k::KIndex::constant(0), 1), dim(indices.first(), shape[1])?),
+            1 | 2 => (
+                dim(indices.first(), shape[0])?,
+                dim(indices.get(1), shape[1])?,
+            ),
+            _ => return Err(self.l.unsupported(span, "this sub-range")),
+        };
+        Ok(k::Region {
+            row_start: rows.0,
+            rows: rows.1,
+            col_start: cols.0,
+            cols: cols.1,
+        })
+    }
+
+    fn scalar_of(
+        &mut self,
+        out: &mut Vec<k::Stmt>,
+        v: ScalarValue,
+        dt: DType,
+        span: Span,
+    ) -> R<k::ValueId> {
+        self.one(
+            out,
+            k::Op::Const {
+                value: v,
+                dtype: dt,
+            },
+            span,
+        )
+    }
+
+    /// Lowers an expression; `hint` is the dtype a bare literal takes.
+    fn expr(
+        &mut self,
+        e: &ast::Expr,
+        out: &mut Vec<k::Stmt>,
+        hint: Option<DType>,
+    ) -> R<k::ValueId> {
+        match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
+                let v = self.l.scalar_const(e)?;
+                let dt = hint.unwrap_or(match v {
+                    ScalarValue::Float(_) => DType::F32,
+                    ScalarValue::Bool(_) => DType::Bool,
+                    _ => DType::I32,
+                });
+                self.scalar_of(out, v, dt, e.span)
+            }
+            ExprKind::Name(n) => match self.lookup(&n.name) {
+                Some(KB::Param(param)) => self.one(out, k::Op::Param { param }, e.span),
+                Some(KB::Value(v)) => Ok(v),
+                Some(KB::Var(var)) => self.one(out, k::Op::VarRead { var }, e.span),
+                None => match self.l.consts.get(&n.name) {
+                    Some(v) => {
+                        let dt = hint.unwrap_or(match v {
+                            ScalarValue::Float(_) => DType::F32,
+                            _ => DType::I32,
+                        });
+                        self.scalar_of(out, *v, dt, e.span)
+                    }
+                    None => Err(self
+                        .l
+                        .unsupported(e.span, format!("`{}` in a kernel", n.name))),
+                },
+            },
+            ExprKind::Unary { op, expr } => {
+                let x = self.expr(expr, out, hint)?;
+                let op = match op {
+                    UnOp::Neg => k::UnaryOp::Neg,
+                    UnOp::Not => k::UnaryOp::Not,
+                };
+                self.one(out, k::Op::Unary { op, x }, e.span)
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let lhs_lit = is_literal(lhs);
+                let (a, b) = if lhs_lit {
+                    let b = self.expr(rhs, out, hint)?;
+                    let dt = self.k.values[b.index()].ty.dtype();
+                    (self.expr(lhs, out, Some(dt))?, b)
+                } else {
+                    let a = self.expr(lhs, out, hint)?;
+                    let dt = self.k.values[a.index()].ty.dtype();
+                    (a, self.expr(rhs, out, Some(dt))?)
+                };
+                let op = match (cmp_op(*op), bin_op(*op)) {
+                    (Some(c), _) => k::Op::Cmp {
+                        op: c,
+                        lhs: a,
+                        rhs: b,
+                    },
+                    (None, Some(o)) => k::Op::Binary {
+                        op: o,
+                        lhs: a,
+                        rhs: b,
+                    },
+                    _ => return Err(self.l.unsupported(e.span, "this operator")),
+                };
+                self.one(out, op, e.span)
+            }
+            ExprKind::Index { base, indices } => {
+                let ExprKind::Name(n) = &base.kind else {
+                    return Err(self.l.unsupported(e.span, "this sub-range"));
+                };
+                let region = self.region(indices, n, e.span)?;
+                let x = self.expr(base, out, hint)?;
+                self.one(out, k::Op::Slice { x, region }, e.span)
+            }
+            ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            } => {
+                let ExprKind::Name(f) = &callee.kind else {
+                    return Err(self.l.unsupported(e.span, "this call"));
+                };
+                self.call(&f.name, args, e.span, out, hint)
+            }
+            _ => Err(self.l.unsupported(e.span, "this kernel expression")),
+        }
+    }
+
+    fn call(
+        &mut self,
+        f: &str,
+        args: &[ast::Arg],
+        span: Span,
+        out: &mut Vec<k::Stmt>,
+        hint: Option<DType>,
+    ) -> R<k::ValueId> {
+        let pos: Vec<&ast::Arg> = args.iter().filter(|a| a.name.is_none()).collect();
+        let named = |n: &str| {
+            args.iter()
+                .find(|a| a.name.as_ref().is_some_and(|i| i.name == n))
+        };
+        let unary = match f {
+            "exp" => Some(k::UnaryOp::Exp),
+            "log" => Some(k::UnaryOp::Log),
+            "sqrt" => Some(k::UnaryOp::Sqrt),
+            "rsqrt" => Some(k::UnaryOp::Rsqrt),
+            "recip" => Some(k::UnaryOp::Recip),
+            "tanh" => Some(k::UnaryOp::Tanh),
+            "sigmoid" => Some(k::UnaryOp::Sigmoid),
+            "sin" => Some(k::UnaryOp::Sin),
+            "cos" => Some(k::UnaryOp::Cos),
+            "relu" => Some(k::UnaryOp::Relu),
+            "gelu" => Some(k::UnaryOp::Gelu),
+            "silu" => Some(k::UnaryOp::Silu),
+            "abs" => Some(k::UnaryOp::Abs),
+            _ => None,
+        };
+        let reduce = match f {
+            "rowsum" => Some(k::ReduceOp::RowSum),
+            "rowmax" => Some(k::ReduceOp::RowMax),
+            "rowmin" => Some(k::ReduceOp::RowMin),
+            "rowmean" => Some(k::ReduceOp::RowMean),
+            "colsum" => Some(k::ReduceOp::ColSum),
+            "colmax" => Some(k::ReduceOp::ColMax),
+            "colmin" => Some(k::ReduceOp::ColMin),
+            _ => None,
+        };
+        let binary = match f {
+            "max" => Some(k::BinaryOp::Max),
+            "min" => Some(k::BinaryOp::Min),
+            "pow" => Some(k::BinaryOp::Pow),
+            _ => None,
+        };
+        let arg = |i: usize| pos.get(i).map(|a| &a.value).ok_or(());
+        let bad = |s: &Self| s.l.unsupported(span, format!("this call of `{f}`"));
+        if let Some(op) = unary {
+            let x = self.expr(arg(0).map_err(|_| bad(self))?, out, hint)?;
+            return self.one(out, k::Op::Unary { op, x }, span);
+        }
+        if let Some(op) = reduce {
+            let x = self.expr(arg(0).map_err(|_| bad(self))?, out, hint)?;
+            return self.one(out, k::Op::Reduce { op, x }, span);
+        }
+        if let Some(op) = binary {
+            let a = self.expr(arg(0).map_err(|_| bad(self))?, out, hint)?;
+            let dt = self.k.values[a.index()].ty.dtype();
+            let b = self.expr(arg(1).map_err(|_| bad(self))?, out, Some(dt))?;
+            return self.one(out, k::Op::Binary { op, lhs: a, rhs: b }, span);
+        }
+        match f {
+            "matmul" => {
+                let a = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
+                let b = self.expr(arg(1).map_err(|_| bad(self))?, out, None)?;
+                let acc = match named("acc")
+                    .map(|a| &a.value)
+                    .or(pos.get(2).map(|a| &a.value))
+                {
+                    Some(c) => Some(self.expr(c, out, None)?),
+                    None => None,
+                };
+                self.one(out, k::Op::Matmul { a, b, acc }, span)
+            }
+            "transpose" => {
+                let x = self.expr(arg(0).map_err(|_| bad(self))?, out, hint)?;
+                self.one(out, k::Op::Transpose { x }, span)
+            }
+            "select" => {
+                let c = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
+                let t = self.expr(arg(1).map_err(|_| bad(self))?, out, hint)?;
+                let dt = self.k.values[t.index()].ty.dtype();
+                let fl = self.expr(arg(2).map_err(|_| bad(self))?, out, Some(dt))?;
+                self.one(
+                    out,
+                    k::Op::Select {
+                        cond: c,
+                        on_true: t,
+                        on_false: fl,
+                    },
+                    span,
+                )
+            }
+            "cast" => {
+                let x = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
+                let dt = match arg(1).map(|a| &a.kind) {
+                    Ok(ExprKind::Name(n)) => DType::from_name(&n.name),
+                    _ => None,
+                };
+                let dt = dt.ok_or_else(|| bad(self))?;
+                self.one(out, k::Op::Cast { x, dtype: dt }, span)
+            }
+            "full" | "iota" | "zeros" | "ones" => {
+                let shape = match arg(0).map(|a| &a.kind) {
+                    Ok(ExprKind::List(xs)) if xs.len() == 2 => {
+                        let r = self.l.const_int(&xs[0])?;
+                        let c = self.l.const_int(&xs[1])?;
+                        match (u32::try_from(r), u32::try_from(c)) {
+                            (Ok(r), Ok(c)) => [r, c],
+                            _ => return Err(bad(self)),
+                        }
+                    }
+                    _ => return Err(bad(self)),
+                };
+                let dt = match named("dtype").map(|a| &a.value.kind) {
+                    Some(ExprKind::Name(n)) => {
+                        DType::from_name(&n.name).ok_or_else(|| bad(self))?
+                    }
+                    Some(_) => return Err(bad(self)),
+                    None => hint.unwrap_or(if f == "iota" { DType::I32 } else { DType::F32 }),
+                };
+                if f == "iota" {
+                    return self.one(out, k::Op::Iota { shape, dtype: dt }, span);
+                }
+                let value = match f {
+                    "zeros" => self.scalar_of(out, ScalarValue::Float(0.0), dt, span)?,
+                    "ones" => self.scalar_of(out, ScalarValue::Float(1.0), dt, span)?,
+                    _ => self.expr(arg(1).map_err(|_| bad(self))?, out, Some(dt))?,
+                };
+                self.one(
+                    out,
+                    k::Op::Full {
+                        shape,
+                        dtype: dt,
+                        value,
+                    },
+                    span,
+                )
+            }
+            _ => Err(self
+                .l
+                .unsupported(span, format!("a call of `{f}` in a kernel"))),
+        }
+    }
+}
+
+fn is_literal(e: &ast::Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_)
+    ) || matches!(&e.kind, ExprKind::Unary { op: UnOp::Neg, expr } if is_literal(expr))
+}
+
+fn is_name(e: &ast::Expr, n: &str) -> bool {
+    matches!(&e.kind, ExprKind::Name(i) if i.name == n)
+}
+
+fn as_f64(v: ScalarValue) -> Option<f64> {
+    match v {
+        ScalarValue::Float(f) => Some(f),
+        ScalarValue::Int(i) => Some(i as f64),
+        ScalarValue::UInt(u) => Some(u as f64),
+        ScalarValue::Bool(_) => None,
+    }
+}
+
+fn add(a: w::Affine, b: w::Affine, s: i64) -> w::Affine {
+    let mut terms = a.terms;
+    terms.extend(b.terms.into_iter().map(|(v, c)| (v, c * s)));
+    w::Affine {
+        constant: a.constant + s * b.constant,
+        terms,
+    }
+}
+
+fn scale(a: w::Affine, s: i64) -> w::Affine {
+    w::Affine {
+        constant: a.constant * s,
+        terms: a.terms.into_iter().map(|(v, c)| (v, c * s)).collect(),
+    }
+}
+
+fn expr_op(op: BinOp) -> w::ExprOp {
+    match op {
+        BinOp::Add => w::ExprOp::Add,
+        BinOp::Sub => w::ExprOp::Sub,
+        BinOp::Mul => w::ExprOp::Mul,
+        BinOp::Div => w::ExprOp::Div,
+        BinOp::Rem => w::ExprOp::Rem,
+        BinOp::Eq => w::ExprOp::Eq,
+        BinOp::Ne => w::ExprOp::Ne,
+        BinOp::Lt => w::ExprOp::Lt,
+        BinOp::Le => w::ExprOp::Le,
+        BinOp::Gt => w::ExprOp::Gt,
+        BinOp::Ge => w::ExprOp::Ge,
+        BinOp::And => w::ExprOp::And,
+        BinOp::Or => w::ExprOp::Or,
+    }
+}
+
+fn bin_op(op: BinOp) -> Option<k::BinaryOp> {
+    Some(match op {
+        BinOp::Add => k::BinaryOp::Add,
+        BinOp::Sub => k::BinaryOp::Sub,
+        BinOp::Mul => k::BinaryOp::Mul,
+        BinOp::Div => k::BinaryOp::Div,
+        BinOp::Rem => k::BinaryOp::Rem,
+        BinOp::And => k::BinaryOp::And,
+        BinOp::Or => k::BinaryOp::Or,
+        _ => return None,
+    })
+}
+
+fn cmp_op(op: BinOp) -> Option<k::CmpOp> {
+    Some(match op {
+        BinOp::Eq => k::CmpOp::Eq,
+        BinOp::Ne => k::CmpOp::Ne,
+        BinOp::Lt => k::CmpOp::Lt,
+        BinOp::Le => k::CmpOp::Le,
+        BinOp::Gt => k::CmpOp::Gt,
+        BinOp::Ge => k::CmpOp::Ge,
+        _ => return None,
+    })
+}

@@ -1,0 +1,39 @@
+//! Lowers the examples and runs the reference interpreter against their golden data.
+
+use std::path::Path;
+
+fn lower_example(name: &str) -> wsp_ir::Program {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
+    let path = dir.join(format!("{name}.wsp"));
+    let text = std::fs::read_to_string(&path).expect("example exists");
+    let mut ws = wsp_core::Workspace::new();
+    let key = path.to_string_lossy().to_string();
+    ws.set_file(&key, text);
+    match wsp_lower::lower(&ws, &key) {
+        Ok(p) => p,
+        Err(d) => panic!("{name} did not lower: {d:#?}"),
+    }
+}
+
+#[test]
+fn validated_matmul_lowers_to_valid_ir() {
+    let p = lower_example("validated_matmul");
+    assert!(wsp_ir::check::validate_program(&p).is_empty());
+    assert_eq!(p.kernels.len(), 1);
+    assert_eq!(p.tensors.len(), 3);
+    assert_eq!(p.schedules[0].name, "main");
+    assert_eq!(p.expects.len(), 1);
+}
+
+#[test]
+fn a_program_with_errors_returns_its_check_errors() {
+    let mut ws = wsp_core::Workspace::new();
+    ws.set_file("bad.wsp", "const N = M\n".into());
+    let errs = wsp_lower::lower(&ws, "bad.wsp").expect_err("has errors");
+    assert!(
+        errs.iter().all(|d| d.code != wsp_lower::UNSUPPORTED),
+        "{errs:?}"
+    );
+}

@@ -4,6 +4,7 @@
 //! read files and hand them in through [`Workspace`]. See `db` for the incrementality scheme.
 
 pub mod check;
+pub mod csp;
 pub mod db;
 pub mod expect;
 pub mod flow;
@@ -214,6 +215,7 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
         })
         .collect();
     out.extend(check::check_file_level(db, file).iter().cloned());
+    out.extend(csp::channel_graph(db, file).iter().cloned());
     for (item, offset) in file_items(db, file) {
         for d in check::check_item(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));

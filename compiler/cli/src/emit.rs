@@ -1,17 +1,85 @@
-//! `wsp emit` (issue #4).
+//! `wsp emit`: lowers a checked program and prints it for a target. `--target ir` prints the
+//! Program IR as JSON (the format external backends read); the Ascend and AIE source-tree
+//! emitters are not built yet and say so.
 
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use wsp_diagnostics::render::render_human;
 
 /// Arguments of `wsp emit`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Arguments (not yet interpreted).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The program to lower (a .wsp file).
+    path: PathBuf,
+    /// What to emit: `ir` (Program IR JSON), `ascend` or `aie`.
+    #[arg(long, default_value = "ir")]
+    target: String,
+    /// Write to this file (atomically) instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let _ = a.rest;
-    eprintln!("error: `wsp emit` is not available in this build yet (issue #4)");
-    ExitCode::from(2)
+    match a.target.as_str() {
+        "ir" => {}
+        "ascend" | "aie" => {
+            eprintln!(
+                "error: the `{}` backend is not built yet; `wsp emit --target ir` prints the Program IR that backends read",
+                a.target
+            );
+            return ExitCode::from(2);
+        }
+        other => {
+            eprintln!("error: unknown target `{other}`; targets: ir, ascend, aie");
+            return ExitCode::from(2);
+        }
+    }
+    if a.path.is_dir() {
+        eprintln!(
+            "error: `{}` is a directory; give one .wsp file",
+            a.path.display()
+        );
+        return ExitCode::from(2);
+    }
+    let (ws, roots) = match crate::load::load(std::slice::from_ref(&a.path)) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let Some(root) = roots.first() else {
+        eprintln!("error: nothing to emit");
+        return ExitCode::from(2);
+    };
+    let program = match wsp_lower::lower(&ws, root) {
+        Ok(p) => p,
+        Err(diags) => {
+            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
+            eprintln!("error: `{root}` was not lowered");
+            return ExitCode::from(1);
+        }
+    };
+    let mut json = program.to_json();
+    json.push('\n');
+    match a.out {
+        None => {
+            print!("{json}");
+            ExitCode::SUCCESS
+        }
+        Some(out) => {
+            let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
+            let written = std::fs::File::create(&tmp)
+                .and_then(|mut f| f.write_all(json.as_bytes()).and_then(|_| f.sync_all()))
+                .and_then(|_| std::fs::rename(&tmp, &out));
+            match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    eprintln!("error: cannot write `{}`: {e}", out.display());
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
 }

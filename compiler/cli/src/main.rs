@@ -75,7 +75,7 @@ enum Format {
     Sarif,
 }
 
-struct WsSources<'a>(&'a Workspace);
+pub(crate) struct WsSources<'a>(&'a Workspace);
 
 impl Sources for WsSources<'_> {
     fn text(&self, file: &FileName) -> Option<Arc<str>> {

@@ -192,3 +192,31 @@ fn arch_flag_chooses_the_buffers_checked() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("known: ascend910b"));
 }
+
+#[test]
+fn emit_ir_prints_the_program_ir() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/validated_matmul");
+    let o = wsp(&root, &["emit", "--target", "ir", "validated_matmul.wsp"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("\"version\": 1") && out.contains("matmul_tile"),
+        "{out}"
+    );
+    let o = wsp(
+        &root,
+        &["emit", "--target", "ascend", "validated_matmul.wsp"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not built yet"));
+    let d = tempdir("emit");
+    std::fs::write(d.join("bad.wsp"), "workload w {\n    undefined_k[0]()\n}\n").unwrap();
+    let o = wsp(&d, &["emit", "bad.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("E01"));
+}

@@ -37,3 +37,40 @@ fn a_program_with_errors_returns_its_check_errors() {
         "{errs:?}"
     );
 }
+
+/// The examples with data, lowered and run by the reference interpreters: every `expect`
+/// (outputs against the NumPy goldens) holds.
+#[test]
+fn examples_with_data_match_their_goldens() {
+    for name in ["validated_matmul", "tensor_data_add", "tensor_data_square"] {
+        let p = lower_example(name);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(name);
+        let run = wsp_ir::data::run_reference(&p, None, &[], &[], &dir)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!run.expects.is_empty(), "{name} has no expect");
+        for e in &run.expects {
+            assert!(
+                e.failure.is_none(),
+                "{name}: {} failed: {:?}",
+                e.description,
+                e.failure
+            );
+        }
+        assert!(!run.outcome.tasks.is_empty(), "{name} ran no task");
+    }
+}
+
+#[test]
+fn every_example_lowers() {
+    for name in [
+        "validated_matmul",
+        "tensor_data_add",
+        "tensor_data_square",
+        "attention",
+    ] {
+        let p = lower_example(name);
+        assert!(wsp_ir::check::validate_program(&p).is_empty(), "{name}");
+    }
+}

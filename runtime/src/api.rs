@@ -5,7 +5,7 @@ use std::fmt;
 pub use wsp_arch::CoreClass;
 
 /// Largest tensor rank a region may have.
-pub const MAX_RANK: usize = 4;
+pub const MAX_RANK: usize = 8;
 
 /// A registered kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -12,6 +12,9 @@ use wsp_arch::{Arch, CoreClass, TimingSemantics};
 
 const NIL: u32 = u32::MAX;
 
+/// Workers of the `pto_wsp_v9` clocks when the dispatch does not say (PTO-WSP's default).
+const V9_DEFAULT_WORKERS: usize = 4;
+
 /// Runtime configuration: the model, the schedule and the ring sizes.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -493,16 +496,14 @@ impl Runtime {
                 emitted: 0,
             })
             .collect();
-        let v9n = match p.dispatch {
-            Dispatch::RoundRobin(n) => n as usize,
-            _ => cfg
-                .arch
-                .cores
-                .values()
-                .map(|n| *n as usize)
-                .sum::<usize>()
-                .max(1),
-        };
+        // v9 workers: `round_robin(n)` has n; other dispatches use `streams(n)`, else
+        // PTO-WSP's cpu_sim default of 4 workers.
+        let v9n = match (p.dispatch, p.streams) {
+            (Dispatch::RoundRobin(n), _) => n as usize,
+            (_, Some(s)) => s.0 as usize,
+            _ => V9_DEFAULT_WORKERS,
+        }
+        .max(1);
         let streams = p.streams.map(|s| s.0 as usize).unwrap_or(0);
         let pool = (cfg.execute && cfg.threads > 1).then(|| Pool::new(cfg.threads));
         let mut rings = [RingStat::default(); 5];
@@ -1183,7 +1184,11 @@ impl Runtime {
             p.v9_clock += t.cycles;
         } else {
             let n = self.v9_workers.len() as u64;
-            let w = (self.v9_emitted % n) as usize;
+            let w = match self.cfg.policies.dispatch {
+                Dispatch::Affinity => key.rem_euclid(n as i64) as usize,
+                Dispatch::Hash => (mix(key) % n) as usize,
+                _ => (self.v9_emitted % n) as usize,
+            };
             self.v9_workers[w] += t.cycles;
             self.v9_emitted += 1;
         }
@@ -1536,6 +1541,37 @@ impl Runtime {
             self.head += 1;
         }
         self.rings[0].set(self.next_seq - self.head);
+    }
+
+    /// Waits until every task submitted so far that writes tensor `t` has completed (its
+    /// results are in [`Runtime::tensor_bytes`]): the orchestration reads data it produced,
+    /// e.g. a data-dependent branch. The event clock advances to the last producer's end; the
+    /// `pto_wsp_v9` clocks do not move (v9 has no data edges).
+    pub fn wait_tensor(&mut self, t: TensorId) -> Result<(), RuntimeError> {
+        if self.tensors.get(t.0 as usize).is_none_or(|x| !x.live) {
+            return api(format!("unknown tensor id {}", t.0));
+        }
+        self.flush_batch();
+        while self.has_live_writer(t) {
+            if !self.advance()? {
+                let m = format!(
+                    "the orchestration waits for the producers of tensor {}, which cannot run",
+                    t.0
+                );
+                return Err(self.deadlock(StallReason::TaskRingFull, m));
+            }
+        }
+        self.check_failure()
+    }
+
+    fn has_live_writer(&self, t: TensorId) -> bool {
+        let ten = &self.tensors[t.0 as usize];
+        ten.buckets
+            .iter()
+            .map(|b| &b[1])
+            .chain(std::iter::once(&ten.wide[1]))
+            .flatten()
+            .any(|id| self.is_live(self.entries[*id as usize].task))
     }
 
     /// Drains every pending task and returns the run's statistics.

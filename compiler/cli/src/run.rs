@@ -1,17 +1,371 @@
-//! `wsp run` (issue #4).
+//! `wsp run`: check and lower a program, JIT its kernels, run it on the task-graph runtime with
+//! real data, write outputs, check expectations and report semantic time.
+//!
+//! Exit codes: 0 success; 1 the program has errors, a task failed, or an `expect` does not
+//! hold; 2 bad usage or bad input data (missing or malformed files, unknown params); 3 the run
+//! deadlocked (the runtime's report is printed).
 
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
+
+use wsp_diagnostics::render::render_human;
+use wsp_sim::{Engine, Options, SimError, SimRun};
 
 /// Arguments of `wsp run`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Arguments (not yet interpreted).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The program to run (a .wsp file).
+    path: PathBuf,
+    /// The schedule to run (default: `main`, else the only schedule).
+    #[arg(long)]
+    schedule: Option<String>,
+    /// Architecture model: a built-in name (ascend910b, ascend950, aie-ml, pto_wsp_v9) or a
+    /// .toml file; default: the schedule's `.target(...)`, else ascend910b.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Set a param or DenseDyn size: `--set NAME=VALUE` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Supply an input tensor from a .npy file: `--input NAME=path.npy` (repeatable).
+    #[arg(long = "input", value_name = "NAME=PATH")]
+    input: Vec<String>,
+    /// Write every output tensor as NAME.npy into this directory (atomically: all or nothing).
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Print run statistics: `json` on standard output.
+    #[arg(long, value_name = "FORMAT")]
+    stats: Option<String>,
+    /// Write a Chrome/Perfetto trace of the modelled cores (JSON).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Write the task graph (Graphviz dot).
+    #[arg(long, value_name = "FILE")]
+    graph: Option<PathBuf>,
+    /// Model time only: kernels do not run, outputs are not computed or checked.
+    #[arg(long)]
+    timing_only: bool,
+    /// Run every kernel in the reference interpreter instead of the JIT.
+    #[arg(long)]
+    interpret: bool,
+    /// Host threads running kernels (default 1: the orchestrating thread).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Print only errors and failed expectations.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("{what} `{s}` is not NAME=VALUE")),
+    }
+}
+
+fn usage(m: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {m}");
+    ExitCode::from(2)
+}
+
+/// Resolves `--arch` (a built-in name in either spelling, or a .toml file).
+fn load_arch(name: &str) -> Result<wsp_arch::Arch, String> {
+    if name.ends_with(".toml") || Path::new(name).is_file() {
+        return wsp_arch::Arch::load_path(Path::new(name)).map_err(|e| e.to_string());
+    }
+    let n = wsp_core::memory::builtin_arch_name(name).unwrap_or_else(|| name.to_string());
+    wsp_arch::Arch::builtin(&n).map_err(|e| e.to_string())
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let _ = a.rest;
-    eprintln!("error: `wsp run` is not available in this build yet (issue #4)");
-    ExitCode::from(2)
+    let wall = Instant::now();
+    if a.path.is_dir() {
+        return usage(format!(
+            "`{}` is a directory; give one .wsp file",
+            a.path.display()
+        ));
+    }
+    if let Some(s) = &a.stats {
+        if s != "json" {
+            return usage(format!("`--stats {s}` is not known; use `--stats json`"));
+        }
+    }
+    let mut set = Vec::new();
+    for s in &a.set {
+        match split_kv("--set", s) {
+            Ok(kv) => set.push(kv),
+            Err(m) => return usage(m),
+        }
+    }
+    let mut inputs = Vec::new();
+    for s in &a.input {
+        match split_kv("--input", s) {
+            Ok((k, v)) => inputs.push((k, PathBuf::from(v))),
+            Err(m) => return usage(m),
+        }
+    }
+    if let Some(d) = &a.out_dir {
+        if d.exists() && !d.is_dir() {
+            return usage(format!("--out-dir `{}` is not a directory", d.display()));
+        }
+    }
+
+    // Check and lower.
+    let (ws, roots) = match crate::load::load(std::slice::from_ref(&a.path)) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let Some(root) = roots.first() else {
+        return usage("nothing to run");
+    };
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let program = match wsp_lower::lower(&ws, root) {
+        Ok(p) => p,
+        Err(diags) => {
+            eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
+            eprintln!("error: `{root}` does not run: fix the errors above");
+            return ExitCode::from(1);
+        }
+    };
+
+    // The architecture model.
+    let sched = match program.select_run(a.schedule.as_deref()) {
+        Ok((s, _)) => s,
+        Err(m) => return usage(m),
+    };
+    let arch_name = a
+        .arch
+        .clone()
+        .or_else(|| sched.and_then(wsp_sim::schedule_target))
+        .unwrap_or_else(|| "ascend910b".to_string());
+    let arch = match load_arch(&arch_name) {
+        Ok(x) => x,
+        Err(m) => return usage(m),
+    };
+
+    let mut opts = Options::new(arch, wsp_sim::base_dir_of(&a.path));
+    opts.schedule = a.schedule.clone();
+    opts.set = set;
+    opts.inputs = inputs;
+    opts.timing_only = a.timing_only;
+    opts.record = a.trace.is_some() || a.graph.is_some();
+    opts.threads = a.threads.max(1);
+    opts.interpret = a.interpret;
+
+    let jit = wsp_jit::Jit::new();
+    let run = match wsp_sim::run(&program, &jit, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return match e {
+                SimError::Setup { .. } => ExitCode::from(2),
+                SimError::Exec { .. } => ExitCode::from(1),
+                SimError::Deadlock(_) => ExitCode::from(3),
+            };
+        }
+    };
+
+    // Files: outputs (all or nothing), trace, graph.
+    if let Some(dir) = &a.out_dir {
+        if !a.timing_only {
+            if let Err(m) = write_outputs(&program, &run, dir) {
+                return usage(m);
+            }
+        }
+    }
+    if let (Some(p), Some(t)) = (&a.trace, &run.trace) {
+        if let Err(m) = write_file(p, t.as_bytes()) {
+            return usage(m);
+        }
+    }
+    if let (Some(p), Some(g)) = (&a.graph, &run.graph) {
+        if let Err(m) = write_file(p, g.as_bytes()) {
+            return usage(m);
+        }
+    }
+
+    if a.stats.is_some() {
+        println!("{}", stats_json(&run, &opts.arch.name, wall.elapsed()));
+    }
+    if !a.quiet {
+        // The summary goes to standard output, unless that carries the JSON statistics.
+        let text = summary(&run, &opts, &a, wall.elapsed());
+        if a.stats.is_some() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+    let failed: Vec<_> = run.expects.iter().filter(|e| e.failure.is_some()).collect();
+    for e in &failed {
+        eprintln!(
+            "error[E0812]: expect {} failed: {}",
+            e.description,
+            e.failure.as_deref().unwrap_or("")
+        );
+    }
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    wsp_ir::npy::write_atomic(path, bytes).map_err(|e| e.to_string())
+}
+
+/// Writes every output tensor as `NAME.npy` into `dir`: all to temporary files first, then
+/// renamed, so a failure leaves no partial set.
+fn write_outputs(p: &wsp_ir::Program, run: &SimRun, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let cleanup = |staged: &[(PathBuf, PathBuf)]| {
+        for (tmp, _) in staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
+    for (decl, t) in p.tensors.iter().zip(&run.tensors) {
+        if decl.kind != wsp_ir::TensorKind::Output {
+            continue;
+        }
+        let dst = dir.join(format!("{}.npy", decl.name));
+        let tmp = dir.join(format!(".{}.npy.tmp-{}", decl.name, std::process::id()));
+        let bytes = wsp_ir::npy::encode_npy(t);
+        let w = std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(&bytes).and_then(|_| f.sync_all()));
+        staged.push((tmp.clone(), dst));
+        if let Err(e) = w {
+            cleanup(&staged);
+            return Err(format!("cannot write `{}`: {e}", tmp.display()));
+        }
+    }
+    for (tmp, dst) in &staged {
+        if let Err(e) = std::fs::rename(tmp, dst) {
+            cleanup(&staged);
+            return Err(format!("cannot write `{}`: {e}", dst.display()));
+        }
+    }
+    Ok(())
+}
+
+fn engine_text(e: &Engine) -> String {
+    match e {
+        Engine::Jit => "jit".into(),
+        Engine::Interpreter(why) => format!("interpreter ({why})"),
+        Engine::None => "not run".into(),
+    }
+}
+
+fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) -> String {
+    let s = &run.stats;
+    let mut o = String::new();
+    let sched = run
+        .schedule
+        .as_deref()
+        .map(|n| format!("schedule `{n}`"))
+        .unwrap_or_else(|| format!("workload `{}`", run.workload));
+    o.push_str(&format!(
+        "ran {} ({}) on {} [{} timing]\n",
+        a.path.display(),
+        sched,
+        s.arch,
+        s.timing
+    ));
+    o.push_str(&format!(
+        "  tasks         {}  (edges {})\n  total_cycles  {}\n",
+        s.tasks, s.edges, s.total_cycles
+    ));
+    for c in &s.cores {
+        if c.tasks > 0 {
+            o.push_str(&format!(
+                "  {:<13} {:>5.1}% busy, {} tasks, {} cycles\n",
+                format!("{} {}", c.class, c.index),
+                c.utilization * 100.0,
+                c.tasks,
+                c.busy_cycles
+            ));
+        }
+    }
+    let stalls: Vec<String> = s
+        .rings
+        .iter()
+        .filter(|r| r.stalls > 0)
+        .map(|r| format!("{} {}× ({} cycles)", r.name, r.stalls, r.stalled_cycles))
+        .collect();
+    o.push_str(&format!(
+        "  stalls        {}\n",
+        if stalls.is_empty() {
+            "none".to_string()
+        } else {
+            stalls.join(", ")
+        }
+    ));
+    for k in &run.kernels {
+        o.push_str(&format!(
+            "  kernel {:<16} {} tasks, {}\n",
+            k.name,
+            k.tasks,
+            engine_text(&k.engine)
+        ));
+    }
+    let passed = run.expects.iter().filter(|e| e.failure.is_none()).count();
+    if opts.timing_only {
+        o.push_str("  expects       not checked (--timing-only)\n");
+    } else if !run.expects.is_empty() {
+        o.push_str(&format!(
+            "  expects       {passed}/{} hold\n",
+            run.expects.len()
+        ));
+    }
+    o.push_str(&format!(
+        "  wall          {:.1} ms (compile {:.1} ms, run {:.1} ms)\n",
+        wall.as_secs_f64() * 1e3,
+        run.compile_time.as_secs_f64() * 1e3,
+        run.run_time.as_secs_f64() * 1e3
+    ));
+    o
+}
+
+fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
+    let kernels: Vec<serde_json::Value> = run
+        .kernels
+        .iter()
+        .map(|k| {
+            serde_json::json!({
+                "name": k.name,
+                "tasks": k.tasks,
+                "engine": match &k.engine {
+                    Engine::Jit => "jit",
+                    Engine::Interpreter(_) => "interpreter",
+                    Engine::None => "none",
+                },
+                "reason": match &k.engine {
+                    Engine::Interpreter(w) => Some(w.clone()),
+                    _ => None,
+                },
+            })
+        })
+        .collect();
+    let expects: Vec<serde_json::Value> = run
+        .expects
+        .iter()
+        .map(|e| serde_json::json!({"expect": e.description, "failure": e.failure}))
+        .collect();
+    let stats: serde_json::Value =
+        serde_json::from_str(&run.stats.to_json()).unwrap_or(serde_json::Value::Null);
+    let v = serde_json::json!({
+        "arch": arch,
+        "schedule": run.schedule,
+        "workload": run.workload,
+        "stats": stats,
+        "kernels": kernels,
+        "expects": expects,
+        "wall_ms": wall.as_secs_f64() * 1e3,
+        "compile_ms": run.compile_time.as_secs_f64() * 1e3,
+        "run_ms": run.run_time.as_secs_f64() * 1e3,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
 }

@@ -96,6 +96,135 @@ pub fn run_workload_with(
     tensors: &mut [HostTensor],
     executor: &mut KernelExecutor<'_>,
 ) -> Result<ExecOutcome, ExecError> {
+    let mut backend = InPlace { executor };
+    run_workload_on(program, w, params, tensors, &mut backend)
+}
+
+/// A tile view of a task, resolved: element `(r, c)` of the tile (for `r < valid[0]`,
+/// `c < valid[1]`) is element `origin + r·row_stride + c·col_stride` of the tensor (row-major
+/// flat index).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TileView {
+    pub tensor: TensorId,
+    pub origin: usize,
+    pub row_stride: usize,
+    pub col_stride: usize,
+    pub valid: [u32; 2],
+    /// Per tensor dimension: first index and extent (1 for an indexed dimension).
+    pub dims: Vec<(i64, i64)>,
+    /// The tensor dimensions that hold the tile's rows and columns (`None`: extent 1).
+    pub row_dim: Option<usize>,
+    pub col_dim: Option<usize>,
+}
+
+impl TileView {
+    pub fn offset(&self, r: usize, c: usize) -> usize {
+        self.origin + r * self.row_stride + c * self.col_stride
+    }
+}
+
+/// An argument of a task, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskValue {
+    Tile(TileView),
+    Scalar(ScalarValue),
+}
+
+/// A task the workload interpreter generated, with everything resolved.
+#[derive(Debug)]
+pub struct TaskInstance<'a> {
+    pub kernel: KernelId,
+    pub ir: &'a Kernel,
+    pub coords: &'a [i64],
+    /// One per kernel parameter.
+    pub args: &'a [TaskValue],
+    /// The process that issues it (`name` or `name#replica`).
+    pub process: Option<&'a str>,
+    /// The values of the loop variables bound to axes around the call (innermost last).
+    pub axes: &'a [(AxisId, i64)],
+    /// `task k[1, 2]`, for messages.
+    pub label: &'a str,
+}
+
+/// Where the workload interpreter sends the tasks it generates: run them at once on host
+/// tensors (the reference semantics), or submit them to a runtime.
+pub trait TaskBackend {
+    /// Runs or submits a task. A backend that runs tasks later must make their results
+    /// visible in `tensors` by the time [`TaskBackend::sync`] returns.
+    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), String>;
+    /// Called before the orchestration reads elements of `tensor` (a `when` condition, a task
+    /// coordinate, a Ragged length or Sparse index): afterwards `tensors[tensor]` holds the
+    /// results of every task generated so far that writes it.
+    fn sync(&mut self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String>;
+}
+
+/// The reference backend: copies the tiles out, runs the kernel, copies results back.
+struct InPlace<'e, 'x> {
+    executor: &'e mut KernelExecutor<'x>,
+}
+
+impl TaskBackend for InPlace<'_, '_> {
+    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), String> {
+        let k = t.ir;
+        let mut args = Vec::with_capacity(t.args.len());
+        for (param, arg) in k.params.iter().zip(t.args) {
+            match (&param.kind, arg) {
+                (ParamKind::Tile { tile, .. }, TaskValue::Tile(v)) => {
+                    let src = tensors.get(v.tensor.index()).ok_or("bad tensor")?;
+                    args.push(KernelArg::Tile(gather(src, v, *tile)));
+                }
+                (_, TaskValue::Scalar(s)) => args.push(KernelArg::Scalar(*s)),
+                _ => return Err(format!("argument `{}` is of the wrong kind", param.name)),
+            }
+        }
+        (self.executor)(t.kernel, k, &mut args)?;
+        for ((param, arg), v) in k.params.iter().zip(&args).zip(t.args) {
+            if let (ParamKind::Tile { dir, .. }, KernelArg::Tile(tl), TaskValue::Tile(v)) =
+                (&param.kind, arg, v)
+            {
+                if dir.writes() {
+                    let dst = tensors.get_mut(v.tensor.index()).ok_or("bad tensor")?;
+                    scatter(tl, v, dst);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self, _: TensorId, _: &mut [HostTensor]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The tile a view shows of `t` (elements outside the valid extent are zero).
+pub fn gather(t: &HostTensor, v: &TileView, ty: TileType) -> Tile {
+    let mut tl = Tile::zeros(ty);
+    tl.valid = v.valid;
+    for r in 0..v.valid[0] as usize {
+        for c in 0..v.valid[1] as usize {
+            tl.set(r, c, t.data.get(v.offset(r, c)).unwrap_or(El::I(0)));
+        }
+    }
+    tl
+}
+
+/// Writes the valid part of `tl` through view `v` into `t`.
+pub fn scatter(tl: &Tile, v: &TileView, t: &mut HostTensor) {
+    for r in 0..v.valid[0] as usize {
+        for c in 0..v.valid[1] as usize {
+            t.data.set(v.offset(r, c), tl.get(r, c));
+        }
+    }
+}
+
+/// Runs workload `w`, sending every task to `backend`.
+pub fn run_workload_on(
+    program: &Program,
+    w: WorkloadId,
+    params: &[ScalarValue],
+    tensors: &mut [HostTensor],
+    backend: &mut dyn TaskBackend,
+) -> Result<ExecOutcome, ExecError> {
     if tensors.len() != program.tensors.len() {
         return Err(xerr(format!(
             "expected {} tensors, found {}",
@@ -109,7 +238,7 @@ pub fn run_workload_with(
         tensors,
         out: ExecOutcome::default(),
         depth: 0,
-        executor,
+        backend,
     };
     m.run_workload(w)?;
     Ok(m.out)
@@ -121,7 +250,7 @@ struct Machine<'p, 't> {
     tensors: &'t mut [HostTensor],
     out: ExecOutcome,
     depth: usize,
-    executor: &'t mut KernelExecutor<'t>,
+    backend: &'t mut dyn TaskBackend,
 }
 
 enum Frame<'p> {
@@ -155,6 +284,8 @@ struct Thread<'p> {
     process: Option<ProcessId>,
     /// What the thread waits for, when blocked.
     waiting: Option<String>,
+    /// The axis each loop variable was last bound from (for dispatch keys).
+    var_axes: Vec<Option<AxisId>>,
 }
 
 struct Chan {
@@ -193,6 +324,7 @@ impl<'p> Machine<'p, '_> {
                     awaiting: None,
                     process: None,
                     waiting: None,
+                    var_axes: vec![None; wl.vars.len()],
                 };
                 let mut no_chans = Vec::new();
                 loop {
@@ -261,6 +393,7 @@ impl<'p> Machine<'p, '_> {
                     awaiting: None,
                     process: Some(item.process),
                     waiting: None,
+                    var_axes: vec![None; proc_.vars.len()],
                 });
             }
         }
@@ -372,6 +505,33 @@ impl<'p> Machine<'p, '_> {
                         WStmt::For {
                             vars, iters, body, ..
                         } => {
+                            let mut reads = Vec::new();
+                            for it in iters.iter() {
+                                self.iter_reads(it, &mut reads);
+                            }
+                            self.sync(&reads)?;
+                            let mut pos = 0;
+                            for it in iters.iter() {
+                                let bound: Vec<Option<AxisId>> = match it {
+                                    Iter::Axis { axis } => match self.axis(*axis)?.kind {
+                                        AxisKind::Ragged { outer, .. }
+                                        | AxisKind::Sparse { outer, .. } => {
+                                            vec![Some(outer), Some(*axis)]
+                                        }
+                                        _ => vec![Some(*axis)],
+                                    },
+                                    Iter::Row { axis, .. } => vec![Some(*axis)],
+                                    Iter::Range { .. } => vec![None],
+                                };
+                                for a in bound {
+                                    if let Some(v) = vars.get(pos) {
+                                        if let Some(slot) = th.var_axes.get_mut(v.index()) {
+                                            *slot = a;
+                                        }
+                                    }
+                                    pos += 1;
+                                }
+                            }
                             let mut tuples = Vec::new();
                             let mut vals = th.vars.clone();
                             self.iterate(
@@ -395,6 +555,11 @@ impl<'p> Machine<'p, '_> {
                             otherwise,
                         } => {
                             let mut chosen: &'p [WStmt] = otherwise;
+                            let mut reads = Vec::new();
+                            for b in branches.iter() {
+                                expr_reads(&b.cond, &mut reads);
+                            }
+                            self.sync(&reads)?;
                             for b in branches {
                                 match self.eval(th, &b.cond)? {
                                     V::B(true) => {
@@ -433,10 +598,15 @@ impl<'p> Machine<'p, '_> {
                             }
                             let tok = match payload {
                                 SendPayload::Task(call) => self.exec_task(th, call)?,
-                                SendPayload::Values { values } => values
-                                    .iter()
-                                    .map(|e| self.eval_int(th, e, "a sent value"))
-                                    .collect::<Result<_, _>>()?,
+                                SendPayload::Values { values } => {
+                                    let mut reads = Vec::new();
+                                    values.iter().for_each(|e| expr_reads(e, &mut reads));
+                                    self.sync(&reads)?;
+                                    values
+                                        .iter()
+                                        .map(|e| self.eval_int(th, e, "a sent value"))
+                                        .collect::<Result<_, _>>()?
+                                }
                             };
                             try_send(p, chans, *channel, tok, th)?;
                             return Ok(Step::Progress);
@@ -558,6 +728,7 @@ impl<'p> Machine<'p, '_> {
             awaiting: None,
             process: None,
             waiting: None,
+            var_axes: Vec::new(),
         };
         let domain = self.domain(&scratch, it)?;
         for tuple in domain {
@@ -800,12 +971,64 @@ impl<'p> Machine<'p, '_> {
         })
     }
 
+    /// Waits (through the backend) until the tensors in `reads` hold their producers' data.
+    fn sync(&mut self, reads: &[TensorId]) -> Result<(), ExecError> {
+        for t in reads {
+            self.backend.sync(*t, self.tensors).map_err(xerr)?;
+        }
+        Ok(())
+    }
+
+    /// The tensors an iterator reads (Ragged lengths, Sparse indptr/indices, sizes).
+    fn iter_reads(&self, it: &Iter, out: &mut Vec<TensorId>) {
+        let axis_reads = |a: AxisId, out: &mut Vec<TensorId>| {
+            let Some(ax) = self.p.axes.get(a.index()) else {
+                return;
+            };
+            match &ax.kind {
+                AxisKind::Dense { .. } => {}
+                AxisKind::DenseDyn { size } => expr_reads(size, out),
+                AxisKind::Ragged { lengths, .. } => out.push(*lengths),
+                AxisKind::Sparse {
+                    indptr, indices, ..
+                } => {
+                    out.push(*indptr);
+                    out.push(*indices);
+                }
+            }
+        };
+        match it {
+            Iter::Range { start, end } => {
+                expr_reads(start, out);
+                expr_reads(end, out);
+            }
+            Iter::Row { axis, .. } => axis_reads(*axis, out),
+            Iter::Axis { axis } => {
+                axis_reads(*axis, out);
+                if let Some(ax) = self.p.axes.get(axis.index()) {
+                    if let AxisKind::Ragged { outer, .. } | AxisKind::Sparse { outer, .. } = ax.kind
+                    {
+                        axis_reads(outer, out);
+                    }
+                }
+            }
+        }
+    }
+
     /// Runs one task; returns its coordinates.
     fn exec_task(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
         let p = self.p;
         let k: &Kernel = p
             .kernel(call.kernel)
             .ok_or_else(|| xerr(format!("kernel #{} does not exist", call.kernel.0)))?;
+        let mut reads = Vec::new();
+        call.coords.iter().for_each(|c| expr_reads(c, &mut reads));
+        for a in &call.args {
+            if let TaskArg::Scalar { value } = a {
+                expr_reads(value, &mut reads);
+            }
+        }
+        self.sync(&reads)?;
         let coords = call
             .coords
             .iter()
@@ -828,33 +1051,19 @@ impl<'p> Machine<'p, '_> {
             )));
         }
         let mut args = Vec::with_capacity(k.params.len());
-        let mut regions = Vec::with_capacity(k.params.len());
         for (param, arg) in k.params.iter().zip(&call.args) {
             match (&param.kind, arg) {
                 (ParamKind::Tile { tile, partial, .. }, TaskArg::View(view)) => {
-                    let reg = self.resolve_view(th, view, *tile, *partial, &task, &param.name)?;
-                    let t = self
-                        .tensors
-                        .get(view.tensor.index())
-                        .ok_or_else(|| xerr("bad tensor"))?;
-                    let mut tl = Tile::zeros(*tile);
-                    tl.valid = reg.valid;
-                    for r in 0..reg.valid[0] as usize {
-                        for c in 0..reg.valid[1] as usize {
-                            tl.set(r, c, t.data.get(reg.offset(r, c)).unwrap_or(El::I(0)));
-                        }
-                    }
-                    args.push(KernelArg::Tile(tl));
-                    regions.push(Some(reg));
+                    let v = self.resolve_view(th, view, *tile, *partial, &task, &param.name)?;
+                    args.push(TaskValue::Tile(v));
                 }
-                (ParamKind::Scalar { dtype, .. }, TaskArg::Scalar { value }) => {
+                (ParamKind::Scalar { .. }, TaskArg::Scalar { value }) => {
                     let v = self.eval(th, value)?;
-                    args.push(KernelArg::Scalar(match (v, dtype) {
-                        (V::I(i), _) => ScalarValue::Int(i),
-                        (V::F(f), _) => ScalarValue::Float(f),
-                        (V::B(b), _) => ScalarValue::Bool(b),
+                    args.push(TaskValue::Scalar(match v {
+                        V::I(i) => ScalarValue::Int(i),
+                        V::F(f) => ScalarValue::Float(f),
+                        V::B(b) => ScalarValue::Bool(b),
                     }));
-                    regions.push(None);
                 }
                 _ => {
                     return Err(xerr(format!(
@@ -864,33 +1073,35 @@ impl<'p> Machine<'p, '_> {
                 }
             }
         }
-        (self.executor)(call.kernel, k, &mut args).map_err(|m| xerr(format!("{task}: {m}")))?;
-        for ((param, arg), reg) in k.params.iter().zip(&args).zip(&regions) {
-            let (ParamKind::Tile { dir, .. }, KernelArg::Tile(tl), Some(reg)) =
-                (&param.kind, arg, reg)
-            else {
-                continue;
-            };
-            if !dir.writes() {
-                continue;
-            }
-            let t = self
-                .tensors
-                .get_mut(reg.tensor.index())
-                .ok_or_else(|| xerr("bad tensor"))?;
-            for r in 0..reg.valid[0] as usize {
-                for c in 0..reg.valid[1] as usize {
-                    t.data.set(reg.offset(r, c), tl.get(r, c));
-                }
-            }
-        }
+        let axes: Vec<(AxisId, i64)> = th
+            .var_axes
+            .iter()
+            .zip(&th.vars)
+            .filter_map(|(a, v)| Some(((*a)?, (*v)?)))
+            .collect();
+        let process = th.process.map(|_| th.name.as_str());
+        let inst = TaskInstance {
+            kernel: call.kernel,
+            ir: k,
+            coords: &coords,
+            args: &args,
+            process,
+            axes: &axes,
+            label: &task,
+        };
+        self.backend
+            .task(&inst, self.tensors)
+            .map_err(|m| xerr(format!("{task}: {m}")))?;
         self.out.tasks.push(TaskRecord {
             kernel: call.kernel,
             coords: coords.clone(),
-            process: th.process.map(|_| th.name.clone()),
-            extents: regions
+            process: process.map(str::to_string),
+            extents: args
                 .iter()
-                .map(|r| r.as_ref().map(|r| r.valid))
+                .map(|a| match a {
+                    TaskValue::Tile(v) => Some(v.valid),
+                    TaskValue::Scalar(_) => None,
+                })
                 .collect(),
         });
         Ok(coords)
@@ -904,7 +1115,7 @@ impl<'p> Machine<'p, '_> {
         partial: [bool; 2],
         task: &str,
         pname: &str,
-    ) -> Result<Region, ExecError> {
+    ) -> Result<TileView, ExecError> {
         let decl = self
             .p
             .tensors
@@ -1025,29 +1236,52 @@ impl<'p> Machine<'p, '_> {
                 .map(|(k, _)| strides[*k])
                 .unwrap_or(0)
         };
-        Ok(Region {
+        let dim_of = |td: usize| {
+            kept.iter()
+                .zip(&tile_dims)
+                .find(|(_, t)| **t == td)
+                .map(|(k, _)| *k)
+        };
+        let extents: Vec<(i64, i64)> = (0..rank)
+            .map(|d| {
+                let ext = match dim_of(0) {
+                    Some(k) if k == d => i64::from(valid[0]),
+                    _ => match dim_of(1) {
+                        Some(k) if k == d => i64::from(valid[1]),
+                        _ => 1,
+                    },
+                };
+                (base[d] as i64, ext)
+            })
+            .collect();
+        Ok(TileView {
             tensor: view.tensor,
             origin,
             row_stride: stride(0),
             col_stride: stride(1),
             valid,
+            dims: extents,
+            row_dim: dim_of(0),
+            col_dim: dim_of(1),
         })
     }
 }
 
-/// A resolved view: element `(r, c)` is at `origin + r·row_stride + c·col_stride`.
-#[derive(Clone, Debug, PartialEq)]
-struct Region {
-    tensor: TensorId,
-    origin: usize,
-    row_stride: usize,
-    col_stride: usize,
-    valid: [u32; 2],
-}
-
-impl Region {
-    fn offset(&self, r: usize, c: usize) -> usize {
-        self.origin + r * self.row_stride + c * self.col_stride
+/// The tensors an expression reads elements of.
+fn expr_reads(e: &Expr, out: &mut Vec<TensorId>) {
+    match e {
+        Expr::Const { .. } | Expr::Param { .. } | Expr::Var { .. } => {}
+        Expr::Elem { tensor, index } => {
+            if !out.contains(tensor) {
+                out.push(*tensor);
+            }
+            index.iter().for_each(|i| expr_reads(i, out));
+        }
+        Expr::Neg { x } | Expr::Not { x } => expr_reads(x, out),
+        Expr::Binary { lhs, rhs, .. } => {
+            expr_reads(lhs, out);
+            expr_reads(rhs, out);
+        }
     }
 }
 

@@ -1,1 +1,844 @@
-//! The cpu_sim backend: runs Program IR with JIT kernels on the task-graph runtime.
+//! The `cpu_sim` backend: runs a Program IR on the task-graph runtime with real data.
+//!
+//! * The orchestration is the reference workload interpreter ([`wsp_ir::exec`]) with a
+//!   [`TaskBackend`] that **submits** every task to the runtime instead of running it; when the
+//!   orchestration reads data (a `when` on a runtime value, a Ragged length, a Sparse index) it
+//!   waits for that tensor's producers ([`wsp_runtime::Runtime::wait_tensor`]).
+//! * Kernels are Cranelift-compiled ([`wsp_jit`]) when the JIT covers them (f32 tiles);
+//!   otherwise they run in the reference interpreter, and [`KernelInfo::engine`] says why.
+//!   Either way the runtime calls them in dependency order on its own tensor buffers.
+//! * Each task's compute cycles come from the architecture model's cost tables
+//!   ([`wsp_ir::cost::task_cost`]; exactly v9's figure under `pto_wsp_v9`); the runtime adds
+//!   dispatch, dependency and transfer time and keeps the clock.
+//!
+//! The schedule's directives become runtime [`Policies`]; a directive the simulator does not
+//! enforce is an error, never silently dropped.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wsp_ir::cost;
+use wsp_ir::data::{self, ExpectReport};
+use wsp_ir::dtype::{DType, ScalarValue};
+use wsp_ir::exec::{self, ExecOutcome, TaskBackend, TaskInstance, TaskValue};
+use wsp_ir::interp::{run_kernel, KernelArg, Tile};
+use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
+use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
+use wsp_ir::workload::{DirValue, Directive, ExprOp, Program, Schedule, Stat, TensorId};
+use wsp_runtime as rt;
+use wsp_runtime::{Arch, CoreClass, Policies, RawTask, Runtime, RuntimeError};
+
+/// What to run and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The schedule to run (see [`Program::select_run`]).
+    pub schedule: Option<String>,
+    /// `--set NAME=VALUE` for params and DenseDyn sizes.
+    pub set: Vec<(String, String)>,
+    /// `--input NAME=path.npy`.
+    pub inputs: Vec<(String, PathBuf)>,
+    /// Where `load("...")` paths are relative to (the program's directory).
+    pub base_dir: PathBuf,
+    pub arch: Arch,
+    /// Time only: kernels are not run and outputs are not computed.
+    pub timing_only: bool,
+    /// Record a Chrome trace and the task graph.
+    pub record: bool,
+    /// Host threads running kernels (1: on the orchestrating thread).
+    pub threads: usize,
+    /// Run every kernel in the reference interpreter (no JIT).
+    pub interpret: bool,
+}
+
+impl Options {
+    pub fn new(arch: Arch, base_dir: impl Into<PathBuf>) -> Options {
+        Options {
+            schedule: None,
+            set: Vec::new(),
+            inputs: Vec::new(),
+            base_dir: base_dir.into(),
+            arch,
+            timing_only: false,
+            record: false,
+            threads: 1,
+            interpret: false,
+        }
+    }
+}
+
+/// A failed run. `code` is the diagnostic code (E08xx) where there is one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimError {
+    /// Bad data, params, schedule or arguments: nothing ran.
+    Setup { code: &'static str, message: String },
+    /// A task, view or kernel failed during the run.
+    Exec { code: &'static str, message: String },
+    /// The run deadlocked; the message is the runtime's report.
+    Deadlock(String),
+}
+
+impl SimError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SimError::Setup { code, .. } | SimError::Exec { code, .. } => code,
+            SimError::Deadlock(_) => "E0811",
+        }
+    }
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Setup { code, message } | SimError::Exec { code, message } => {
+                write!(f, "error[{code}]: {message}")
+            }
+            SimError::Deadlock(m) => write!(f, "error[E0811]: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+fn setup(message: impl Into<String>) -> SimError {
+    SimError::Setup {
+        code: "E0807",
+        message: message.into(),
+    }
+}
+
+fn from_runtime(e: RuntimeError) -> SimError {
+    match e {
+        RuntimeError::Deadlock(r) => SimError::Deadlock(r.to_string()),
+        other => SimError::Exec {
+            code: "E0810",
+            message: other.to_string(),
+        },
+    }
+}
+
+/// How a kernel was executed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Jit,
+    /// The reference interpreter, with the reason the JIT did not take it.
+    Interpreter(String),
+    /// Not run (`--timing-only`).
+    None,
+}
+
+/// One kernel of the run.
+#[derive(Clone, Debug)]
+pub struct KernelInfo {
+    pub name: String,
+    pub engine: Engine,
+    pub class: CoreClass,
+    pub tasks: u64,
+}
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct SimRun {
+    /// The schedule that ran (`None`: a lone workload).
+    pub schedule: Option<String>,
+    pub workload: String,
+    /// Final contents of every global tensor, in [`Program::tensors`] order.
+    pub tensors: Vec<HostTensor>,
+    pub outcome: ExecOutcome,
+    pub stats: rt::Stats,
+    pub expects: Vec<ExpectReport>,
+    pub kernels: Vec<KernelInfo>,
+    /// Chrome trace JSON and Graphviz task graph (with [`Options::record`]).
+    pub trace: Option<String>,
+    pub graph: Option<String>,
+    /// Time spent compiling kernels.
+    pub compile_time: Duration,
+    /// Wall time of the run proper (orchestration, kernels, clock).
+    pub run_time: Duration,
+}
+
+impl SimRun {
+    /// True when every expectation holds.
+    pub fn passed(&self) -> bool {
+        self.expects.iter().all(|e| e.failure.is_none())
+    }
+}
+
+/// The `.target(...)` of a schedule, if it has one.
+pub fn schedule_target(s: &Schedule) -> Option<String> {
+    let d = s.directives.iter().find(|d| d.name == "target")?;
+    match &d.args.first()?.value {
+        DirValue::Ident { name } | DirValue::Str { value: name } => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// A policy key: how a task's key (affinity, hash, stream, priority) is computed.
+#[derive(Clone, Debug, PartialEq)]
+enum Key {
+    Int(i64),
+    Axis(wsp_ir::workload::AxisId, String),
+    Binary(ExprOp, Box<Key>, Box<Key>),
+}
+
+impl Key {
+    fn eval(&self, axes: &[(wsp_ir::workload::AxisId, i64)]) -> Result<i64, String> {
+        Ok(match self {
+            Key::Int(v) => *v,
+            Key::Axis(a, name) => axes
+                .iter()
+                .rev()
+                .find(|(x, _)| x == a)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    format!("the schedule's key uses axis `{name}`, but the task is not inside a loop over it")
+                })?,
+            Key::Binary(op, l, r) => {
+                let (x, y) = (l.eval(axes)?, r.eval(axes)?);
+                match op {
+                    ExprOp::Add => x.wrapping_add(y),
+                    ExprOp::Sub => x.wrapping_sub(y),
+                    ExprOp::Mul => x.wrapping_mul(y),
+                    ExprOp::Div | ExprOp::Rem if y == 0 => {
+                        return Err("division by zero in the schedule's key".into())
+                    }
+                    ExprOp::Div => x.wrapping_div(y),
+                    ExprOp::Rem => x.wrapping_rem(y),
+                    ExprOp::Min => x.min(y),
+                    ExprOp::Max => x.max(y),
+                    other => return Err(format!("`{other:?}` in a schedule key")),
+                }
+            }
+        })
+    }
+}
+
+fn key_of(p: &Program, v: &DirValue) -> Result<Key, String> {
+    Ok(match v {
+        DirValue::Int { value } => Key::Int(*value),
+        DirValue::Axis { axis } => Key::Axis(
+            *axis,
+            p.axes
+                .get(axis.index())
+                .map(|a| a.name.clone())
+                .unwrap_or_else(|| "?".into()),
+        ),
+        DirValue::Binary { op, lhs, rhs } => {
+            Key::Binary(*op, Box::new(key_of(p, lhs)?), Box::new(key_of(p, rhs)?))
+        }
+        other => return Err(format!("{other:?} is not a key expression")),
+    })
+}
+
+fn int_args(d: &str, args: &[wsp_ir::workload::DirArg]) -> Result<Vec<u32>, String> {
+    args.iter()
+        .map(|a| match a.value {
+            DirValue::Int { value } => u32::try_from(value)
+                .map_err(|_| format!("`{d}` takes a count from 0 to 2³², found {value}")),
+            ref other => Err(format!("`{d}` takes integers, found {other:?}")),
+        })
+        .collect()
+}
+
+/// The runtime policies of a schedule and the key expression of its tasks.
+fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>), String> {
+    let mut pol = Policies::default();
+    let mut key: Option<Key> = None;
+    let Some(s) = s else {
+        return Ok((pol, None));
+    };
+    let mut set_key = |k: Key, what: &str| -> Result<(), String> {
+        match &key {
+            Some(old) if *old != k => Err(format!(
+                "schedule `{}`: `{what}` uses a second key expression; the simulator keys each task by one expression (affinity, hash, stream_by or priority)",
+                s.name
+            )),
+            _ => {
+                key = Some(k);
+                Ok(())
+            }
+        }
+    };
+    for Directive { name, args } in &s.directives {
+        let arg = args.first().map(|a| &a.value);
+        match (name.as_str(), arg) {
+            ("target", _) => {}
+            ("task_window" | "streams", Some(DirValue::Int { value })) => {
+                let n = u32::try_from(*value)
+                    .map_err(|_| format!("`{name}({value})` is out of range"))?;
+                pol.apply(name, &[n])?;
+            }
+            ("stream_by", Some(v)) => set_key(key_of(p, v)?, "stream_by")?,
+            ("dispatch" | "timing" | "ready", Some(DirValue::Ident { name: form })) => {
+                pol.apply(form, &[])?;
+            }
+            ("dispatch" | "timing" | "ready", Some(DirValue::Call { name: form, args })) => {
+                match form.as_str() {
+                    "affinity" | "hash" | "priority" => {
+                        let v = args.first().map(|a| &a.value).ok_or_else(|| {
+                            format!("`{form}(...)` needs a key expression")
+                        })?;
+                        pol.apply(form, &[])?;
+                        set_key(key_of(p, v)?, form)?;
+                    }
+                    _ => pol.apply(form, &int_args(form, args)?)?,
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "schedule `{}`: the simulator does not support the directive `.{name}(...)` in this form",
+                    s.name
+                ))
+            }
+        }
+    }
+    Ok((pol, key))
+}
+
+fn has_matmul(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::Op { op, .. } => matches!(op, Op::Matmul { .. }),
+        Stmt::For { body, .. } | Stmt::Section { body, .. } => has_matmul(body),
+        _ => false,
+    })
+}
+
+/// The core class of a kernel: a kernel with a matmul runs on the matmul (cube) cores.
+pub fn kernel_class(k: &Kernel) -> CoreClass {
+    if k.body.as_deref().is_some_and(has_matmul) {
+        CoreClass::Cube
+    } else {
+        CoreClass::Vector
+    }
+}
+
+// ------------------------------------------------------------------- kernel adapters
+
+/// How a tile parameter of a task maps onto its region argument: scalars passed to the
+/// kernel hold, per parameter in order, `[row_dim, col_dim]` (−1 for none) for a tile and
+/// the value for a scalar (f64 bits for floats, the integer otherwise).
+struct TileArg<'a> {
+    raw: &'a rt::RawArg,
+    origin: usize,
+    row_stride: usize,
+    col_stride: usize,
+    rows: usize,
+    cols: usize,
+}
+
+fn tile_args<'a>(k: &Kernel, task: &'a RawTask) -> Result<(Vec<TileArg<'a>>, Vec<i64>), String> {
+    // SAFETY: the runtime passes `nargs` valid arguments and `nscalars` scalars.
+    let raws = unsafe { std::slice::from_raw_parts(task.args, task.nargs as usize) };
+    let scalars = unsafe { std::slice::from_raw_parts(task.scalars, task.nscalars as usize) };
+    let mut tiles = Vec::new();
+    let mut vals = Vec::new();
+    let mut si = 0;
+    let mut ri = 0;
+    for p in &k.params {
+        match p.kind {
+            ParamKind::Tile { .. } => {
+                let raw = raws.get(ri).ok_or("missing region argument")?;
+                ri += 1;
+                let (rd, cd) = (
+                    *scalars.get(si).ok_or("missing tile layout")?,
+                    *scalars.get(si + 1).ok_or("missing tile layout")?,
+                );
+                si += 2;
+                let rank = raw.rank as usize;
+                let mut ts = [0usize; rt::MAX_RANK];
+                let mut acc = 1usize;
+                for d in (0..rank).rev() {
+                    ts[d] = acc;
+                    acc *= raw.dims[d] as usize;
+                }
+                let origin = (0..rank).map(|d| raw.offsets[d] as usize * ts[d]).sum();
+                let dim = |x: i64| usize::try_from(x).ok().filter(|d| *d < rank);
+                let (rdim, cdim) = (dim(rd), dim(cd));
+                tiles.push(TileArg {
+                    raw,
+                    origin,
+                    row_stride: rdim.map(|d| ts[d]).unwrap_or(0),
+                    col_stride: cdim.map(|d| ts[d]).unwrap_or(0),
+                    rows: rdim.map(|d| raw.extents[d] as usize).unwrap_or(1),
+                    cols: cdim.map(|d| raw.extents[d] as usize).unwrap_or(1),
+                });
+            }
+            ParamKind::Scalar { .. } => {
+                vals.push(*scalars.get(si).ok_or("missing scalar argument")?);
+                si += 1;
+            }
+        }
+    }
+    Ok((tiles, vals))
+}
+
+fn scalar_of(dtype: DType, bits: i64) -> ScalarValue {
+    if dtype.is_float() {
+        ScalarValue::Float(f64::from_bits(bits as u64))
+    } else if dtype == DType::Bool {
+        ScalarValue::Bool(bits != 0)
+    } else {
+        ScalarValue::Int(bits)
+    }
+}
+
+/// A kernel run by the reference interpreter on the runtime's buffers.
+struct Interpreted {
+    k: Kernel,
+}
+
+impl rt::Kernel for Interpreted {
+    fn run(&self, task: &RawTask) -> Result<(), String> {
+        let (tiles, vals) = tile_args(&self.k, task)?;
+        let mut args = Vec::with_capacity(self.k.params.len());
+        let (mut ti, mut vi) = (0, 0);
+        for p in &self.k.params {
+            match p.kind {
+                ParamKind::Tile { tile, .. } => {
+                    let a = &tiles[ti];
+                    ti += 1;
+                    let es = a.raw.elem_size as usize;
+                    let mut tl = Tile::zeros(tile);
+                    tl.valid = [a.rows as u32, a.cols as u32];
+                    for r in 0..a.rows {
+                        for c in 0..a.cols {
+                            let i = a.origin + r * a.row_stride + c * a.col_stride;
+                            // SAFETY: the region lies inside the tensor (the runtime validated
+                            // it) and element `i` is inside the region.
+                            let b =
+                                unsafe { std::slice::from_raw_parts(a.raw.base.add(i * es), es) };
+                            tl.set(r, c, decode_el(tile.dtype, b, false));
+                        }
+                    }
+                    args.push(KernelArg::Tile(tl));
+                }
+                ParamKind::Scalar { dtype, .. } => {
+                    args.push(KernelArg::Scalar(scalar_of(dtype, vals[vi])));
+                    vi += 1;
+                }
+            }
+        }
+        run_kernel(&self.k, &mut args).map_err(|e| e.message)?;
+        let mut ti = 0;
+        let mut buf = Vec::new();
+        for (p, arg) in self.k.params.iter().zip(&args) {
+            let (ParamKind::Tile { tile, dir, .. }, KernelArg::Tile(tl)) = (&p.kind, arg) else {
+                continue;
+            };
+            let a = &tiles[ti];
+            ti += 1;
+            if !dir.writes() {
+                continue;
+            }
+            let es = a.raw.elem_size as usize;
+            for r in 0..a.rows {
+                for c in 0..a.cols {
+                    let i = a.origin + r * a.row_stride + c * a.col_stride;
+                    buf.clear();
+                    encode_el(tl.get(r, c), tile.dtype, &mut buf, false);
+                    // SAFETY: as above; the parameter writes, so the region is `out`/`inout`
+                    // and no other running task touches it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(buf.as_ptr(), a.raw.base.add(i * es), es)
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A JIT-compiled kernel (f32 tiles) on the runtime's buffers: row-contiguous views are
+/// passed in place, others are gathered into a dense copy and written back.
+struct Compiled {
+    ck: Arc<wsp_jit::CompiledKernel>,
+    k: Kernel,
+}
+
+impl rt::Kernel for Compiled {
+    fn run(&self, task: &RawTask) -> Result<(), String> {
+        let (tiles, vals) = tile_args(&self.k, task)?;
+        let layout = self.ck.layout();
+        let mut block = vec![0u64; layout.arg_slots];
+        let mut copies: Vec<(usize, Vec<f32>)> = Vec::new();
+        let (mut ti, mut vi) = (0, 0);
+        for (i, p) in self.k.params.iter().enumerate() {
+            match (&p.kind, layout.params.get(i)) {
+                (ParamKind::Tile { .. }, Some(wsp_jit::abi::ParamSlot::Tile(s))) => {
+                    let a = &tiles[ti];
+                    ti += 1;
+                    if a.col_stride <= 1 {
+                        // SAFETY: `origin` is inside the tensor buffer.
+                        let ptr = unsafe { a.raw.base.add(a.origin * 4) };
+                        block[*s] = ptr as u64;
+                        block[s + 1] = a.row_stride as u64;
+                    } else {
+                        let mut v = vec![0f32; a.rows * a.cols];
+                        for r in 0..a.rows {
+                            for c in 0..a.cols {
+                                let e = a.origin + r * a.row_stride + c * a.col_stride;
+                                // SAFETY: element `e` is inside the region.
+                                v[r * a.cols + c] =
+                                    unsafe { a.raw.base.cast::<f32>().add(e).read_unaligned() };
+                            }
+                        }
+                        block[*s] = v.as_ptr() as u64;
+                        block[s + 1] = a.cols as u64;
+                        copies.push((ti - 1, v));
+                    }
+                    block[s + 2] = a.rows as u64;
+                    block[s + 3] = a.cols as u64;
+                }
+                (ParamKind::Scalar { dtype, .. }, Some(wsp_jit::abi::ParamSlot::Scalar(s))) => {
+                    let x = scalar_of(*dtype, vals[vi]).as_f64() as f32;
+                    vi += 1;
+                    block[*s] = u64::from(x.to_bits());
+                }
+                _ => return Err("argument layout mismatch".into()),
+            }
+        }
+        let mut scratch = self.ck.new_scratch();
+        // SAFETY: every tile pointer addresses `rows` rows of `cols` valid f32 elements at the
+        // given row stride, inside a live tensor buffer or a dense copy; the kernel checks the
+        // extents against its static shapes before any access.
+        unsafe { self.ck.call_raw(&block, &mut scratch) }.map_err(|e| e.message)?;
+        let mut ti = 0;
+        for p in &self.k.params {
+            let ParamKind::Tile { dir, .. } = p.kind else {
+                continue;
+            };
+            let this = ti;
+            ti += 1;
+            if !dir.writes() {
+                continue;
+            }
+            if let Some((_, v)) = copies.iter().find(|(i, _)| *i == this) {
+                let a = &tiles[this];
+                for r in 0..a.rows {
+                    for c in 0..a.cols {
+                        let e = a.origin + r * a.row_stride + c * a.col_stride;
+                        // SAFETY: element `e` is inside the written region.
+                        unsafe {
+                            a.raw
+                                .base
+                                .cast::<f32>()
+                                .add(e)
+                                .write_unaligned(v[r * a.cols + c])
+                        };
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn all_f32(k: &Kernel) -> Option<String> {
+    k.params.iter().find_map(|p| match p.kind {
+        ParamKind::Tile { tile, .. } if tile.dtype != DType::F32 => Some(format!(
+            "parameter `{}` is {} (the JIT compiles f32 tiles)",
+            p.name,
+            tile.dtype.name()
+        )),
+        _ => None,
+    })
+}
+
+// ------------------------------------------------------------------- the backend
+
+struct RtBackend<'p> {
+    p: &'p Program,
+    rt: Runtime,
+    ids: Vec<rt::KernelId>,
+    key: Option<Key>,
+    arch: Arch,
+    costs: HashMap<(u32, Vec<Option<[u32; 2]>>), u64>,
+    execute: bool,
+    written: HashSet<u32>,
+    counts: Vec<u64>,
+    /// Runtime tensor of rank 1 standing in for a rank-0 program tensor.
+    scalar_tensor: Vec<bool>,
+}
+
+impl TaskBackend for RtBackend<'_> {
+    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+        if let Some(proc_) = t.process {
+            return Err(format!(
+                "process `{proc_}`: CSP pipelines do not run on the runtime yet"
+            ));
+        }
+        let kid = t.kernel.index();
+        let extents: Vec<Option<[u32; 2]>> = t
+            .args
+            .iter()
+            .map(|a| match a {
+                TaskValue::Tile(v) => Some(v.valid),
+                TaskValue::Scalar(_) => None,
+            })
+            .collect();
+        let cycles = match self.costs.get(&(t.kernel.0, extents.clone())) {
+            Some(c) => *c,
+            None => {
+                let c = cost::task_cost(&self.arch, t.ir, &extents)?.compute;
+                self.costs.insert((t.kernel.0, extents), c);
+                c
+            }
+        };
+        let mut args = Vec::new();
+        let mut scalars = Vec::new();
+        for (param, a) in t.ir.params.iter().zip(t.args) {
+            match (a, &param.kind) {
+                (TaskValue::Tile(v), ParamKind::Tile { dir, .. }) => {
+                    let tid = v.tensor.index();
+                    let region = if self.scalar_tensor.get(tid).copied().unwrap_or(false) {
+                        rt::Region::dense(rt::TensorId(v.tensor.0), &[0], &[1])
+                    } else {
+                        let offs: Vec<i64> = v.dims.iter().map(|d| d.0).collect();
+                        let exts: Vec<i64> = v.dims.iter().map(|d| d.1.max(1)).collect();
+                        rt::Region::dense(rt::TensorId(v.tensor.0), &offs, &exts)
+                    }
+                    .map_err(|e| e.0)?;
+                    let dir = match dir {
+                        wsp_ir::kernel::Direction::In => rt::Direction::In,
+                        wsp_ir::kernel::Direction::Out => rt::Direction::Out,
+                        wsp_ir::kernel::Direction::InOut => rt::Direction::InOut,
+                    };
+                    if dir.writes() {
+                        self.written.insert(v.tensor.0);
+                    }
+                    args.push(rt::Arg { region, dir });
+                    let d = |x: Option<usize>| x.map(|x| x as i64).unwrap_or(-1);
+                    scalars.push(d(v.row_dim));
+                    scalars.push(d(v.col_dim));
+                }
+                (TaskValue::Scalar(s), _) => scalars.push(match s {
+                    ScalarValue::Float(f) => f.to_bits() as i64,
+                    ScalarValue::Int(i) => *i,
+                    ScalarValue::UInt(u) => *u as i64,
+                    ScalarValue::Bool(b) => i64::from(*b),
+                }),
+                _ => return Err(format!("argument `{}` is of the wrong kind", param.name)),
+            }
+        }
+        let key = match &self.key {
+            Some(k) => k.eval(t.axes)?,
+            None => 0,
+        };
+        let id = *self
+            .ids
+            .get(kid)
+            .ok_or_else(|| format!("kernel #{kid} is not registered"))?;
+        if let Some(c) = self.counts.get_mut(kid) {
+            *c += 1;
+        }
+        self.rt
+            .submit(&rt::TaskDesc {
+                kernel: id,
+                coords: t.coords,
+                args: &args,
+                scalars: &scalars,
+                cycles,
+                key,
+            })
+            .map_err(|e| match e {
+                RuntimeError::Deadlock(r) => format!("deadlock: {r}"),
+                other => other.to_string(),
+            })?;
+        Ok(())
+    }
+
+    fn sync(&mut self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String> {
+        if !self.written.contains(&tensor.0) {
+            return Ok(());
+        }
+        let name = self
+            .p
+            .tensors
+            .get(tensor.index())
+            .map(|t| t.name.as_str())
+            .unwrap_or("?");
+        if !self.execute {
+            return Err(format!(
+                "the orchestration reads `{name}`, which tasks write; --timing-only cannot run a program whose control flow depends on computed data"
+            ));
+        }
+        self.rt
+            .wait_tensor(rt::TensorId(tensor.0))
+            .map_err(|e| e.to_string())?;
+        read_back(&self.rt, tensor.index(), tensors)
+    }
+}
+
+fn read_back(r: &Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<(), String> {
+    let t = tensors.get_mut(i).ok_or("bad tensor")?;
+    let bytes = r
+        .tensor_bytes(rt::TensorId(i as u32))
+        .ok_or("the runtime lost a tensor")?;
+    let n = t.len();
+    t.data = Data::from_bytes(t.dtype, bytes, n, false).ok_or("short tensor buffer")?;
+    Ok(())
+}
+
+/// Runs `program` on the runtime. Expectations are checked (failures are in
+/// [`SimRun::expects`], not errors).
+pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimRun, SimError> {
+    let data_err = |e: data::DataError| SimError::Setup {
+        code: e.code,
+        message: e.message,
+    };
+    let params = data::resolve_params(program, &opts.set).map_err(data_err)?;
+    let mut tensors =
+        data::init_tensors(program, &params, &opts.base_dir, &opts.inputs).map_err(data_err)?;
+    let (sched, w) = program
+        .select_run(opts.schedule.as_deref())
+        .map_err(setup)?;
+    let (pol, key) = policies(program, sched).map_err(setup)?;
+    let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
+    cfg.policies = pol;
+    cfg.execute = !opts.timing_only;
+    cfg.record = opts.record;
+    cfg.threads = opts.threads.max(1);
+    let mut runtime = Runtime::new(cfg).map_err(from_runtime)?;
+
+    let t0 = Instant::now();
+    let mut kernels = Vec::new();
+    let mut ids = Vec::new();
+    for k in &program.kernels {
+        let class = kernel_class(k);
+        let (engine, body): (Engine, Arc<dyn rt::Kernel>) = if opts.timing_only {
+            (Engine::None, Arc::new(Interpreted { k: k.clone() }))
+        } else {
+            let why = if opts.interpret {
+                Some("--interpret".to_string())
+            } else {
+                all_f32(k)
+            };
+            match why {
+                Some(w) => (
+                    Engine::Interpreter(w),
+                    Arc::new(Interpreted { k: k.clone() }),
+                ),
+                None => match jit.compile(k) {
+                    Ok(ck) => (Engine::Jit, Arc::new(Compiled { ck, k: k.clone() })),
+                    Err(e) if e.kind == wsp_jit::JitErrorKind::Unsupported => (
+                        Engine::Interpreter(e.message),
+                        Arc::new(Interpreted { k: k.clone() }),
+                    ),
+                    Err(e) => {
+                        return Err(SimError::Exec {
+                            code: "E0810",
+                            message: e.to_string(),
+                        })
+                    }
+                },
+            }
+        };
+        ids.push(runtime.register_kernel(&k.name, class, body));
+        kernels.push(KernelInfo {
+            name: k.name.clone(),
+            engine,
+            class,
+            tasks: 0,
+        });
+    }
+    let compile_time = t0.elapsed();
+
+    let t1 = Instant::now();
+    let mut scalar_tensor = Vec::new();
+    for (i, t) in tensors.iter().enumerate() {
+        let es = t.dtype.size_bytes() as u64;
+        let dims: Vec<i64> = if t.shape.is_empty() {
+            vec![1]
+        } else {
+            t.shape.iter().map(|d| *d as i64).collect()
+        };
+        let bytes = (!opts.timing_only).then(|| t.data.to_bytes(t.dtype));
+        let id = runtime
+            .add_tensor_data(es, &dims, bytes)
+            .map_err(|e| setup(format!("tensor `{}`: {e}", program.tensors[i].name)))?;
+        if id.0 as usize != i {
+            return Err(setup("runtime tensor ids are out of step"));
+        }
+        scalar_tensor.push(t.shape.is_empty());
+    }
+    let mut backend = RtBackend {
+        p: program,
+        rt: runtime,
+        ids,
+        key,
+        arch: opts.arch.clone(),
+        costs: HashMap::new(),
+        execute: !opts.timing_only,
+        written: HashSet::new(),
+        counts: vec![0; program.kernels.len()],
+        scalar_tensor,
+    };
+    let outcome = exec::run_workload_on(program, w, &params, &mut tensors, &mut backend);
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) if e.message.contains("deadlock: ") || e.code == "E0811" => {
+            return Err(SimError::Deadlock(e.message))
+        }
+        Err(e) => {
+            return Err(SimError::Exec {
+                code: e.code,
+                message: e.message,
+            })
+        }
+    };
+    let stats = backend.rt.finish().map_err(from_runtime)?;
+    if !opts.timing_only {
+        for i in 0..tensors.len() {
+            read_back(&backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
+                code: "E0810",
+                message: m,
+            })?;
+        }
+    }
+    let run_time = t1.elapsed();
+    for (k, c) in kernels.iter_mut().zip(&backend.counts) {
+        k.tasks = *c;
+    }
+    let (trace, graph) = if opts.record {
+        (Some(backend.rt.chrome_trace()), Some(backend.rt.dot()))
+    } else {
+        (None, None)
+    };
+    let total = i64::try_from(stats.total_cycles).unwrap_or(i64::MAX);
+    let ntasks = i64::try_from(stats.tasks).unwrap_or(i64::MAX);
+    let expects = if opts.timing_only {
+        Vec::new()
+    } else {
+        data::check_expects(program, &tensors, &opts.base_dir, |s| match s {
+            Stat::TotalCycles => Some(total),
+            Stat::Tasks => Some(ntasks),
+        })
+        .map_err(data_err)?
+    };
+    Ok(SimRun {
+        schedule: sched.map(|s| s.name.clone()),
+        workload: program
+            .workloads
+            .get(w.index())
+            .map(|w| w.name.clone())
+            .unwrap_or_default(),
+        tensors,
+        outcome,
+        stats,
+        expects,
+        kernels,
+        trace,
+        graph,
+        compile_time,
+        run_time,
+    })
+}
+
+/// The directory a program's relative `load(...)` paths resolve against.
+pub fn base_dir_of(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}

@@ -325,6 +325,13 @@ impl Lowerer {
                 .collect::<R<Vec<_>>>()?;
             return Ok(w::Init::Literal { values });
         }
+        if let ExprKind::Name(n) = &e.kind {
+            match n.name.as_str() {
+                "zeros" => return Ok(w::Init::Zeros),
+                "ones" => return Ok(w::Init::Ones),
+                _ => {}
+            }
+        }
         let ExprKind::Call {
             callee,
             coords: None,

@@ -1,0 +1,279 @@
+//! End-to-end tests of `wsp run`: summary, statistics, outputs, trace and graph, expectation
+//! failures, bad data files, bad arguments and deadlocks, with their exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn wsp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run wsp")
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wsp-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .join(format!("{name}.wsp"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const SUM4: &str = r#"
+axis rows = Dense[2]
+input  A: f32[2, 16, 16] = load("a.npy")
+input  B: f32[2, 16, 16] = random(seed: 2)
+input  C: f32[2, 16, 16] = random(seed: 3)
+input  D: f32[2, 16, 16] = random(seed: 4)
+output Y: f32[2, 16, 16]
+kernel sum4(a: in f32[16, 16], b: in f32[16, 16], c: in f32[16, 16], d: in f32[16, 16], y: out f32[16, 16]) {
+    y = a + b + c + d
+}
+workload w { for i in P(rows) { sum4[i](a: A[i], b: B[i], c: C[i], d: D[i], y: Y[i]) } }
+schedule main = w.task_window(WINDOW)
+"#;
+
+/// A `.npy` of f32 zeros with the given shape.
+fn npy_f32(shape: &[usize]) -> Vec<u8> {
+    let dims = shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let comma = if shape.len() == 1 { "," } else { "" };
+    let mut h = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}{comma}), }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((h.len() as u16).to_le_bytes());
+    out.extend(h.as_bytes());
+    out.extend(vec![0u8; 4 * shape.iter().product::<usize>()]);
+    out
+}
+
+fn sum4(d: &Path, window: u32, expect: &str) {
+    let src = SUM4.replace("WINDOW", &window.to_string()) + expect;
+    std::fs::write(d.join("p.wsp"), src).expect("write");
+    std::fs::write(d.join("a.npy"), npy_f32(&[2, 16, 16])).expect("write");
+}
+
+#[test]
+fn an_example_runs_and_prints_its_summary() {
+    let o = wsp(
+        Path::new("."),
+        &["run", &example("validated_matmul").to_string_lossy()],
+    );
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    for s in [
+        "total_cycles",
+        "tasks",
+        "busy",
+        "stalls",
+        "kernel matmul_tile",
+        "jit",
+        "expects       1/1 hold",
+        "wall",
+    ] {
+        assert!(out.contains(s), "missing `{s}` in\n{out}");
+    }
+}
+
+#[test]
+fn stats_json_reports_v9_cycles_under_the_v9_model() {
+    let o = wsp(
+        Path::new("."),
+        &[
+            "run",
+            &example("validated_matmul").to_string_lossy(),
+            "--arch",
+            "pto_wsp_v9",
+            "--stats",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats are JSON");
+    assert_eq!(v["stats"]["total_cycles"], 4864);
+    assert_eq!(v["stats"]["tasks"], 1);
+    assert_eq!(v["arch"], "pto_wsp_v9");
+    assert_eq!(v["kernels"][0]["engine"], "jit");
+}
+
+#[test]
+fn outputs_trace_and_graph_are_written() {
+    let d = tempdir("out");
+    let out = d.join("out");
+    let o = wsp(
+        &d,
+        &[
+            "run",
+            &example("tensor_data_square").to_string_lossy(),
+            "--out-dir",
+            &out.to_string_lossy(),
+            "--trace",
+            "t.json",
+            "--graph",
+            "g.dot",
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        o.stdout.is_empty(),
+        "--quiet prints nothing: {}",
+        text(&o.stdout)
+    );
+    let y = wsp_ir::npy::read_npy(&out.join("Y.npy")).expect("Y.npy is a valid .npy");
+    let golden = example("tensor_data_square").with_file_name("y_golden.npy");
+    let g = wsp_ir::npy::read_npy(&golden).expect("golden");
+    assert_eq!(y.shape, g.shape);
+    assert_eq!(y.to_f64(), g.to_f64());
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .expect("out dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["Y.npy"], "only the outputs, no temporary files");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("t.json")).expect("trace")).expect("JSON");
+    assert!(trace["traceEvents"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    assert!(std::fs::read_to_string(d.join("g.dot"))
+        .expect("graph")
+        .starts_with("digraph"));
+}
+
+#[test]
+fn a_failed_expect_exits_one_with_the_worst_element() {
+    let d = tempdir("expect");
+    sum4(&d, 8, "expect close(Y, zeros, rtol: 1e-6, atol: 1e-6)\n");
+    let o = wsp(&d, &["run", "p.wsp"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error[E0812]")
+            && err.contains("worst at [")
+            && err.contains("expected 0, found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_data_files_exit_two_naming_the_file() {
+    let d = tempdir("data");
+    sum4(&d, 8, "");
+    // Wrong shape.
+    std::fs::write(d.join("small.npy"), npy_f32(&[1, 16, 16])).expect("write");
+    let o = wsp(&d, &["run", "p.wsp", "--input", "A=small.npy"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("small.npy")
+            && err.contains("expected f32[2, 16, 16]")
+            && err.contains("found f32[1, 16, 16]"),
+        "{err}"
+    );
+    // Not a .npy file.
+    std::fs::write(d.join("junk.npy"), b"hello").expect("write");
+    let o = wsp(&d, &["run", "p.wsp", "--input", "A=junk.npy"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("junk.npy"), "{}", text(&o.stderr));
+    // Truncated.
+    let mut t = npy_f32(&[2, 16, 16]);
+    t.truncate(t.len() - 10);
+    std::fs::write(d.join("cut.npy"), t).expect("write");
+    let o = wsp(&d, &["run", "p.wsp", "--input", "A=cut.npy"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("cut.npy"), "{}", text(&o.stderr));
+    // Missing.
+    let o = wsp(&d, &["run", "p.wsp", "--input", "A=missing.npy"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("missing.npy"));
+    // Unknown tensor and param.
+    let o = wsp(&d, &["run", "p.wsp", "--input", "Q=junk.npy"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("no tensor `Q`"));
+    let o = wsp(&d, &["run", "p.wsp", "--set", "n=3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("no param `n`"));
+    // Nothing was written on failure.
+    let o = wsp(
+        &d,
+        &["run", "p.wsp", "--input", "A=junk.npy", "--out-dir", "o"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!d.join("o").exists());
+}
+
+#[test]
+fn an_impossible_schedule_deadlocks_with_exit_three_and_the_report() {
+    let d = tempdir("deadlock");
+    // Five region arguments cannot fit the tensor map of a task window of 1.
+    sum4(&d, 1, "");
+    let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("error[E0811]")
+            && err.contains("TENSORMAP_POOL_FULL")
+            && err.contains("mitigation"),
+        "{err}"
+    );
+    assert!(!d.join("o").exists(), "no output on failure");
+}
+
+#[test]
+fn a_program_with_errors_does_not_run() {
+    let d = tempdir("errors");
+    std::fs::write(d.join("p.wsp"), "kernel k(x: in f32[4, 4]) { y = x }\n").expect("write");
+    let o = wsp(&d, &["run", "p.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("does not run"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = wsp(&d, &["run", "nope.wsp"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let o = wsp(
+        &d,
+        &[
+            "run",
+            &example("validated_matmul").to_string_lossy(),
+            "--schedule",
+            "fast",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("no schedule `fast`"));
+    let o = wsp(
+        &d,
+        &[
+            "run",
+            &example("validated_matmul").to_string_lossy(),
+            "--arch",
+            "tpu",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("ascend910b"),
+        "lists the known models: {}",
+        text(&o.stderr)
+    );
+}

@@ -1,0 +1,136 @@
+//! Every example of `examples/manifest.toml` run on the runtime: outputs against the NumPy
+//! goldens (the programs' `expect`s), `total_cycles` under `pto_wsp_v9` equal to PTO-WSP v9's
+//! published figure, JIT and interpreter bit-identical, and the default model's cycles
+//! deterministic and recorded here.
+
+use std::path::{Path, PathBuf};
+use wsp_sim::{Engine, Options};
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+struct Example {
+    name: String,
+    program: PathBuf,
+    schedule: Option<String>,
+    v9: u64,
+}
+
+fn manifest() -> Vec<Example> {
+    let text = std::fs::read_to_string(examples_dir().join("manifest.toml")).expect("manifest");
+    let table: toml::Table = text.parse().expect("manifest parses");
+    table
+        .iter()
+        .map(|(name, v)| Example {
+            name: name.clone(),
+            program: examples_dir().join(v["program"].as_str().expect("program")),
+            schedule: v.get("schedule").and_then(|s| s.as_str()).map(String::from),
+            v9: v["v9_total_cycles"].as_integer().expect("v9_total_cycles") as u64,
+        })
+        .collect()
+}
+
+fn lower(path: &Path) -> wsp_ir::Program {
+    let text = std::fs::read_to_string(path).expect("example exists");
+    let mut ws = wsp_core::Workspace::new();
+    let key = path.to_string_lossy().to_string();
+    ws.set_file(&key, text);
+    wsp_lower::lower(&ws, &key)
+        .unwrap_or_else(|d| panic!("{} did not lower: {d:#?}", path.display()))
+}
+
+fn run(e: &Example, arch: &str, interpret: bool) -> wsp_sim::SimRun {
+    let p = lower(&e.program);
+    let mut o = Options::new(
+        wsp_arch::Arch::builtin(arch).expect("arch"),
+        wsp_sim::base_dir_of(&e.program),
+    );
+    o.schedule = e.schedule.clone();
+    o.interpret = interpret;
+    let jit = wsp_jit::Jit::new();
+    wsp_sim::run(&p, &jit, &o).unwrap_or_else(|err| panic!("{}: {err}", e.name))
+}
+
+fn assert_passed(e: &Example, r: &wsp_sim::SimRun) {
+    assert!(!r.expects.is_empty(), "{} has no expect", e.name);
+    for x in &r.expects {
+        assert!(
+            x.failure.is_none(),
+            "{}: {} failed: {:?}",
+            e.name,
+            x.description,
+            x.failure
+        );
+    }
+}
+
+#[test]
+fn every_example_matches_pto_wsp_v9_cycles_and_its_golden() {
+    let m = manifest();
+    assert!(m.len() >= 3);
+    for e in &m {
+        let r = run(e, "pto_wsp_v9", false);
+        assert_passed(e, &r);
+        assert_eq!(r.stats.total_cycles, e.v9, "{}: v9 total_cycles", e.name);
+    }
+}
+
+/// `total_cycles` under the default model (ascend910b), per example: deterministic, and
+/// recorded so that a change to the model or the runtime shows up here.
+const ASCEND910B_CYCLES: &[(&str, u64)] = &[
+    ("validated_matmul", 263),
+    ("tensor_data_add", 872),
+    ("tensor_data_square", 732),
+];
+
+#[test]
+fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
+    for e in &manifest() {
+        let a = run(e, "ascend910b", false);
+        assert_passed(e, &a);
+        let b = run(e, "ascend910b", false);
+        assert_eq!(a.stats.total_cycles, b.stats.total_cycles, "{}", e.name);
+        let want = ASCEND910B_CYCLES
+            .iter()
+            .find(|(n, _)| *n == e.name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "record {}'s ascend910b total_cycles ({}) in ASCEND910B_CYCLES",
+                    e.name, a.stats.total_cycles
+                )
+            })
+            .1;
+        assert_eq!(
+            a.stats.total_cycles, want,
+            "{}: ascend910b total_cycles",
+            e.name
+        );
+    }
+}
+
+/// The JIT and the reference interpreter give bit-identical outputs on every example (the
+/// kernels the JIT does not cover run in the interpreter both times).
+#[test]
+fn jit_and_interpreter_agree_bit_for_bit_on_every_example() {
+    for e in &manifest() {
+        let j = run(e, "ascend910b", false);
+        let i = run(e, "ascend910b", true);
+        assert!(i
+            .kernels
+            .iter()
+            .all(|k| matches!(k.engine, Engine::Interpreter(_))));
+        for (k, (a, b)) in j.tensors.iter().zip(&i.tensors).enumerate() {
+            let (a, b) = (a.to_f64(), b.to_f64());
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!(
+                    x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                    "{}: tensor #{k} differs: {x} vs {y}",
+                    e.name
+                );
+            }
+        }
+        assert_eq!(j.stats.total_cycles, i.stats.total_cycles, "{}", e.name);
+    }
+}

@@ -1,0 +1,186 @@
+//! `wsp_sim::run` on small programs: data-dependent control waits for its producers, views
+//! that are not row-contiguous, interpreter fallback, dispatch keys, run-time errors.
+
+use std::path::Path;
+use wsp_sim::{Engine, Options, SimError};
+
+fn lower(src: &str) -> wsp_ir::Program {
+    let mut ws = wsp_core::Workspace::new();
+    ws.set_file("t.wsp", src.to_string());
+    wsp_lower::lower(&ws, "t.wsp").unwrap_or_else(|d| panic!("did not lower: {d:#?}"))
+}
+
+fn opts(arch: &str) -> Options {
+    Options::new(wsp_arch::Arch::builtin(arch).expect("arch"), Path::new("."))
+}
+
+fn run(src: &str, o: &Options) -> Result<wsp_sim::SimRun, SimError> {
+    wsp_sim::run(&lower(src), &wsp_jit::Jit::new(), o)
+}
+
+/// The reference interpreters' tensors for the same program.
+fn reference(src: &str) -> Vec<wsp_ir::tensor::HostTensor> {
+    let p = lower(src);
+    wsp_ir::data::run_reference(&p, None, &[], &[], Path::new("."))
+        .expect("reference run")
+        .tensors
+}
+
+fn bits(t: &wsp_ir::tensor::HostTensor) -> Vec<u64> {
+    t.to_f64().iter().map(|x| x.to_bits()).collect()
+}
+
+const DEPENDENT: &str = r#"
+axis rows = Dense[4]
+input  X: f32[4, 1, 16] = random(seed: 1)
+output F: f32[4, 1, 16]
+output Y: f32[4, 1, 16]
+
+kernel mark(x: in f32[1, 16], f: out f32[1, 16]) { f = x * 0.0 + 1.0 }
+kernel twice(x: in f32[1, 16], y: out f32[1, 16]) { y = x * 2.0 }
+kernel thrice(x: in f32[1, 16], y: out f32[1, 16]) { y = x * 3.0 }
+
+workload marks { for i in P(rows) { mark[i](x: X[i], f: F[i]) } }
+workload pick {
+    for i in P(rows) {
+        when F[i, 0, 0] > 0.5 { twice[i](x: X[i], y: Y[i]) }
+        else { thrice[i](x: X[i], y: Y[i]) }
+    }
+}
+workload both = sequential(marks, pick)
+schedule main = both.dispatch(round_robin(4))
+"#;
+
+#[test]
+fn a_data_dependent_branch_sees_what_its_producer_wrote() {
+    let r = run(DEPENDENT, &opts("ascend910b")).expect("runs");
+    let names: Vec<&str> = r.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["mark", "twice", "thrice"]);
+    assert_eq!(r.kernels[1].tasks, 4, "every row took the `twice` branch");
+    assert_eq!(r.kernels[2].tasks, 0);
+    let x = r.tensors[0].to_f64();
+    let y = r.tensors[2].to_f64();
+    for (a, b) in x.iter().zip(&y) {
+        assert_eq!(*b, (*a as f32 * 2.0) as f64);
+    }
+    let refr = reference(DEPENDENT);
+    assert_eq!(bits(&r.tensors[2]), bits(&refr[2]));
+}
+
+#[test]
+fn timing_only_refuses_control_flow_on_computed_data() {
+    let mut o = opts("ascend910b");
+    o.timing_only = true;
+    let e = run(DEPENDENT, &o).expect_err("depends on computed data");
+    assert!(e.to_string().contains("`F`"), "{e}");
+    assert!(e.to_string().contains("--timing-only"), "{e}");
+}
+
+#[test]
+fn timing_only_runs_no_kernel_and_gives_the_same_cycles() {
+    let src = r#"
+axis rows = Dense[8]
+input  X: f32[8, 16, 16] = random(seed: 4)
+output Y: f32[8, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) { y = x * x }
+workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
+schedule main = w.dispatch(round_robin(4))
+"#;
+    let full = run(src, &opts("ascend910b")).expect("runs");
+    let mut o = opts("ascend910b");
+    o.timing_only = true;
+    let t = run(src, &o).expect("runs");
+    assert_eq!(t.stats.total_cycles, full.stats.total_cycles);
+    assert!(t.kernels.iter().all(|k| k.engine == Engine::None));
+    assert!(t.tensors[1].to_f64().iter().all(|v| *v == 0.0));
+}
+
+#[test]
+fn a_column_view_is_gathered_and_written_back() {
+    // `X[:, j]` keeps dimension 0 as the tile's columns: not row-contiguous.
+    let src = r#"
+axis cols = Dense[4]
+input  X: f32[16, 4] = random(seed: 2)
+output Y: f32[16, 4]
+kernel dbl(x: in f32[1, 16], y: out f32[1, 16]) { y = x * 2.0 + 1.0 }
+workload w { for j in P(cols) { dbl[j](x: X[:, j], y: Y[:, j]) } }
+"#;
+    let r = run(src, &opts("ascend910b")).expect("runs");
+    assert_eq!(r.kernels[0].engine, Engine::Jit);
+    assert_eq!(bits(&r.tensors[1]), bits(&reference(src)[1]));
+}
+
+#[test]
+fn a_kernel_the_jit_does_not_cover_runs_in_the_interpreter_and_says_why() {
+    let src = r#"
+axis rows = Dense[2]
+input  H: f16[2, 16, 16] = random(seed: 3)
+output G: f16[2, 16, 16]
+kernel h(x: in f16[16, 16], y: out f16[16, 16]) { y = x * x + x }
+workload w { for i in P(rows) { h[i](x: H[i], y: G[i]) } }
+"#;
+    let r = run(src, &opts("ascend910b")).expect("runs");
+    match &r.kernels[0].engine {
+        Engine::Interpreter(why) => assert!(why.contains("f16"), "{why}"),
+        other => panic!("expected the interpreter, got {other:?}"),
+    }
+    assert_eq!(bits(&r.tensors[1]), bits(&reference(src)[1]));
+}
+
+#[test]
+fn affinity_keys_tasks_by_their_axis_coordinate() {
+    // v9 clocks: 8 tasks of one kernel; round robin spreads them 2 per worker, affinity on
+    // the batch coordinate puts the 4 tasks of each batch on one worker.
+    let prog = |dispatch: &str| {
+        format!(
+            r#"
+axis batch = Dense[2]
+axis inner = Dense[4]
+input  X: f32[2, 4, 16, 16] = random(seed: 5)
+output Y: f32[2, 4, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
+workload w {{ for b, i in P(batch, inner) {{ sq[b, i](x: X[b, i], y: Y[b, i]) }} }}
+schedule main = w.dispatch({dispatch})
+"#
+        )
+    };
+    let task = 3 * 16 * 16; // x and y loaded, one multiply
+    let rr = run(&prog("round_robin(4)"), &opts("pto_wsp_v9")).expect("runs");
+    assert_eq!(rr.stats.total_cycles, 2 * task);
+    let aff = run(&prog("affinity(batch)"), &opts("pto_wsp_v9")).expect("runs");
+    assert_eq!(aff.stats.total_cycles, 4 * task);
+    assert_eq!(bits(&aff.tensors[1]), bits(&rr.tensors[1]));
+}
+
+#[test]
+fn an_out_of_range_view_at_run_time_names_the_task_and_the_view() {
+    let src = r#"
+param n: u32 = 4
+axis rows = DenseDyn(n)
+input  X: f32[4, 16, 16] = random(seed: 6)
+output Y: f32[4, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) { y = x * x }
+workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
+"#;
+    run(src, &opts("ascend910b")).expect("in range by default");
+    let mut o = opts("ascend910b");
+    o.set = vec![("n".into(), "5".into())];
+    let e = run(src, &o).expect_err("row 4 is out of range");
+    let m = e.to_string();
+    assert!(matches!(e, SimError::Exec { .. }), "{m}");
+    assert!(m.contains("task sq[4]") && m.contains("X["), "{m}");
+}
+
+#[test]
+fn an_unknown_schedule_directive_form_is_an_error() {
+    let src = r#"
+axis rows = Dense[2]
+input  X: f32[2, 16, 16] = random(seed: 7)
+output Y: f32[2, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) { y = x * x }
+workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
+schedule main = w.dispatch(round_robin(4)).timing(batched(2)).ready(lifo).task_window(16)
+"#;
+    let r = run(src, &opts("ascend910b")).expect("these directives are enforced");
+    assert_eq!(r.stats.tasks, 2);
+}

@@ -1564,6 +1564,21 @@ impl Runtime {
         self.check_failure()
     }
 
+    /// Waits until every task submitted so far has completed (a `sequential` boundary: later
+    /// tasks start after all earlier ones, with or without shared data). Like
+    /// [`Runtime::wait_tensor`], it moves the event clock, not the `pto_wsp_v9` clocks.
+    pub fn wait_all(&mut self) -> Result<(), RuntimeError> {
+        self.flush_batch();
+        while (self.head..self.next_seq).any(|s| self.is_live(s)) {
+            if !self.advance()? {
+                let m = "the orchestration waits for every submitted task, and some cannot run"
+                    .to_string();
+                return Err(self.deadlock(StallReason::TaskRingFull, m));
+            }
+        }
+        self.check_failure()
+    }
+
     fn has_live_writer(&self, t: TensorId) -> bool {
         let ten = &self.tensors[t.0 as usize];
         ten.buckets

@@ -152,9 +152,17 @@ pub fn main(a: Args) -> ExitCode {
     opts.record = a.trace.is_some() || a.graph.is_some();
     opts.threads = a.threads.max(1);
     opts.interpret = a.interpret;
+    if !a.quiet && std::io::stderr().is_terminal() {
+        opts.progress = Some(progress);
+    }
 
     let jit = wsp_jit::Jit::new();
-    let run = match wsp_sim::run(&program, &jit, &opts) {
+    let _ = START.set(Instant::now());
+    let result = wsp_sim::run(&program, &jit, &opts);
+    if opts.progress.is_some() && SHOWN.load(std::sync::atomic::Ordering::Relaxed) {
+        eprint!("\r\x1b[2K");
+    }
+    let run = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
@@ -210,6 +218,23 @@ pub fn main(a: Args) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+static SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The progress line of a long run (after half a second), on a terminal's stderr.
+fn progress(tasks: u64, cycles: u64) {
+    let Some(t0) = START.get() else { return };
+    let secs = t0.elapsed().as_secs_f64();
+    if secs < 0.5 {
+        return;
+    }
+    SHOWN.store(true, std::sync::atomic::Ordering::Relaxed);
+    eprint!(
+        "\r\x1b[2K  running: {tasks} tasks submitted, {cycles} cycles, {:.0} tasks/s",
+        tasks as f64 / secs
+    );
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.

@@ -156,6 +156,11 @@ pub trait TaskBackend {
     /// coordinate, a Ragged length or Sparse index): afterwards `tensors[tensor]` holds the
     /// results of every task generated so far that writes it.
     fn sync(&mut self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String>;
+    /// Called between the parts of a `sequential(...)`: every task generated so far must
+    /// finish before any later one starts ("ordered, even without shared data").
+    fn barrier(&mut self, _tensors: &mut [HostTensor]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The reference backend: copies the tiles out, runs the kernel, copies results back.
@@ -341,7 +346,16 @@ impl<'p> Machine<'p, '_> {
                     }
                 }
             }
-            WorkloadBody::Sequential { parts } | WorkloadBody::Combine { parts } => {
+            WorkloadBody::Sequential { parts } => {
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        self.backend.barrier(self.tensors).map_err(xerr)?;
+                    }
+                    self.run_workload(*part)?;
+                }
+                Ok(())
+            }
+            WorkloadBody::Combine { parts } => {
                 for part in parts {
                     self.run_workload(*part)?;
                 }

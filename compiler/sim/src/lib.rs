@@ -50,7 +50,13 @@ pub struct Options {
     pub threads: usize,
     /// Run every kernel in the reference interpreter (no JIT).
     pub interpret: bool,
+    /// Called every [`PROGRESS_EVERY`] tasks with the tasks submitted and the cycles so far
+    /// (a progress display).
+    pub progress: Option<fn(u64, u64)>,
 }
+
+/// How often [`Options::progress`] is called, in tasks.
+pub const PROGRESS_EVERY: u64 = 4096;
 
 impl Options {
     pub fn new(arch: Arch, base_dir: impl Into<PathBuf>) -> Options {
@@ -64,6 +70,7 @@ impl Options {
             record: false,
             threads: 1,
             interpret: false,
+            progress: None,
         }
     }
 }
@@ -559,6 +566,8 @@ struct RtBackend<'p> {
     counts: Vec<u64>,
     /// Runtime tensor of rank 1 standing in for a rank-0 program tensor.
     scalar_tensor: Vec<bool>,
+    submitted: u64,
+    progress: Option<fn(u64, u64)>,
 }
 
 impl TaskBackend for RtBackend<'_> {
@@ -645,6 +654,12 @@ impl TaskBackend for RtBackend<'_> {
                 RuntimeError::Deadlock(r) => format!("deadlock: {r}"),
                 other => other.to_string(),
             })?;
+        self.submitted += 1;
+        if let Some(f) = self.progress {
+            if self.submitted.is_multiple_of(PROGRESS_EVERY) {
+                f(self.submitted, self.rt.total_cycles());
+            }
+        }
         Ok(())
     }
 
@@ -667,6 +682,10 @@ impl TaskBackend for RtBackend<'_> {
             .wait_tensor(rt::TensorId(tensor.0))
             .map_err(|e| e.to_string())?;
         read_back(&self.rt, tensor.index(), tensors)
+    }
+
+    fn barrier(&mut self, _: &mut [HostTensor]) -> Result<(), String> {
+        self.rt.wait_all().map_err(|e| e.to_string())
     }
 }
 
@@ -773,6 +792,8 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         written: HashSet::new(),
         counts: vec![0; program.kernels.len()],
         scalar_tensor,
+        submitted: 0,
+        progress: opts.progress,
     };
     let outcome = exec::run_workload_on(program, w, &params, &mut tensors, &mut backend);
     let outcome = match outcome {

@@ -184,3 +184,42 @@ schedule main = w.dispatch(round_robin(4)).timing(batched(2)).ready(lifo).task_w
     let r = run(src, &opts("ascend910b")).expect("these directives are enforced");
     assert_eq!(r.stats.tasks, 2);
 }
+
+#[test]
+fn sequential_orders_parts_without_shared_data_and_combine_overlaps_them() {
+    // A vector part and a cube part touching different tensors: `combine` lets them overlap
+    // on their own cores, `sequential` starts the second after the first has finished.
+    let prog = |how: &str| {
+        format!(
+            r#"
+axis rows = Dense[4]
+input  X: f32[4, 64, 64] = random(seed: 8)
+input  A: f32[4, 16, 16] = random(seed: 9)
+output Y: f32[4, 64, 64]
+output C: f32[4, 16, 16]
+kernel sq(x: in f32[64, 64], y: out f32[64, 64]) {{ y = x * x + x }}
+kernel mm(a: in f32[16, 16], c: out f32[16, 16]) {{ c = matmul(a, a) }}
+workload vec {{ for i in P(rows) {{ sq[i](x: X[i], y: Y[i]) }} }}
+workload cube {{ for i in P(rows) {{ mm[i](a: A[i], c: C[i]) }} }}
+workload both = {how}(vec, cube)
+schedule main = both.dispatch(round_robin(4))
+"#
+        )
+    };
+    let seq = run(&prog("sequential"), &opts("ascend910b")).expect("runs");
+    let comb = run(&prog("combine"), &opts("ascend910b")).expect("runs");
+    let vec_only = run(
+        &prog("combine").replace("combine(vec, cube)", "combine(vec)"),
+        &opts("ascend910b"),
+    )
+    .expect("runs");
+    assert!(
+        seq.stats.total_cycles > comb.stats.total_cycles,
+        "sequential {} vs combine {}",
+        seq.stats.total_cycles,
+        comb.stats.total_cycles
+    );
+    assert!(seq.stats.total_cycles > vec_only.stats.total_cycles);
+    assert_eq!(bits(&seq.tensors[2]), bits(&comb.tensors[2]));
+    assert_eq!(bits(&seq.tensors[3]), bits(&comb.tensors[3]));
+}

@@ -279,7 +279,6 @@ enum PStatus {
 
 struct Proc {
     name: String,
-    body: Option<Box<dyn Process>>,
     status: PStatus,
     received: Option<Received>,
     produces: Vec<u32>,
@@ -320,10 +319,11 @@ impl ProcCx<'_> {
     }
 }
 
-/// A process as registered.
-pub struct ProcSpec {
+/// A process as registered. Its body may borrow (it lives for one
+/// [`Runtime::run_processes`] call).
+pub struct ProcSpec<'a> {
     pub name: String,
-    pub body: Box<dyn Process>,
+    pub body: Box<dyn Process + 'a>,
     pub produces: Vec<ChannelId>,
 }
 
@@ -1751,8 +1751,9 @@ impl Runtime {
 
     /// Runs processes to completion on the event clock. A channel closes when every process
     /// that produces it has finished.
-    pub fn run_processes(&mut self, specs: Vec<ProcSpec>) -> Result<(), RuntimeError> {
+    pub fn run_processes(&mut self, specs: Vec<ProcSpec<'_>>) -> Result<(), RuntimeError> {
         let base = self.procs.len();
+        let mut bodies = Vec::with_capacity(specs.len());
         for s in specs {
             let mut produces = Vec::new();
             for c in &s.produces {
@@ -1765,9 +1766,9 @@ impl Runtime {
                 ch.producers += 1;
                 produces.push(c.0);
             }
+            bodies.push(Some(s.body));
             self.procs.push(Proc {
                 name: s.name,
-                body: Some(s.body),
                 status: PStatus::Runnable,
                 received: None,
                 produces,
@@ -1779,7 +1780,7 @@ impl Runtime {
             let runnable =
                 (base..self.procs.len()).find(|i| self.procs[*i].status == PStatus::Runnable);
             if let Some(i) = runnable {
-                self.step_process(i)?;
+                self.step_process(i, &mut bodies[i - base])?;
                 continue;
             }
             if self.advance()? {
@@ -1792,8 +1793,12 @@ impl Runtime {
         }
     }
 
-    fn step_process(&mut self, i: usize) -> Result<(), RuntimeError> {
-        let Some(mut body) = self.procs[i].body.take() else {
+    fn step_process(
+        &mut self,
+        i: usize,
+        slot: &mut Option<Box<dyn Process + '_>>,
+    ) -> Result<(), RuntimeError> {
+        let Some(body) = slot.as_mut() else {
             return Ok(());
         };
         let r = {
@@ -1803,7 +1808,6 @@ impl Runtime {
             };
             body.step(&mut cx)
         };
-        self.procs[i].body = Some(body);
         let step = match r {
             Ok(s) => s,
             Err(message) => {
@@ -1817,7 +1821,7 @@ impl Runtime {
             Step::Continue => {}
             Step::Finished => {
                 self.procs[i].status = PStatus::Finished;
-                self.procs[i].body = None;
+                *slot = None;
                 for c in self.procs[i].produces.clone() {
                     let ch = &mut self.channels[c as usize];
                     ch.producers -= 1;

@@ -614,7 +614,7 @@ impl Process for Script {
     }
 }
 
-fn script(name: &str, produces: Vec<ChannelId>, steps: Vec<Step>) -> ProcSpec {
+fn script(name: &str, produces: Vec<ChannelId>, steps: Vec<Step>) -> ProcSpec<'static> {
     ProcSpec {
         name: name.into(),
         body: Box::new(Script { steps, i: 0 }),

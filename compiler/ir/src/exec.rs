@@ -161,6 +161,131 @@ pub trait TaskBackend {
     fn barrier(&mut self, _tensors: &mut [HostTensor]) -> Result<(), String> {
         Ok(())
     }
+    /// Runs a `connect` of processes itself (stepping [`connect_threads`] on its own
+    /// scheduler) and returns the tasks it generated, or `None` to let the interpreter run
+    /// it as a deterministic round-robin with its own channels.
+    fn connect(
+        &mut self,
+        _program: &Program,
+        _workload: &str,
+        _items: &[ConnectItem],
+        _params: &[ScalarValue],
+        _tensors: &mut [HostTensor],
+    ) -> Option<Result<Vec<TaskRecord>, ExecError>> {
+        None
+    }
+}
+
+/// What one step of a process did, for a scheduler outside the interpreter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProcAction {
+    /// It made progress (generated a task); step it again.
+    Continue,
+    /// Send `token` on `channel`. With `after_task`, the token is the coordinates of the
+    /// task the step generated and is delivered when that task completes.
+    Send {
+        channel: ChannelId,
+        token: Vec<i64>,
+        after_task: bool,
+    },
+    /// Wait for a token on `channel`; give it (or `None`: closed and empty) to the next step.
+    Recv { channel: ChannelId },
+    /// The process has ended.
+    Finished,
+}
+
+/// One process instance of a `connect`, stepped by an outside scheduler.
+pub struct ProcThread<'p> {
+    th: Thread<'p>,
+    /// The channels this instance produces (a channel closes when all its producers end).
+    pub produces: Vec<ChannelId>,
+}
+
+/// The process instances of a `connect` (`replicate(p, n)` gives `p#0` … `p#n-1`).
+pub fn connect_threads<'p>(
+    p: &'p Program,
+    items: &[ConnectItem],
+) -> Result<Vec<ProcThread<'p>>, ExecError> {
+    let mut out = Vec::new();
+    for item in items {
+        let proc_ = p
+            .processes
+            .get(item.process.index())
+            .ok_or_else(|| xerr(format!("process #{} does not exist", item.process.0)))?;
+        for r in 0..item.replicas {
+            out.push(ProcThread {
+                th: Thread {
+                    name: if item.replicas > 1 {
+                        format!("{}#{r}", proc_.name)
+                    } else {
+                        proc_.name.clone()
+                    },
+                    vars: vec![None; proc_.vars.len()],
+                    var_names: &proc_.vars,
+                    frames: vec![Frame::Block {
+                        stmts: &proc_.body,
+                        pc: 0,
+                    }],
+                    pending: None,
+                    awaiting: None,
+                    process: Some(item.process),
+                    waiting: None,
+                    var_axes: vec![None; proc_.vars.len()],
+                    external: None,
+                },
+                produces: proc_.produces.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+impl<'p> ProcThread<'p> {
+    /// `name` or `name#replica`.
+    pub fn name(&self) -> &str {
+        &self.th.name
+    }
+
+    /// Runs the process until its next visible action. `received` is the result of the
+    /// previous [`ProcAction::Recv`] (`Some(None)`: the channel is closed). Tasks go to
+    /// `backend`; their records are appended to `tasks`.
+    pub fn step(
+        &mut self,
+        program: &'p Program,
+        params: &[ScalarValue],
+        tensors: &mut [HostTensor],
+        backend: &mut dyn TaskBackend,
+        received: Option<Option<Vec<i64>>>,
+        tasks: &mut Vec<TaskRecord>,
+    ) -> Result<ProcAction, ExecError> {
+        let io = self.th.external.get_or_insert_with(ExtIo::default);
+        io.action = None;
+        if received.is_some() {
+            io.inbox = received;
+        }
+        let mut m = Machine {
+            p: program,
+            params,
+            tensors,
+            out: ExecOutcome::default(),
+            depth: 1,
+            backend,
+        };
+        let step = m.step(&mut self.th, &mut []);
+        tasks.append(&mut m.out.tasks);
+        let action = self.th.external.as_mut().and_then(|io| io.action.take());
+        Ok(match (step?, action) {
+            (_, Some(a)) => a,
+            (Step::Done, None) => ProcAction::Finished,
+            (Step::Progress, None) => ProcAction::Continue,
+            (Step::Blocked, None) => {
+                return Err(xerr(format!(
+                    "process `{}` blocked without a channel action",
+                    self.th.name
+                )))
+            }
+        })
+    }
 }
 
 /// The reference backend: copies the tiles out, runs the kernel, copies results back.
@@ -291,6 +416,17 @@ struct Thread<'p> {
     waiting: Option<String>,
     /// The axis each loop variable was last bound from (for dispatch keys).
     var_axes: Vec<Option<AxisId>>,
+    /// Channels are handled by an outside scheduler ([`ProcThread`]): sends and receives
+    /// become [`ProcAction`]s instead of touching the interpreter's own queues.
+    external: Option<ExtIo>,
+}
+
+#[derive(Default)]
+struct ExtIo {
+    /// What the last receive produced (`None` inside: the channel is closed).
+    inbox: Option<Option<Vec<i64>>>,
+    /// The action the step ended with.
+    action: Option<ProcAction>,
 }
 
 struct Chan {
@@ -330,6 +466,7 @@ impl<'p> Machine<'p, '_> {
                     process: None,
                     waiting: None,
                     var_axes: vec![None; wl.vars.len()],
+                    external: None,
                 };
                 let mut no_chans = Vec::new();
                 loop {
@@ -361,7 +498,15 @@ impl<'p> Machine<'p, '_> {
                 }
                 Ok(())
             }
-            WorkloadBody::Connect { processes } => self.run_connect(&wl.name, processes),
+            WorkloadBody::Connect { processes } => {
+                match self
+                    .backend
+                    .connect(self.p, &wl.name, processes, self.params, self.tensors)
+                {
+                    Some(r) => r.map(|tasks| self.out.tasks.extend(tasks)),
+                    None => self.run_connect(&wl.name, processes),
+                }
+            }
         };
         self.depth -= 1;
         r
@@ -379,37 +524,14 @@ impl<'p> Machine<'p, '_> {
                 serial: 0,
             })
             .collect();
-        for item in items {
-            let proc_ = p
-                .processes
-                .get(item.process.index())
-                .ok_or_else(|| xerr(format!("process #{} does not exist", item.process.0)))?;
-            for r in 0..item.replicas {
-                for c in &proc_.produces {
-                    let ch = chans
-                        .get_mut(c.index())
-                        .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
-                    ch.live_producers += 1;
-                }
-                threads.push(Thread {
-                    name: if item.replicas > 1 {
-                        format!("{}#{r}", proc_.name)
-                    } else {
-                        proc_.name.clone()
-                    },
-                    vars: vec![None; proc_.vars.len()],
-                    var_names: &proc_.vars,
-                    frames: vec![Frame::Block {
-                        stmts: &proc_.body,
-                        pc: 0,
-                    }],
-                    pending: None,
-                    awaiting: None,
-                    process: Some(item.process),
-                    waiting: None,
-                    var_axes: vec![None; proc_.vars.len()],
-                });
+        for pt in connect_threads(p, items)? {
+            for c in &pt.produces {
+                let ch = chans
+                    .get_mut(c.index())
+                    .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
+                ch.live_producers += 1;
             }
+            threads.push(pt.th);
         }
         let mut done = vec![false; threads.len()];
         loop {
@@ -603,7 +725,7 @@ impl<'p> Machine<'p, '_> {
                             return Ok(Step::Progress);
                         }
                         WStmt::Send { channel, payload } => {
-                            if chans.get(channel.index()).is_none() {
+                            if th.external.is_none() && chans.get(channel.index()).is_none() {
                                 return Err(xerr(format!(
                                     "in {}: `send` on channel `{}` outside a `connect` of its processes",
                                     th.name,
@@ -622,6 +744,14 @@ impl<'p> Machine<'p, '_> {
                                         .collect::<Result<_, _>>()?
                                 }
                             };
+                            if let Some(io) = th.external.as_mut() {
+                                io.action = Some(ProcAction::Send {
+                                    channel: *channel,
+                                    token: tok,
+                                    after_task: matches!(payload, SendPayload::Task(_)),
+                                });
+                                return Ok(Step::Progress);
+                            }
                             try_send(p, chans, *channel, tok, th)?;
                             return Ok(Step::Progress);
                         }
@@ -630,7 +760,7 @@ impl<'p> Machine<'p, '_> {
                             bindings,
                             body,
                         } => {
-                            if chans.get(channel.index()).is_none() {
+                            if th.external.is_none() && chans.get(channel.index()).is_none() {
                                 return Err(xerr(format!(
                                     "in {}: `consume` on channel `{}` outside a `connect` of its processes",
                                     th.name,
@@ -669,6 +799,34 @@ impl<'p> Machine<'p, '_> {
                 } => {
                     let (c, bindings, body): (ChannelId, &'p [LoopVar], &'p [WStmt]) =
                         (*channel, bindings, body);
+                    if let Some(io) = th.external.as_mut() {
+                        match io.inbox.take() {
+                            None => {
+                                io.action = Some(ProcAction::Recv { channel: c });
+                                return Ok(Step::Blocked);
+                            }
+                            Some(None) => {
+                                th.frames.pop();
+                                continue;
+                            }
+                            Some(Some(tok)) => {
+                                if tok.len() < bindings.len() {
+                                    return Err(xerr(format!(
+                                        "in {}: a token of {} values on `{}` binds {} names",
+                                        th.name,
+                                        tok.len(),
+                                        chan_name(p, c),
+                                        bindings.len()
+                                    )));
+                                }
+                                for (v, x) in bindings.iter().zip(tok) {
+                                    set_var(th, *v, x)?;
+                                }
+                                th.frames.push(Frame::Block { stmts: body, pc: 0 });
+                                return Ok(Step::Progress);
+                            }
+                        }
+                    }
                     let ch = chans
                         .get_mut(c.index())
                         .ok_or_else(|| xerr("bad channel"))?;
@@ -743,6 +901,7 @@ impl<'p> Machine<'p, '_> {
             process: None,
             waiting: None,
             var_axes: Vec::new(),
+            external: None,
         };
         let domain = self.domain(&scratch, it)?;
         for tuple in domain {

@@ -14,6 +14,7 @@
 //! The schedule's directives become runtime [`Policies`]; a directive the simulator does not
 //! enforce is an error, never silently dropped.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
 use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
 use wsp_ir::workload::{DirValue, Directive, ExprOp, Program, Schedule, Stat, TensorId};
 use wsp_runtime as rt;
-use wsp_runtime::{Arch, CoreClass, Policies, RawTask, Runtime, RuntimeError};
+use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
 
 /// What to run and how.
 #[derive(Clone, Debug)]
@@ -554,29 +555,55 @@ fn all_f32(k: &Kernel) -> Option<String> {
 
 // ------------------------------------------------------------------- the backend
 
-struct RtBackend<'p> {
+/// Everything needed to turn a generated task into a runtime submission.
+struct Submitter<'p> {
     p: &'p Program,
-    rt: Runtime,
     ids: Vec<rt::KernelId>,
     key: Option<Key>,
     arch: Arch,
-    costs: HashMap<(u32, Vec<Option<[u32; 2]>>), u64>,
+    costs: HashMap<(u32, cost::Extents), u64>,
     execute: bool,
     written: HashSet<u32>,
     counts: Vec<u64>,
     /// Runtime tensor of rank 1 standing in for a rank-0 program tensor.
     scalar_tensor: Vec<bool>,
+    /// Runtime channel of each program channel.
+    channels: Vec<rt::ChannelId>,
     submitted: u64,
     progress: Option<fn(u64, u64)>,
 }
 
-impl TaskBackend for RtBackend<'_> {
-    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
-        if let Some(proc_) = t.process {
-            return Err(format!(
-                "process `{proc_}`: CSP pipelines do not run on the runtime yet"
-            ));
+/// A task ready to submit.
+struct Prepared {
+    kernel: rt::KernelId,
+    args: Vec<rt::Arg>,
+    scalars: Vec<i64>,
+    cycles: u64,
+    key: i64,
+}
+
+impl Prepared {
+    fn desc<'a>(&'a self, coords: &'a [i64]) -> rt::TaskDesc<'a> {
+        rt::TaskDesc {
+            kernel: self.kernel,
+            coords,
+            args: &self.args,
+            scalars: &self.scalars,
+            cycles: self.cycles,
+            key: self.key,
         }
+    }
+}
+
+fn submit_error(e: RuntimeError) -> String {
+    match e {
+        RuntimeError::Deadlock(r) => format!("deadlock: {r}"),
+        other => other.to_string(),
+    }
+}
+
+impl Submitter<'_> {
+    fn prepare(&mut self, t: &TaskInstance<'_>) -> Result<Prepared, String> {
         let kid = t.kernel.index();
         let extents: Vec<Option<[u32; 2]>> = t
             .args
@@ -634,36 +661,37 @@ impl TaskBackend for RtBackend<'_> {
             Some(k) => k.eval(t.axes)?,
             None => 0,
         };
-        let id = *self
+        let kernel = *self
             .ids
             .get(kid)
             .ok_or_else(|| format!("kernel #{kid} is not registered"))?;
         if let Some(c) = self.counts.get_mut(kid) {
             *c += 1;
         }
-        self.rt
-            .submit(&rt::TaskDesc {
-                kernel: id,
-                coords: t.coords,
-                args: &args,
-                scalars: &scalars,
-                cycles,
-                key,
-            })
-            .map_err(|e| match e {
-                RuntimeError::Deadlock(r) => format!("deadlock: {r}"),
-                other => other.to_string(),
-            })?;
+        Ok(Prepared {
+            kernel,
+            args,
+            scalars,
+            cycles,
+            key,
+        })
+    }
+
+    fn submitted(&mut self, r: &Runtime) {
         self.submitted += 1;
         if let Some(f) = self.progress {
             if self.submitted.is_multiple_of(PROGRESS_EVERY) {
-                f(self.submitted, self.rt.total_cycles());
+                f(self.submitted, r.total_cycles());
             }
         }
-        Ok(())
     }
 
-    fn sync(&mut self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String> {
+    fn sync(
+        &self,
+        r: &mut Runtime,
+        tensor: TensorId,
+        tensors: &mut [HostTensor],
+    ) -> Result<(), String> {
         if !self.written.contains(&tensor.0) {
             return Ok(());
         }
@@ -678,14 +706,171 @@ impl TaskBackend for RtBackend<'_> {
                 "the orchestration reads `{name}`, which tasks write; --timing-only cannot run a program whose control flow depends on computed data"
             ));
         }
-        self.rt
-            .wait_tensor(rt::TensorId(tensor.0))
+        r.wait_tensor(rt::TensorId(tensor.0))
             .map_err(|e| e.to_string())?;
-        read_back(&self.rt, tensor.index(), tensors)
+        read_back(r, tensor.index(), tensors)
+    }
+}
+
+/// The main orchestration's backend.
+struct RtBackend<'p> {
+    rt: Runtime,
+    s: Submitter<'p>,
+}
+
+impl TaskBackend for RtBackend<'_> {
+    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+        let pr = self.s.prepare(t)?;
+        self.rt.submit(&pr.desc(t.coords)).map_err(submit_error)?;
+        self.s.submitted(&self.rt);
+        Ok(())
+    }
+
+    fn sync(&mut self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String> {
+        self.s.sync(&mut self.rt, tensor, tensors)
     }
 
     fn barrier(&mut self, _: &mut [HostTensor]) -> Result<(), String> {
         self.rt.wait_all().map_err(|e| e.to_string())
+    }
+
+    /// Runs the processes of a `connect` as runtime processes: each steps its interpreter
+    /// thread, submits its tasks from its own process (its own `pto_wsp_v9` clock), and sends
+    /// and receives on runtime channels (depth, closing, deadlock reports are the runtime's).
+    fn connect(
+        &mut self,
+        program: &Program,
+        _workload: &str,
+        items: &[wsp_ir::workload::ConnectItem],
+        params: &[ScalarValue],
+        tensors: &mut [HostTensor],
+    ) -> Option<Result<Vec<exec::TaskRecord>, exec::ExecError>> {
+        let threads = match exec::connect_threads(program, items) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        let RtBackend { rt, s } = self;
+        let channels = s.channels.clone();
+        let shared = RefCell::new((s, tensors, Vec::new()));
+        let mut specs = Vec::new();
+        for mut th in threads {
+            let name = th.name().to_string();
+            let mut produces = Vec::new();
+            for c in &th.produces {
+                match channels.get(c.index()) {
+                    Some(id) => produces.push(*id),
+                    None => {
+                        return Some(Err(exec::ExecError {
+                            code: "E0810",
+                            message: format!("process `{name}` produces an unknown channel"),
+                        }))
+                    }
+                }
+            }
+            let sh = &shared;
+            let chans = &channels;
+            let body = move |cx: &mut ProcCx<'_>| -> Result<rt::Step, String> {
+                let received = cx.received().map(|r| match r {
+                    rt::Received::Token(t) => Some(t.values().to_vec()),
+                    rt::Received::Closed => None,
+                });
+                let mut g = sh.borrow_mut();
+                let (s, tensors, tasks) = &mut *g;
+                let mut pb = ProcBackend { cx, s, last: None };
+                let action = th
+                    .step(program, params, tensors, &mut pb, received, tasks)
+                    .map_err(|e| e.message)?;
+                let ch = |c: wsp_ir::workload::ChannelId| {
+                    chans
+                        .get(c.index())
+                        .copied()
+                        .ok_or_else(|| format!("unknown channel #{}", c.0))
+                };
+                Ok(match action {
+                    exec::ProcAction::Continue => rt::Step::Continue,
+                    exec::ProcAction::Finished => rt::Step::Finished,
+                    exec::ProcAction::Recv { channel } => rt::Step::Recv { ch: ch(channel)? },
+                    exec::ProcAction::Send {
+                        channel,
+                        token,
+                        after_task,
+                    } => {
+                        if token.len() > rt::MAX_RANK {
+                            return Err(format!(
+                                "a token of {} values (at most {})",
+                                token.len(),
+                                rt::MAX_RANK
+                            ));
+                        }
+                        rt::Step::Send {
+                            ch: ch(channel)?,
+                            token: rt::Token::new(&token),
+                            after: if after_task { pb.last } else { None },
+                        }
+                    }
+                })
+            };
+            specs.push(rt::ProcSpec {
+                name,
+                body: Box::new(body),
+                produces,
+            });
+        }
+        let r = rt.run_processes(specs);
+        let (_, _, tasks) = shared.into_inner();
+        Some(match r {
+            Ok(()) => Ok(tasks),
+            Err(RuntimeError::Deadlock(rep)) => Err(exec::ExecError {
+                code: "E0811",
+                message: format!("deadlock: {rep}"),
+            }),
+            Err(e) => Err(exec::ExecError {
+                code: "E0810",
+                message: e.to_string(),
+            }),
+        })
+    }
+}
+
+/// The backend of one process step: submits through the process's context.
+struct ProcBackend<'c, 'r, 's, 'p> {
+    cx: &'c mut ProcCx<'r>,
+    s: &'s mut Submitter<'p>,
+    /// The task this step submitted (a token sent with it waits for it).
+    last: Option<rt::TaskId>,
+}
+
+impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
+    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+        let pr = self.s.prepare(t)?;
+        let id = self.cx.submit(&pr.desc(t.coords)).map_err(submit_error)?;
+        self.last = Some(id);
+        self.s.submitted(self.cx.runtime());
+        Ok(())
+    }
+
+    fn sync(&mut self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String> {
+        self.s.sync(self.cx.runtime(), tensor, tensors)
+    }
+
+    fn barrier(&mut self, _: &mut [HostTensor]) -> Result<(), String> {
+        self.cx.runtime().wait_all().map_err(|e| e.to_string())
+    }
+
+    fn connect(
+        &mut self,
+        _: &Program,
+        workload: &str,
+        _: &[wsp_ir::workload::ConnectItem],
+        _: &[ScalarValue],
+        _: &mut [HostTensor],
+    ) -> Option<Result<Vec<exec::TaskRecord>, exec::ExecError>> {
+        Some(Err(exec::ExecError {
+            code: "E0810",
+            message: format!(
+                "a process runs `{workload}`, a `connect`; pipelines do not nest inside processes"
+            ),
+        }))
     }
 }
 
@@ -781,19 +966,27 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         }
         scalar_tensor.push(t.shape.is_empty());
     }
+    let channels = program
+        .channels
+        .iter()
+        .map(|c| runtime.add_channel(&c.name, c.depth, (c.latency > 0).then_some(c.latency)))
+        .collect();
     let mut backend = RtBackend {
-        p: program,
         rt: runtime,
-        ids,
-        key,
-        arch: opts.arch.clone(),
-        costs: HashMap::new(),
-        execute: !opts.timing_only,
-        written: HashSet::new(),
-        counts: vec![0; program.kernels.len()],
-        scalar_tensor,
-        submitted: 0,
-        progress: opts.progress,
+        s: Submitter {
+            p: program,
+            ids,
+            key,
+            arch: opts.arch.clone(),
+            costs: HashMap::new(),
+            execute: !opts.timing_only,
+            written: HashSet::new(),
+            counts: vec![0; program.kernels.len()],
+            scalar_tensor,
+            channels,
+            submitted: 0,
+            progress: opts.progress,
+        },
     };
     let outcome = exec::run_workload_on(program, w, &params, &mut tensors, &mut backend);
     let outcome = match outcome {
@@ -818,7 +1011,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         }
     }
     let run_time = t1.elapsed();
-    for (k, c) in kernels.iter_mut().zip(&backend.counts) {
+    for (k, c) in kernels.iter_mut().zip(&backend.s.counts) {
         k.tasks = *c;
     }
     let (trace, graph) = if opts.record {

@@ -14,7 +14,8 @@ struct Example {
     name: String,
     program: PathBuf,
     schedule: Option<String>,
-    v9: u64,
+    /// PTO-WSP v9's published `total_cycles` (`None`: an example beyond v9).
+    v9: Option<u64>,
 }
 
 fn manifest() -> Vec<Example> {
@@ -26,7 +27,9 @@ fn manifest() -> Vec<Example> {
             name: name.clone(),
             program: examples_dir().join(v["program"].as_str().expect("program")),
             schedule: v.get("schedule").and_then(|s| s.as_str()).map(String::from),
-            v9: v["v9_total_cycles"].as_integer().expect("v9_total_cycles") as u64,
+            v9: v
+                .get("v9_total_cycles")
+                .map(|c| c.as_integer().expect("v9_total_cycles is an integer") as u64),
         })
         .collect()
 }
@@ -72,7 +75,9 @@ fn every_example_matches_pto_wsp_v9_cycles_and_its_golden() {
     for e in &m {
         let r = run(e, "pto_wsp_v9", false);
         assert_passed(e, &r);
-        assert_eq!(r.stats.total_cycles, e.v9, "{}: v9 total_cycles", e.name);
+        if let Some(v9) = e.v9 {
+            assert_eq!(r.stats.total_cycles, v9, "{}: v9 total_cycles", e.name);
+        }
     }
 }
 
@@ -82,6 +87,9 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("validated_matmul", 263),
     ("tensor_data_add", 872),
     ("tensor_data_square", 732),
+    ("moe_routing", 846),
+    ("varlen_attention", 2154),
+    ("flash_attention", 10412),
 ];
 
 #[test]

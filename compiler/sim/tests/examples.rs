@@ -44,6 +44,10 @@ fn lower(path: &Path) -> wsp_ir::Program {
 }
 
 fn run(e: &Example, arch: &str, interpret: bool) -> wsp_sim::SimRun {
+    run_threads(e, arch, interpret, 1)
+}
+
+fn run_threads(e: &Example, arch: &str, interpret: bool, threads: usize) -> wsp_sim::SimRun {
     let p = lower(&e.program);
     let mut o = Options::new(
         wsp_arch::Arch::builtin(arch).expect("arch"),
@@ -51,6 +55,7 @@ fn run(e: &Example, arch: &str, interpret: bool) -> wsp_sim::SimRun {
     );
     o.schedule = e.schedule.clone();
     o.interpret = interpret;
+    o.threads = threads;
     let jit = wsp_jit::Jit::new();
     wsp_sim::run(&p, &jit, &o).unwrap_or_else(|err| panic!("{}: {err}", e.name))
 }
@@ -97,8 +102,13 @@ fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
     for e in &manifest() {
         let a = run(e, "ascend910b", false);
         assert_passed(e, &a);
-        let b = run(e, "ascend910b", false);
+        // Kernels on two host threads: the same cycles and the same bits.
+        let b = run_threads(e, "ascend910b", false, 2);
+        assert_passed(e, &b);
         assert_eq!(a.stats.total_cycles, b.stats.total_cycles, "{}", e.name);
+        for (x, y) in a.tensors.iter().zip(&b.tensors) {
+            assert_eq!(x.to_f64(), y.to_f64(), "{}", e.name);
+        }
         let want = ASCEND910B_CYCLES
             .iter()
             .find(|(n, _)| *n == e.name)

@@ -1,16 +1,9 @@
-//! Schedule policies as a registry: each policy kind has a parser entry and declares, per
-//! backend, whether it is enforced, recorded, diagnosed or unsupported.
+//! Schedule policies as a registry: each policy kind has a parser entry and the key of its row in
+//! the capability matrix of `wsp_arch::capabilities`, which declares, per backend, whether it is
+//! enforced, recorded, diagnosed or unsupported (the runtime keeps no table of its own).
 
-use std::fmt;
-
-/// How a backend treats a policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Support {
-    Enforced,
-    Recorded,
-    Diagnosed,
-    Unsupported,
-}
+pub use wsp_arch::capabilities::Support;
+use wsp_arch::capabilities::{self, Backend};
 
 /// Dispatch of tasks to modeled cores of their class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,8 +70,8 @@ impl Default for Policies {
 pub struct PolicyInfo {
     pub directive: &'static str,
     pub form: &'static str,
-    /// Support on (simulator, ascend, aie).
-    pub support: [(&'static str, Support); 3],
+    /// The row of the capability matrix (`wsp_arch::capabilities::MATRIX`) declaring support.
+    pub capability: &'static str,
     pub parse: fn(&[u32], &mut Policies) -> Result<(), String>,
 }
 
@@ -97,14 +90,12 @@ fn none(args: &[u32], what: &str) -> Result<(), String> {
     }
 }
 
-use Support::*;
-
 /// Every policy the runtime knows.
 pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "dispatch",
         form: "round_robin",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        capability: "dispatch.round_robin",
         parse: |a, p| {
             p.dispatch = Dispatch::RoundRobin(one(a, "round_robin")?);
             Ok(())
@@ -113,7 +104,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "dispatch",
         form: "affinity",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Enforced)],
+        capability: "dispatch.affinity",
         parse: |a, p| {
             none(a, "affinity")?;
             p.dispatch = Dispatch::Affinity;
@@ -123,7 +114,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "dispatch",
         form: "hash",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        capability: "dispatch.hash",
         parse: |a, p| {
             none(a, "hash")?;
             p.dispatch = Dispatch::Hash;
@@ -133,11 +124,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "dispatch",
         form: "work_steal",
-        support: [
-            ("sim", Enforced),
-            ("ascend", Recorded),
-            ("aie", Unsupported),
-        ],
+        capability: "dispatch.work_steal",
         parse: |a, p| {
             none(a, "work_steal")?;
             p.dispatch = Dispatch::WorkSteal;
@@ -147,7 +134,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "ready",
         form: "fifo",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Enforced)],
+        capability: "ready.fifo",
         parse: |a, p| {
             none(a, "fifo")?;
             p.ready = ReadyOrder::Fifo;
@@ -157,11 +144,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "ready",
         form: "lifo",
-        support: [
-            ("sim", Enforced),
-            ("ascend", Recorded),
-            ("aie", Unsupported),
-        ],
+        capability: "ready.lifo",
         parse: |a, p| {
             none(a, "lifo")?;
             p.ready = ReadyOrder::Lifo;
@@ -171,11 +154,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "ready",
         form: "priority",
-        support: [
-            ("sim", Enforced),
-            ("ascend", Recorded),
-            ("aie", Unsupported),
-        ],
+        capability: "ready.priority",
         parse: |a, p| {
             none(a, "priority")?;
             p.ready = ReadyOrder::Priority;
@@ -185,7 +164,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "timing",
         form: "immediate",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Enforced)],
+        capability: "timing.immediate",
         parse: |a, p| {
             none(a, "immediate")?;
             p.timing = Timing::Immediate;
@@ -195,7 +174,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "timing",
         form: "batched",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        capability: "timing.batched",
         parse: |a, p| {
             p.timing = Timing::Batched(one(a, "batched")?);
             Ok(())
@@ -204,7 +183,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "timing",
         form: "interleaved",
-        support: [("sim", Enforced), ("ascend", Recorded), ("aie", Diagnosed)],
+        capability: "timing.interleaved",
         parse: |a, p| {
             p.timing = Timing::Interleaved(one(a, "interleaved")?);
             Ok(())
@@ -213,7 +192,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "timing",
         form: "rate_limit",
-        support: [("sim", Enforced), ("ascend", Recorded), ("aie", Diagnosed)],
+        capability: "timing.rate_limit",
         parse: |a, p| {
             p.timing = Timing::RateLimit(one(a, "rate_limit")?);
             Ok(())
@@ -222,7 +201,7 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "task_window",
         form: "task_window",
-        support: [("sim", Enforced), ("ascend", Enforced), ("aie", Diagnosed)],
+        capability: "task_window",
         parse: |a, p| {
             p.task_window = one(a, "task_window")?;
             Ok(())
@@ -231,28 +210,13 @@ pub const REGISTRY: &[PolicyInfo] = &[
     PolicyInfo {
         directive: "streams",
         form: "streams",
-        support: [
-            ("sim", Enforced),
-            ("ascend", Enforced),
-            ("aie", Unsupported),
-        ],
+        capability: "streams",
         parse: |a, p| {
             p.streams = Some(Streams(one(a, "streams")?));
             Ok(())
         },
     },
 ];
-
-impl fmt::Display for Support {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Enforced => "enforced",
-            Recorded => "recorded",
-            Diagnosed => "diagnosed",
-            Unsupported => "unsupported",
-        })
-    }
-}
 
 impl Policies {
     /// Applies a directive form with integer arguments, e.g. `("round_robin", &[4])`.
@@ -270,15 +234,12 @@ impl Policies {
         (info.parse)(args, self)
     }
 
-    /// How `backend` treats the policy form `form`.
+    /// How `backend` (`sim`, `ascend`, `aie`) treats the policy form `form`, as the capability
+    /// matrix declares it.
     pub fn support(form: &str, backend: &str) -> Option<Support> {
-        REGISTRY
-            .iter()
-            .find(|i| i.form == form)?
-            .support
-            .iter()
-            .find(|(b, _)| *b == backend)
-            .map(|(_, s)| *s)
+        let info = REGISTRY.iter().find(|i| i.form == form)?;
+        let backend = Backend::from_name(backend)?;
+        capabilities::support(backend, info.capability).map(|e| e.support)
     }
 }
 
@@ -305,6 +266,20 @@ mod tests {
             .apply("teleport", &[])
             .unwrap_err()
             .contains("round_robin"));
+    }
+
+    #[test]
+    fn every_policy_has_a_row_in_the_capability_matrix() {
+        for info in REGISTRY {
+            let cap = capabilities::capability(info.capability)
+                .unwrap_or_else(|| panic!("no capability row `{}`", info.capability));
+            assert_eq!(
+                capabilities::schedule_key(info.directive, Some(info.form))
+                    .or_else(|| capabilities::schedule_key(info.directive, None)),
+                Some(cap.key)
+            );
+        }
+        assert_eq!(Policies::support("round_robin", "gpu"), None);
     }
 
     #[test]

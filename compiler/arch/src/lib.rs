@@ -7,6 +7,8 @@
 //! ([`Arch::op_cycles`], [`Arch::matmul_cycles`], [`Arch::dma_cycles`]) are what the compiler uses
 //! to price a task and what the runtime uses to add dispatch and transfer time.
 
+pub mod capabilities;
+
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;

@@ -77,6 +77,8 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         tensors: BTreeMap::new(),
         kernels: BTreeMap::new(),
         workloads: BTreeMap::new(),
+        channels: BTreeMap::new(),
+        processes: BTreeMap::new(),
         file: FileName::new(root.path(db).as_str()),
         offset: 0,
     };
@@ -86,20 +88,30 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         .iter()
         .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
         .collect();
-    // Workload names first, so schedules and combine can refer to any workload.
+    // Workload and process names first, so schedules, `combine` and `connect` can refer to
+    // any of them. Processes are lowered in this same item order (the last pass).
     let mut wl_index = 0u32;
+    let mut proc_index = 0u32;
     for (_, it) in &items {
-        if let ItemKind::Workload(wl) = &it.kind {
-            l.workloads
-                .insert(wl.name.name.clone(), w::WorkloadId(wl_index));
-            wl_index += 1;
+        match &it.kind {
+            ItemKind::Workload(wl) => {
+                l.workloads
+                    .insert(wl.name.name.clone(), w::WorkloadId(wl_index));
+                wl_index += 1;
+            }
+            ItemKind::Process(pr) => {
+                l.processes
+                    .insert(pr.name.name.clone(), w::ProcessId(proc_index));
+                proc_index += 1;
+            }
+            _ => {}
         }
     }
     let mut errs = Vec::new();
     // Declarations before uses: imported modules come after the root, so go in passes by kind.
     let passes: [&dyn Fn(&ItemKind) -> bool; 6] = [
         &|k| matches!(k, ItemKind::Const(_) | ItemKind::Param(_)),
-        &|k| matches!(k, ItemKind::Tensor(_)),
+        &|k| matches!(k, ItemKind::Tensor(_) | ItemKind::Channel(_)),
         &|k| matches!(k, ItemKind::Axis(_)),
         &|k| matches!(k, ItemKind::Kernel(_)),
         &|k| matches!(k, ItemKind::Workload(_)),
@@ -156,6 +168,8 @@ struct Lowerer {
     tensors: BTreeMap<String, w::TensorId>,
     kernels: BTreeMap<String, w::KernelId>,
     workloads: BTreeMap<String, w::WorkloadId>,
+    channels: BTreeMap<String, w::ChannelId>,
+    processes: BTreeMap<String, w::ProcessId>,
     file: FileName,
     offset: u32,
 }
@@ -217,8 +231,12 @@ impl Lowerer {
             }
             ItemKind::Schedule(s) => self.schedule(s),
             ItemKind::Expect(e) => self.expect(e),
-            ItemKind::Channel(c) => Err(self.unsupported(c.name.span, "a channel")),
-            ItemKind::Process(pr) => Err(self.unsupported(pr.name.span, "a process")),
+            ItemKind::Channel(c) => self.channel(c),
+            ItemKind::Process(pr) => {
+                let lp = self.process(pr)?;
+                self.p.processes.push(lp);
+                Ok(())
+            }
         }
     }
 
@@ -631,6 +649,12 @@ impl Lowerer {
                 else {
                     return Err(self.unsupported(e.span, "this workload expression"));
                 };
+                if is_name(callee, "connect") {
+                    out.body = w::WorkloadBody::Connect {
+                        processes: self.connect_items(args)?,
+                    };
+                    return Ok(out);
+                }
                 let mut parts = Vec::new();
                 for a in args {
                     match &a.value.kind {
@@ -650,6 +674,113 @@ impl Lowerer {
             }
         }
         Ok(out)
+    }
+
+    /// `channel c: Channel[depth: 2, latency: 10]` (depth 1 and latency 0 when omitted).
+    fn channel(&mut self, c: &ast::ChannelDecl) -> R<()> {
+        let mut depth = 1u32;
+        let mut latency = 0u64;
+        for a in &c.args {
+            let what = a.name.as_ref().map(|n| n.name.as_str());
+            let v = self.const_int(&a.value).map_err(|_| {
+                self.unsupported(
+                    a.value.span,
+                    "a channel argument that is not a constant integer",
+                )
+            })?;
+            match what {
+                Some("depth") => {
+                    depth = u32::try_from(v).map_err(|_| {
+                        self.unsupported(a.value.span, format!("a channel depth of {v}"))
+                    })?
+                }
+                Some("latency") => {
+                    latency = u64::try_from(v).map_err(|_| {
+                        self.unsupported(a.value.span, format!("a channel latency of {v}"))
+                    })?
+                }
+                _ => return Err(self.unsupported(a.span, "this channel argument")),
+            }
+        }
+        self.channels.insert(
+            c.name.name.clone(),
+            w::ChannelId(self.p.channels.len() as u32),
+        );
+        self.p.channels.push(w::Channel {
+            name: c.name.name.clone(),
+            depth,
+            latency,
+        });
+        Ok(())
+    }
+
+    fn channel_id(&self, n: &ast::Ident) -> R<w::ChannelId> {
+        self.channels
+            .get(&n.name)
+            .copied()
+            .ok_or_else(|| self.unsupported(n.span, format!("`{}` as a channel", n.name)))
+    }
+
+    /// `process p consumes a produces b { body }`.
+    fn process(&self, pr: &ast::Process) -> R<w::Process> {
+        let consumes = pr
+            .consumes
+            .iter()
+            .map(|c| self.channel_id(c))
+            .collect::<R<Vec<_>>>()?;
+        let produces = pr
+            .produces
+            .iter()
+            .map(|c| self.channel_id(c))
+            .collect::<R<Vec<_>>>()?;
+        let mut names = Vec::new();
+        let body = self.wblock(&pr.body, &mut names, &mut BTreeMap::new())?;
+        Ok(w::Process {
+            name: pr.name.name.clone(),
+            consumes,
+            produces,
+            vars: names,
+            body,
+        })
+    }
+
+    /// The arguments of `connect(p1, p2, replicate(worker, 4))`.
+    fn connect_items(&self, args: &[ast::Arg]) -> R<Vec<w::ConnectItem>> {
+        let mut items = Vec::new();
+        for a in args {
+            let (proc_expr, replicas) = match &a.value.kind {
+                ExprKind::Call {
+                    callee,
+                    coords: None,
+                    args: rargs,
+                } if is_name(callee, "replicate") && rargs.len() == 2 => {
+                    let n = self.const_int(&rargs[1].value).map_err(|_| {
+                        self.unsupported(
+                            rargs[1].value.span,
+                            "a `replicate` count that is not a constant integer",
+                        )
+                    })?;
+                    let n = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        self.unsupported(
+                            rargs[1].value.span,
+                            format!("`replicate` with a count of {n} (it needs at least 1)"),
+                        )
+                    })?;
+                    (&rargs[0].value, n)
+                }
+                _ => (&a.value, 1),
+            };
+            match &proc_expr.kind {
+                ExprKind::Name(n) if self.processes.contains_key(&n.name) => {
+                    items.push(w::ConnectItem {
+                        process: self.processes[&n.name],
+                        replicas,
+                    })
+                }
+                _ => return Err(self.unsupported(a.span, "this `connect` part")),
+            }
+        }
+        Ok(items)
     }
 
     fn wblock(
@@ -782,6 +913,45 @@ impl Lowerer {
                 Ok(w::WStmt::When {
                     branches: bs,
                     otherwise,
+                })
+            }
+            StmtKind::Send { channel, value } => {
+                let channel = self.channel_id(channel)?;
+                let payload = match &value.kind {
+                    ExprKind::Call {
+                        coords: Some(_), ..
+                    } => w::SendPayload::Task(self.task_call(value, vars)?),
+                    ExprKind::Tuple(xs) => w::SendPayload::Values {
+                        values: xs
+                            .iter()
+                            .map(|x| self.rexpr(x, vars))
+                            .collect::<R<Vec<_>>>()?,
+                    },
+                    _ => w::SendPayload::Values {
+                        values: vec![self.rexpr(value, vars)?],
+                    },
+                };
+                Ok(w::WStmt::Send { channel, payload })
+            }
+            StmtKind::Consume {
+                channel,
+                bindings,
+                body,
+            } => {
+                let channel = self.channel_id(channel)?;
+                let mut inner = vars.clone();
+                let mut lvs = Vec::new();
+                for b in bindings {
+                    let id = w::LoopVar(names.len() as u32);
+                    names.push(b.name.clone());
+                    inner.insert(b.name.clone(), id);
+                    lvs.push(id);
+                }
+                let body = self.wblock(body, names, &mut inner)?;
+                Ok(w::WStmt::Consume {
+                    channel,
+                    bindings: lvs,
+                    body,
                 })
             }
             StmtKind::Expr(e) => match &e.kind {

@@ -118,10 +118,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         &|k| {
             matches!(
                 k,
-                ItemKind::Schedule(_)
-                    | ItemKind::Expect(_)
-                    | ItemKind::Channel(_)
-                    | ItemKind::Process(_)
+                ItemKind::Schedule(_) | ItemKind::Expect(_) | ItemKind::Process(_)
             )
         },
     ];

@@ -264,7 +264,15 @@ fn processes_waiting_on_each_other_deadlock_with_e0811() {
         Ok(_) => panic!("a cycle of consumes must deadlock"),
         Err(e) => e,
     };
-    for part in ["E0811", "deadlock", "`left`", "`right`", "`ping`", "`pong`"] {
+    // Both processes wait on an empty channel the other would fill.
+    for part in [
+        "E0811",
+        "deadlock in `w`",
+        "`left` waits on `pong`",
+        "`right` waits on `ping`",
+        "`ping` 0/1",
+        "`pong` 0/1",
+    ] {
         assert!(err.contains(part), "{part} missing from: {err}");
     }
 }

@@ -305,3 +305,30 @@ workload w = connect(feeder, replicate(worker, n))
     let at = src.find("replicate(worker, n)").expect("in source") + "replicate(worker, ".len();
     assert_eq!(d.primary.span.start as usize, at, "{d:#?}");
 }
+
+/// The language reference's §7 sketch (tests/ui/lang_csp.wsp) lowers to valid IR.
+#[test]
+fn the_language_reference_pipeline_lowers() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui/lang_csp.wsp");
+    let text = std::fs::read_to_string(&path).expect("fixture exists");
+    let p = lower_ok("lang_csp.wsp", &text);
+    let chans: Vec<(&str, u32)> = p
+        .channels
+        .iter()
+        .map(|c| (c.name.as_str(), c.depth))
+        .collect();
+    assert_eq!(chans, [("l2c", 2), ("c2s", 2)]);
+    let procs: Vec<(&str, usize, usize)> = p
+        .processes
+        .iter()
+        .map(|x| (x.name.as_str(), x.consumes.len(), x.produces.len()))
+        .collect();
+    assert_eq!(
+        procs,
+        [("loader", 0, 1), ("computer", 1, 1), ("storer", 1, 0)]
+    );
+    assert!(matches!(
+        p.workloads[0].body,
+        wsp_ir::workload::WorkloadBody::Connect { ref processes } if processes.len() == 3
+    ));
+}

@@ -33,6 +33,10 @@ pub struct FileSet {
     /// schedules' `.target(...)` for resource checks.
     #[returns(ref)]
     pub arch: Option<String>,
+    /// The backend chosen by the driver (`wsp check --target`) for capability checks; `None`:
+    /// no capability diagnostics.
+    #[returns(ref)]
+    pub target: Option<crate::capabilities::Target>,
 }
 
 /// The database trait every query takes.

@@ -3,6 +3,7 @@
 //! The core is pure: no file system, clock or threads. Drivers (the CLI, the language server)
 //! read files and hand them in through [`Workspace`]. See `db` for the incrementality scheme.
 
+pub mod capabilities;
 pub mod check;
 pub mod csp;
 pub mod db;
@@ -57,7 +58,7 @@ impl Workspace {
                 .new(&db);
             map.insert(path, f);
         }
-        let files = FileSet::new(&db, map, BTreeMap::new(), None);
+        let files = FileSet::new(&db, map, BTreeMap::new(), None, None);
         db.set_file_set_handle(files);
         Workspace { db, files }
     }
@@ -133,6 +134,29 @@ impl Workspace {
         };
         if *self.files.arch(&self.db) != arch {
             self.files.set_arch(&mut self.db).to(arch);
+        }
+        Ok(())
+    }
+
+    /// Chooses the backend capability checks are made for (`None`: none are made). Accepts
+    /// `sim`, `ascend` and `aie`; an unknown name is an error listing the known ones. With
+    /// `strict`, uses a backend only records or diagnoses are errors (E0711) instead of
+    /// warnings (W0710); unsupported uses are errors either way (E0712).
+    pub fn set_target(&mut self, target: Option<&str>, strict: bool) -> Result<(), String> {
+        let target = match target {
+            None => None,
+            Some(name) => match wsp_arch::capabilities::Backend::from_name(name) {
+                Some(backend) => Some(capabilities::Target { backend, strict }),
+                None => {
+                    return Err(format!(
+                        "no backend `{name}`; known: {}",
+                        wsp_arch::capabilities::Backend::known()
+                    ))
+                }
+            },
+        };
+        if *self.files.target(&self.db) != target {
+            self.files.set_target(&mut self.db).to(target);
         }
         Ok(())
     }
@@ -218,6 +242,9 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
     out.extend(csp::channel_graph(db, file).iter().cloned());
     for (item, offset) in file_items(db, file) {
         for d in check::check_item(db, *item) {
+            out.push(d.clone().shifted(&fname, *offset));
+        }
+        for d in capabilities::item_capabilities(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));
         }
     }

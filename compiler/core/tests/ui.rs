@@ -2,6 +2,8 @@
 //! `(line, code)` pairs of its diagnostics must equal its inline expectations:
 //! `//~ ERROR E0101` (or `//~ WARN W0601`) on the line of the primary label, or `//~^ ERROR ...`
 //! for the line above. A fixture without expectations must check clean.
+//! Header comments configure the check: `//@ target: aie` checks capabilities for a backend
+//! (`Workspace::set_target`), `//@ strict` makes capability losses errors.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -53,6 +55,12 @@ fn check_fixture(path: &Path) -> Result<(), String> {
     let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let name = path.to_string_lossy().replace('\\', "/");
     let mut ws = Workspace::new();
+    let target = src
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("//@ target:"))
+        .map(str::trim);
+    let strict = src.lines().any(|l| l.trim() == "//@ strict");
+    ws.set_target(target, strict)?;
     ws.set_file(&name, src.clone());
     // The harness, not the core, reads imported files.
     for _ in 0..32 {

@@ -1,0 +1,384 @@
+//! Capability checks: what a program loses on a target backend (`wsp check --target X`).
+//!
+//! The support of every schedule directive form, kernel operation family and CSP feature is
+//! declared once, in `wsp_arch::capabilities::MATRIX`. This module finds the uses of those
+//! features in an item and reports, for the backend the driver chose ([`Target`], an input of
+//! the [`FileSet`](crate::db::FileSet)):
+//!
+//! * `W0710` (warning) for a use the backend records or diagnoses instead of enforcing;
+//! * `E0711` (error) for the same use under `--strict` — a distinct code, because a code's
+//!   severity is fixed by its first letter;
+//! * `E0712` (error) for a use the backend does not support at all.
+//!
+//! With no target set nothing is reported. A kernel reports each operation family once, at its
+//! first use; schedules, channels, processes and `replicate` report every use.
+
+use std::collections::BTreeMap;
+
+use wsp_arch::capabilities::{self as caps, Backend, Support};
+use wsp_diagnostics::{Diagnostic, FileName, Label};
+use wsp_syntax::ast::{
+    self, BinOp, Block, Expr, ExprKind, ItemKind, KernelBody, Stmt, StmtKind, UnOp,
+};
+use wsp_syntax::Span;
+
+use crate::db::{item_ast, Db, ItemId};
+
+/// The backend a program is checked for, and whether losses are errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Target {
+    pub backend: Backend,
+    pub strict: bool,
+}
+
+/// The capability diagnostics of one item, with item-relative spans (empty without a target).
+#[salsa::tracked(returns(ref))]
+pub fn item_capabilities<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
+    let Some(target) = *db.file_set().target(db) else {
+        return Vec::new();
+    };
+    let Some(ast) = item_ast(db, item) else {
+        return Vec::new();
+    };
+    let file = FileName::new(item.file(db).path(db).as_str());
+    uses(&ast.kind)
+        .into_iter()
+        .filter_map(|(key, span)| diagnose(&file, target, key, span))
+        .collect()
+}
+
+/// The features an item uses: (matrix key, span of the use), in source order.
+pub fn uses(kind: &ItemKind) -> Vec<(&'static str, Span)> {
+    let mut out = Vec::new();
+    match kind {
+        ItemKind::Schedule(s) => {
+            for d in &s.directives {
+                let name = d.name.name.as_str();
+                let (key, span) = if matches!(name, "dispatch" | "timing" | "ready") {
+                    let Some(policy) = d.args.first().and_then(|a| policy_name(&a.value)) else {
+                        continue;
+                    };
+                    (caps::schedule_key(name, Some(&policy.name)), policy.span)
+                } else {
+                    (caps::schedule_key(name, None), d.name.span)
+                };
+                // Unknown directives and policies are the checker's errors (E0602, E0604).
+                if let Some(key) = key {
+                    out.push((key, span));
+                }
+            }
+        }
+        ItemKind::Kernel(k) => {
+            if let KernelBody::Block(b) = &k.body {
+                let mut first: BTreeMap<&'static str, Span> = BTreeMap::new();
+                kernel_block(b, &mut first);
+                let mut v: Vec<_> = first.into_iter().collect();
+                v.sort_by_key(|(k, s)| (s.start, *k));
+                out.extend(v);
+            }
+        }
+        ItemKind::Channel(c) => {
+            out.push(("csp.channel", c.name.span));
+            for a in &c.args {
+                match a.name.as_ref().map(|n| n.name.as_str()) {
+                    Some("depth") if matches!(a.value.kind, ExprKind::Int(0)) => {
+                        out.push(("csp.rendezvous", a.span))
+                    }
+                    Some("latency") => out.push(("csp.latency", a.span)),
+                    _ => {}
+                }
+            }
+        }
+        ItemKind::Process(p) => {
+            out.push(("csp.process", p.name.span));
+            replicates_block(&p.body, &mut out);
+        }
+        ItemKind::Workload(w) => match &w.body {
+            ast::WorkloadBody::Expr(e) => replicates(e, &mut out),
+            ast::WorkloadBody::Block(b) => replicates_block(b, &mut out),
+        },
+        _ => {}
+    }
+    out
+}
+
+fn policy_name(e: &Expr) -> Option<&ast::Ident> {
+    match &e.kind {
+        ExprKind::Name(n) => Some(n),
+        ExprKind::Call { callee, .. } => match &callee.kind {
+            ExprKind::Name(n) => Some(n),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The operation family of a kernel function name.
+fn family(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "max" | "min" | "pow" | "exp" | "log" | "sqrt" | "rsqrt" | "recip" | "tanh" | "sigmoid"
+        | "sin" | "cos" | "relu" | "gelu" | "silu" | "abs" | "neg" => "kernel.elementwise",
+        "rowsum" | "rowmax" | "rowmin" | "rowmean" | "colsum" | "colmax" | "colmin" => {
+            "kernel.reduction"
+        }
+        "matmul" => "kernel.matmul",
+        "transpose" => "kernel.transpose",
+        "cast" => "kernel.cast",
+        "rowtopk" => "kernel.rowtopk",
+        "full" | "iota" => "kernel.iota_full",
+        "select" => "kernel.select_compare",
+        "talloc" | "tpush" | "tpop" | "tfree" => "kernel.pipe",
+        _ => return None,
+    })
+}
+
+fn kernel_block(b: &Block, out: &mut BTreeMap<&'static str, Span>) {
+    for s in &b.stmts {
+        kernel_stmt(s, out);
+    }
+}
+
+fn note(out: &mut BTreeMap<&'static str, Span>, key: &'static str, span: Span) {
+    out.entry(key)
+        .and_modify(|s| {
+            if span.start < s.start {
+                *s = span
+            }
+        })
+        .or_insert(span);
+}
+
+fn kernel_stmt(s: &Stmt, out: &mut BTreeMap<&'static str, Span>) {
+    match &s.kind {
+        StmtKind::Let { value, .. } | StmtKind::Var { value, .. } => kernel_expr(value, out),
+        StmtKind::Assign { target, op, value } => {
+            kernel_expr(target, out);
+            if op.is_some() {
+                note(out, "kernel.elementwise", s.span);
+            }
+            kernel_expr(value, out);
+        }
+        StmtKind::For { iter, body, .. } => {
+            kernel_expr(iter, out);
+            kernel_block(body, out);
+        }
+        StmtKind::When {
+            branches,
+            otherwise,
+        } => {
+            for (c, b) in branches {
+                kernel_expr(c, out);
+                kernel_block(b, out);
+            }
+            if let Some(b) = otherwise {
+                kernel_block(b, out);
+            }
+        }
+        StmtKind::Pipe { name, .. } => note(out, "kernel.pipe", name.span),
+        StmtKind::Section {
+            kind_span, body, ..
+        } => {
+            note(out, "kernel.section", *kind_span);
+            kernel_block(body, out);
+        }
+        StmtKind::Expr(e) => kernel_expr(e, out),
+        StmtKind::Send { value, .. } => kernel_expr(value, out),
+        StmtKind::Consume { body, .. } => kernel_block(body, out),
+        StmtKind::Error => {}
+    }
+}
+
+fn kernel_expr(e: &Expr, out: &mut BTreeMap<&'static str, Span>) {
+    match &e.kind {
+        ExprKind::Binary { op, lhs, rhs } => {
+            let key = match op {
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                    "kernel.elementwise"
+                }
+                _ => "kernel.select_compare",
+            };
+            note(out, key, e.span);
+            kernel_expr(lhs, out);
+            kernel_expr(rhs, out);
+        }
+        ExprKind::Unary { op, expr } => {
+            let key = match op {
+                UnOp::Neg => "kernel.elementwise",
+                _ => "kernel.select_compare",
+            };
+            note(out, key, e.span);
+            kernel_expr(expr, out);
+        }
+        ExprKind::Call {
+            callee,
+            coords,
+            args,
+        } => {
+            if let ExprKind::Name(n) = &callee.kind {
+                if let Some(key) = family(&n.name) {
+                    note(out, key, n.span);
+                }
+            }
+            kernel_expr(callee, out);
+            for c in coords.iter().flatten() {
+                kernel_expr(c, out);
+            }
+            for a in args {
+                kernel_expr(&a.value, out);
+            }
+        }
+        ExprKind::Field { base, .. } => kernel_expr(base, out),
+        ExprKind::Index { base, indices } => {
+            kernel_expr(base, out);
+            indices.iter().for_each(|i| kernel_expr(i, out));
+        }
+        ExprKind::Range { start, end } => {
+            start
+                .iter()
+                .chain(end.iter())
+                .for_each(|x| kernel_expr(x, out));
+        }
+        ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().for_each(|x| kernel_expr(x, out)),
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Name(_)
+        | ExprKind::FullSlice
+        | ExprKind::Error => {}
+    }
+}
+
+fn replicates_block(b: &Block, out: &mut Vec<(&'static str, Span)>) {
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Var { value, .. } => replicates(value, out),
+            StmtKind::Expr(e) => replicates(e, out),
+            StmtKind::For { body, .. } | StmtKind::Consume { body, .. } => {
+                replicates_block(body, out)
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (_, b) in branches {
+                    replicates_block(b, out);
+                }
+                if let Some(b) = otherwise {
+                    replicates_block(b, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn replicates(e: &Expr, out: &mut Vec<(&'static str, Span)>) {
+    if let ExprKind::Call { callee, args, .. } = &e.kind {
+        if let ExprKind::Name(n) = &callee.kind {
+            if n.name == "replicate" {
+                out.push(("csp.replicate", n.span));
+            }
+        }
+        for a in args {
+            replicates(&a.value, out);
+        }
+    }
+}
+
+/// The diagnostic for one use, if the backend does not enforce it.
+fn diagnose(file: &FileName, target: Target, key: &str, span: Span) -> Option<Diagnostic> {
+    let cap = caps::capability(key)?;
+    let entry = cap.on(target.backend);
+    let backend = target.backend;
+    let enforced_on: Vec<&str> = Backend::ALL
+        .into_iter()
+        .filter(|b| cap.on(*b).support == Support::Enforced)
+        .map(|b| b.name())
+        .collect();
+    let elsewhere = if enforced_on.is_empty() {
+        "no backend enforces it".to_string()
+    } else {
+        format!("enforced on: {}", enforced_on.join(", "))
+    };
+    let what = cap.written;
+    let d = match entry.support {
+        Support::Enforced => return None,
+        Support::Unsupported => Diagnostic::new(
+            "E0712",
+            format!("{what} is not supported on the `{backend}` backend"),
+            Label::new(file.clone(), span, format!("unsupported on {backend}")),
+        )
+        .with_note(format!("{backend}: {}", entry.reason))
+        .with_help(format!(
+            "remove it or check for another backend ({elsewhere})"
+        )),
+        s @ (Support::Recorded | Support::Diagnosed) => {
+            let (code, message, help) = if target.strict {
+                (
+                    "E0711",
+                    format!("{what} is only {s} on the `{backend}` backend (`--strict`)"),
+                    format!(
+                        "remove it, or check without `--strict` to accept the loss ({elsewhere})"
+                    ),
+                )
+            } else {
+                (
+                    "W0710",
+                    format!("{what} is only {s} on the `{backend}` backend"),
+                    format!("remove it to silence this, or keep it for the backends that enforce it ({elsewhere}); `--strict` makes this an error"),
+                )
+            };
+            Diagnostic::new(
+                code,
+                message,
+                Label::new(
+                    file.clone(),
+                    span,
+                    format!("{s}, not enforced, on {backend}"),
+                ),
+            )
+            .with_note(format!("{backend}: {}", entry.reason))
+            .with_help(help)
+        }
+    };
+    Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item_uses(src: &str) -> Vec<&'static str> {
+        let parse = wsp_syntax::parse(src);
+        parse
+            .file
+            .items
+            .iter()
+            .flat_map(|n| uses(&n.item.kind))
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    #[test]
+    fn finds_schedule_kernel_and_csp_uses() {
+        assert_eq!(
+            item_uses("schedule s = w .dispatch(hash(b)) .timing(batched(8)) .task_window(4) .ready(teleport)"),
+            ["dispatch.hash", "timing.batched", "task_window"]
+        );
+        assert_eq!(
+            item_uses(
+                "kernel k(a: in f32[8, 8], o: out f32[8, 8]) { let t = transpose(a)\n o = matmul(t, a) + rowsum(a) }"
+            ),
+            ["kernel.transpose", "kernel.elementwise", "kernel.matmul", "kernel.reduction"]
+        );
+        assert_eq!(
+            item_uses("channel c: Channel[depth: 0, latency: 5]"),
+            ["csp.channel", "csp.rendezvous", "csp.latency"]
+        );
+        assert_eq!(
+            item_uses("workload w = connect(p, replicate(q, 4))"),
+            ["csp.replicate"]
+        );
+    }
+}

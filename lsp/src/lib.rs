@@ -9,6 +9,7 @@
 //! for notifications) and the server keeps serving.
 
 pub mod analysis;
+pub mod features;
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -192,6 +193,35 @@ impl LanguageServer for Backend {
                 document_symbol_provider: Some(OneOf::Left(true)),
                 document_formatting_provider: Some(OneOf::Left(true)),
                 code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+                references_provider: Some(OneOf::Left(true)),
+                rename_provider: Some(OneOf::Right(RenameOptions {
+                    prepare_provider: Some(true),
+                    work_done_progress_options: Default::default(),
+                })),
+                completion_provider: Some(CompletionOptions {
+                    trigger_characters: Some(vec![".".into(), ":".into(), "(".into(), ",".into()]),
+                    ..Default::default()
+                }),
+                signature_help_provider: Some(SignatureHelpOptions {
+                    trigger_characters: Some(vec!["(".into(), ",".into()]),
+                    retrigger_characters: None,
+                    work_done_progress_options: Default::default(),
+                }),
+                inlay_hint_provider: Some(OneOf::Left(true)),
+                semantic_tokens_provider: Some(
+                    SemanticTokensServerCapabilities::SemanticTokensOptions(
+                        SemanticTokensOptions {
+                            legend: SemanticTokensLegend {
+                                token_types: features::TOKEN_TYPES.to_vec(),
+                                token_modifiers: Vec::new(),
+                            },
+                            full: Some(SemanticTokensFullOptions::Bool(true)),
+                            range: None,
+                            work_done_progress_options: Default::default(),
+                        },
+                    ),
+                ),
+                folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
                 ..Default::default()
             },
             server_info: Some(ServerInfo {
@@ -359,6 +389,185 @@ impl LanguageServer for Backend {
             Some(actions)
         })
     }
+
+    async fn references(&self, p: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        self.with("references", |st| {
+            let path = path_of(&p.text_document_position.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let at = LineIndex::new(&text).offset(p.text_document_position.position);
+            let refs = features::references(&st.ws, &path, at, p.context.include_declaration);
+            Some(locations(&st.ws, refs))
+        })
+    }
+
+    async fn prepare_rename(
+        &self,
+        p: TextDocumentPositionParams,
+    ) -> Result<Option<PrepareRenameResponse>> {
+        let r = self.with("prepareRename", |st| {
+            let path = path_of(&p.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let idx = LineIndex::new(&text);
+            let at = idx.offset(p.position);
+            Some(features::prepare_rename(&st.ws, &path, at).map(|(s, e)| idx.range(s, e)))
+        })?;
+        match r {
+            None => Ok(None),
+            Some(Ok(range)) => Ok(Some(PrepareRenameResponse::Range(range))),
+            Some(Err(msg)) => Err(Error::invalid_params(msg)),
+        }
+    }
+
+    async fn rename(&self, p: RenameParams) -> Result<Option<WorkspaceEdit>> {
+        let r = self.with("rename", |st| {
+            let path = path_of(&p.text_document_position.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let at = LineIndex::new(&text).offset(p.text_document_position.position);
+            Some(
+                features::rename(&st.ws, &path, at, &p.new_name).map(|edits| {
+                    let mut changes = std::collections::HashMap::new();
+                    for (file, ranges) in edits {
+                        let (Some(uri), Some(t)) =
+                            (uri_of(&file), st.ws.text(&FileName::new(file.as_str())))
+                        else {
+                            continue;
+                        };
+                        let li = LineIndex::new(&t);
+                        let v: Vec<TextEdit> = ranges
+                            .into_iter()
+                            .map(|(a, b)| TextEdit::new(li.range(a, b), p.new_name.clone()))
+                            .collect();
+                        changes.insert(uri, v);
+                    }
+                    WorkspaceEdit {
+                        changes: Some(changes),
+                        ..Default::default()
+                    }
+                }),
+            )
+        })?;
+        match r {
+            None => Ok(None),
+            Some(Ok(edit)) => Ok(Some(edit)),
+            Some(Err(msg)) => Err(Error::invalid_params(msg)),
+        }
+    }
+
+    async fn completion(&self, p: CompletionParams) -> Result<Option<CompletionResponse>> {
+        self.with("completion", |st| {
+            let path = path_of(&p.text_document_position.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let at = LineIndex::new(&text).offset(p.text_document_position.position);
+            let items = features::completion(&st.ws, &path, at)
+                .into_iter()
+                .map(|(label, kind, detail, insert)| CompletionItem {
+                    label,
+                    kind: Some(kind),
+                    detail: Some(detail),
+                    insert_text: Some(insert),
+                    ..Default::default()
+                })
+                .collect();
+            Some(CompletionResponse::Array(items))
+        })
+    }
+
+    async fn signature_help(&self, p: SignatureHelpParams) -> Result<Option<SignatureHelp>> {
+        self.with("signatureHelp", |st| {
+            let path = path_of(&p.text_document_position_params.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
+            let (label, ranges, active) = features::signature_help(&st.ws, &path, at)?;
+            let utf16 = |b: usize| label[..b].encode_utf16().count() as u32;
+            let parameters = ranges
+                .iter()
+                .map(|(a, b)| ParameterInformation {
+                    label: ParameterLabel::LabelOffsets([utf16(*a), utf16(*b)]),
+                    documentation: None,
+                })
+                .collect();
+            Some(SignatureHelp {
+                signatures: vec![SignatureInformation {
+                    label: label.clone(),
+                    documentation: None,
+                    parameters: Some(parameters),
+                    active_parameter: Some(active),
+                }],
+                active_signature: Some(0),
+                active_parameter: Some(active),
+            })
+        })
+    }
+
+    async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        self.with("inlayHint", |st| {
+            let path = path_of(&p.text_document.uri);
+            let text = st.ws.text(&FileName::new(path.as_str()))?;
+            let idx = LineIndex::new(&text);
+            let (s, e) = (idx.offset(p.range.start), idx.offset(p.range.end));
+            let hints = features::inlay_hints(&st.ws, &path)
+                .into_iter()
+                .filter(|(at, _)| s <= *at && *at <= e)
+                .map(|(at, label)| InlayHint {
+                    position: idx.position(at),
+                    label: InlayHintLabel::String(label),
+                    kind: Some(InlayHintKind::TYPE),
+                    text_edits: None,
+                    tooltip: None,
+                    padding_left: None,
+                    padding_right: None,
+                    data: None,
+                })
+                .collect();
+            Some(hints)
+        })
+    }
+
+    async fn semantic_tokens_full(
+        &self,
+        p: SemanticTokensParams,
+    ) -> Result<Option<SemanticTokensResult>> {
+        self.with("semanticTokens", |st| {
+            let path = path_of(&p.text_document.uri);
+            st.ws.text(&FileName::new(path.as_str()))?;
+            Some(SemanticTokensResult::Tokens(SemanticTokens {
+                result_id: None,
+                data: features::semantic_tokens(&st.ws, &path),
+            }))
+        })
+    }
+
+    async fn folding_range(&self, p: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
+        self.with("foldingRange", |st| {
+            let path = path_of(&p.text_document.uri);
+            st.ws.text(&FileName::new(path.as_str()))?;
+            let ranges = features::folding_ranges(&st.ws, &path)
+                .into_iter()
+                .map(|(a, b, comment)| FoldingRange {
+                    start_line: a,
+                    end_line: b,
+                    kind: Some(if comment {
+                        FoldingRangeKind::Comment
+                    } else {
+                        FoldingRangeKind::Region
+                    }),
+                    ..Default::default()
+                })
+                .collect();
+            Some(ranges)
+        })
+    }
+}
+
+/// Converts `(path, byte range)` pairs to locations (files without a URI are left out).
+fn locations(ws: &Workspace, refs: Vec<(String, (usize, usize))>) -> Vec<Location> {
+    refs.into_iter()
+        .filter_map(|(file, (a, b))| {
+            let uri = uri_of(&file)?;
+            let t = ws.text(&FileName::new(file.as_str()))?;
+            Some(Location::new(uri, LineIndex::new(&t).range(a, b)))
+        })
+        .collect()
 }
 
 /// Serves the protocol on stdin/stdout until the client exits.

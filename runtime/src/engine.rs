@@ -5,12 +5,14 @@ use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::region::{covers, overlaps};
 use crate::report::*;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
 use wsp_arch::{Arch, CoreClass, TimingSemantics};
 
 const NIL: u32 = u32::MAX;
+const IO_CACHE: usize = 64;
 
 /// Workers of the `pto_wsp_v9` clocks when the dispatch does not say (PTO-WSP's default).
 const V9_DEFAULT_WORKERS: usize = 4;
@@ -113,7 +115,16 @@ struct KernelEntry {
     name: String,
     class: CoreClass,
     body: Arc<dyn Kernel>,
+    /// Host nanoseconds per run, measured (u64::MAX: not yet); decides, with a thread pool,
+    /// whether handing a task to the pool pays for the round trip.
+    est_ns: u64,
+    /// Inline runs so far (every `SAMPLE_EVERY`th is timed).
+    runs: u64,
 }
+
+/// Tasks whose kernels take less than this run on the orchestrating thread even with a pool.
+const OFFLOAD_NS: u64 = 5_000;
+const SAMPLE_EVERY: u64 = 16;
 
 struct Tensor {
     elem_size: u64,
@@ -121,22 +132,62 @@ struct Tensor {
     dims: [i64; MAX_RANK],
     buf: Vec<u8>,
     live: bool,
-    /// Bucketed index over dimension 0: bucket = offset0 / bucket_rows.
-    bucket_rows: i64,
+    /// Bucketed index over dimensions 0 and 1: a grid of `nb[0] × nb[1]` buckets of
+    /// `bsize[0] × bsize[1]` indices (`bsize[0] == 0`: no entry yet).
+    bsize: [i64; 2],
+    nb: [usize; 2],
     /// Per bucket: [readers, writers].
     buckets: Vec<[Vec<u32>; 2]>,
     /// Entries spanning too many buckets: [readers, writers].
     wide: [Vec<u32>; 2],
 }
 
-const MAX_BUCKETS: i64 = 1024;
-const WIDE_SPAN: i64 = 16;
+/// Buckets per tensor at most.
+const MAX_BUCKETS: usize = 1024;
+/// Entries spanning more buckets than this go to the wide list.
+const WIDE_SPAN: usize = 16;
+
+/// A rectangle of buckets: inclusive (first, last) along dimensions 0 and 1.
+type Span = [(u32, u32); 2];
+
+fn span_count(s: &Span) -> usize {
+    (s[0].1 - s[0].0 + 1) as usize * (s[1].1 - s[1].0 + 1) as usize
+}
 
 impl Tensor {
-    fn span(&self, r: &Region) -> (usize, usize) {
-        let lo = r.offsets[0] / self.bucket_rows;
-        let hi = r.last(0) / self.bucket_rows;
-        (lo as usize, hi.min(MAX_BUCKETS - 1) as usize)
+    fn span(&self, r: &Region) -> Span {
+        let mut s = [(0, 0); 2];
+        for (d, sd) in s.iter_mut().enumerate().take(self.rank.min(2)) {
+            let top = self.nb[d] as i64 - 1;
+            let lo = (r.offsets[d] / self.bsize[d]).min(top);
+            let hi = (r.last(d) / self.bsize[d]).min(top);
+            *sd = (lo as u32, hi as u32);
+        }
+        s
+    }
+
+    /// Sizes the grid from the first region seen (the tile shape), at most MAX_BUCKETS.
+    fn init_index(&mut self, r: &Region) {
+        let mut bs = [1i64; 2];
+        let mut nb = [1usize; 2];
+        for d in 0..self.rank.min(2) {
+            bs[d] = (r.last(d) - r.offsets[d] + 1).max(1);
+        }
+        loop {
+            for d in 0..self.rank.min(2) {
+                nb[d] = ((self.dims[d] + bs[d] - 1) / bs[d]) as usize;
+            }
+            if nb[0] * nb[1] <= MAX_BUCKETS {
+                break;
+            }
+            let d = if nb[0] >= nb[1] { 0 } else { 1 };
+            bs[d] *= 2;
+        }
+        self.bsize = bs;
+        self.nb = nb;
+        self.buckets = (0..nb[0] * nb[1])
+            .map(|_| [Vec::new(), Vec::new()])
+            .collect();
     }
 }
 
@@ -145,6 +196,8 @@ struct Entry {
     region: Region,
     task: u64,
     write: bool,
+    /// The buckets it sits in; `None`: the wide list.
+    span: Option<Span>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -179,6 +232,8 @@ struct Slot {
     chan_after: u32,
     coords: Token,
     exec: Option<Box<ExecData>>,
+    /// The kernel has run on the host (with a thread pool).
+    host_done: bool,
 }
 
 impl Slot {
@@ -200,6 +255,7 @@ impl Slot {
             chan_after: NIL,
             coords: Token::new(&[]),
             exec: None,
+            host_done: false,
         }
     }
 }
@@ -228,6 +284,8 @@ struct Core {
 struct ClassState {
     class: CoreClass,
     cores: Vec<Core>,
+    /// Idle cores.
+    idle: u32,
     shared: BinaryHeap<Reverse<(i64, u64, u64)>>,
     queued: u32,
     overflow: VecDeque<u64>,
@@ -333,18 +391,22 @@ struct Job {
     data: Box<ExecData>,
 }
 
+// SAFETY: as for `Job`: the buffers go back to the orchestrating thread after the run, and the
+// pointers are not used until they are rewritten for the next task.
+unsafe impl Send for ExecData {}
+
 // SAFETY: the raw pointers in `ExecData` point into tensor buffers owned by the runtime, which
 // outlives every job (the pool is joined before buffers are dropped); the dependency engine
 // ensures no two concurrently running jobs conflict on a region.
 unsafe impl Send for Job {}
 
-type JobResult = (u64, Result<(), String>);
+/// (task, outcome, its buffers back for reuse, host nanoseconds).
+type JobResult = (u64, Result<(), String>, Box<ExecData>, u64);
 
 struct Pool {
     tx: Option<mpsc::Sender<Job>>,
     rx: mpsc::Receiver<JobResult>,
     handles: Vec<std::thread::JoinHandle<()>>,
-    done: HashSet<u64>,
     failed: Option<(u64, String)>,
     in_flight: u64,
 }
@@ -377,10 +439,12 @@ impl Pool {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    let seq = job.seq;
-                    let r = run_job(&job.data, seq, &*job.kernel);
-                    drop(job);
-                    if dtx.send((seq, r)).is_err() {
+                    let Job { seq, kernel, data } = job;
+                    let t0 = Instant::now();
+                    let r = run_job(&data, seq, &*kernel);
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    drop(kernel);
+                    if dtx.send((seq, r, data, ns)).is_err() {
                         return;
                     }
                 })
@@ -390,7 +454,6 @@ impl Pool {
             tx: Some(tx),
             rx,
             handles,
-            done: HashSet::new(),
             failed: None,
             in_flight: 0,
         }
@@ -444,6 +507,9 @@ pub struct Runtime {
     total_edges: u64,
     makespan: u64,
     scratch: Vec<u64>,
+    covered: Vec<u32>,
+    io_cache: [Option<(CoreClass, u64, u64, u64)>; IO_CACHE],
+    exec_free: Vec<Box<ExecData>>,
     channels: Vec<Channel>,
     procs: Vec<Proc>,
     pool: Option<Pool>,
@@ -456,6 +522,15 @@ pub struct Runtime {
 
 fn class_index(classes: &[ClassState], c: CoreClass) -> usize {
     classes.iter().position(|s| s.class == c).unwrap_or(0)
+}
+
+/// A running estimate of a kernel's host time.
+fn estimate(old: u64, sample: u64) -> u64 {
+    if old == u64::MAX {
+        sample
+    } else {
+        (3 * old + sample) / 4
+    }
 }
 
 fn mix(k: i64) -> u64 {
@@ -490,6 +565,7 @@ impl Runtime {
                         queue: BinaryHeap::new(),
                     })
                     .collect(),
+                idle: *n as u32,
                 shared: BinaryHeap::new(),
                 queued: 0,
                 overflow: VecDeque::new(),
@@ -542,6 +618,9 @@ impl Runtime {
             total_edges: 0,
             makespan: 0,
             scratch: Vec::new(),
+            covered: Vec::new(),
+            io_cache: [None; IO_CACHE],
+            exec_free: Vec::new(),
             channels: Vec::new(),
             procs: Vec::new(),
             pool,
@@ -580,6 +659,8 @@ impl Runtime {
             name: name.to_string(),
             class,
             body,
+            est_ns: u64::MAX,
+            runs: 0,
         });
         KernelId(self.kernels.len() as u32 - 1)
     }
@@ -631,7 +712,8 @@ impl Runtime {
             dims: [1; MAX_RANK],
             buf,
             live: true,
-            bucket_rows: 0,
+            bsize: [0; 2],
+            nb: [1; 2],
             buckets: Vec::new(),
             wide: [Vec::new(), Vec::new()],
         };
@@ -812,27 +894,26 @@ impl Runtime {
         }
     }
 
-    fn entry_buckets(&self, e: &Entry) -> Option<(usize, usize)> {
-        let ten = &self.tensors[e.region.tensor.0 as usize];
-        let (lo, hi) = ten.span(&e.region);
-        (hi - lo < WIDE_SPAN as usize).then_some((lo, hi))
-    }
-
     fn remove_entry(&mut self, id: u32) {
-        let e = self.entries[id as usize];
+        let e = &self.entries[id as usize];
         let ti = e.region.tensor.0 as usize;
         let w = e.write as usize;
-        match self.entry_buckets(&e) {
-            Some((lo, hi)) => {
-                for b in lo..=hi {
-                    let v = &mut self.tensors[ti].buckets[b][w];
-                    if let Some(p) = v.iter().position(|x| *x == id) {
-                        v.swap_remove(p);
+        let span = e.span;
+        let ten = &mut self.tensors[ti];
+        match span {
+            Some(sp) => {
+                for b0 in sp[0].0..=sp[0].1 {
+                    for b1 in sp[1].0..=sp[1].1 {
+                        let b = b0 as usize * ten.nb[1] + b1 as usize;
+                        let v = &mut ten.buckets[b][w];
+                        if let Some(p) = v.iter().position(|x| *x == id) {
+                            v.swap_remove(p);
+                        }
                     }
                 }
             }
             None => {
-                let v = &mut self.tensors[ti].wide[w];
+                let v = &mut ten.wide[w];
                 if let Some(p) = v.iter().position(|x| *x == id) {
                     v.swap_remove(p);
                 }
@@ -844,61 +925,79 @@ impl Runtime {
         self.rings[1].set(used);
     }
 
-    /// Visits the entries of a tensor that may overlap `r`; reclaims entries of finished tasks
-    /// on the way. `f` returns true to remove the entry.
-    fn scan(&mut self, r: &Region, readers: bool, mut f: impl FnMut(&Entry, bool) -> bool) {
+    /// Visits the live entries of a tensor that may overlap `r` (each once), writers first,
+    /// readers too when asked; reclaims entries of finished tasks on the way.
+    fn scan(&mut self, r: &Region, readers: bool, mut f: impl FnMut(u32, &Entry, bool)) {
         let ti = r.tensor.0 as usize;
-        if self.tensors[ti].bucket_rows == 0 {
+        if self.tensors[ti].bsize[0] == 0 {
             return; // no entry yet
         }
-        let (lo, hi) = self.tensors[ti].span(r);
-        let nb = self.tensors[ti].buckets.len();
-        // Buckets, then the wide list (index nb); writers, then readers if asked.
+        let q = self.tensors[ti].span(r);
         let kinds: &[usize] = if readers { &[1, 0] } else { &[1] };
         for &w in kinds {
-            for b in (lo..=hi).chain(std::iter::once(nb)) {
-                let mut i = 0;
-                loop {
-                    let list = if b == nb {
-                        &self.tensors[ti].wide[w]
-                    } else {
-                        &self.tensors[ti].buckets[b][w]
-                    };
-                    let Some(&id) = list.get(i) else { break };
-                    let e = self.entries[id as usize];
-                    if !self.is_live(e.task) {
-                        self.remove_entry(id);
-                        continue;
-                    }
-                    // A narrow entry sits in several buckets: visit it in its first bucket in range.
-                    if b != nb {
-                        if let Some((elo, _)) = self.entry_buckets(&e) {
-                            if elo.max(lo) != b {
-                                i += 1;
-                                continue;
-                            }
-                        }
-                    }
-                    if f(&e, overlaps(r, &e.region)) {
-                        self.remove_entry(id);
-                    } else {
-                        i += 1;
-                    }
+            for b0 in q[0].0..=q[0].1 {
+                for b1 in q[1].0..=q[1].1 {
+                    let b = b0 as usize * self.tensors[ti].nb[1] + b1 as usize;
+                    self.scan_list(ti, Some((b, b0, b1)), w, &q, r, &mut f);
                 }
             }
+            self.scan_list(ti, None, w, &q, r, &mut f);
         }
     }
 
-    fn collect_preds(&mut self, t: &TaskDesc<'_>, seq: u64, key: i64) -> Vec<u64> {
+    fn scan_list(
+        &mut self,
+        ti: usize,
+        bucket: Option<(usize, u32, u32)>,
+        w: usize,
+        q: &Span,
+        r: &Region,
+        f: &mut impl FnMut(u32, &Entry, bool),
+    ) {
+        let mut i = 0;
+        loop {
+            let list = match bucket {
+                Some((b, _, _)) => &self.tensors[ti].buckets[b][w],
+                None => &self.tensors[ti].wide[w],
+            };
+            let Some(&id) = list.get(i) else { break };
+            i += 1;
+            let e = &self.entries[id as usize];
+            if !self.is_live(e.task) {
+                self.remove_entry(id);
+                i -= 1;
+                continue;
+            }
+            // A narrow entry sits in several buckets: visit it in its first bucket in range.
+            if let (Some((_, b0, b1)), Some(es)) = (bucket, e.span) {
+                if es[0].0.max(q[0].0) != b0 || es[1].0.max(q[1].0) != b1 {
+                    continue;
+                }
+            }
+            f(id, e, overlaps(r, &e.region));
+        }
+    }
+
+    /// The in-flight tasks `t` depends on (sorted, deduplicated) into `self.scratch`, and the
+    /// entries its writes cover into `self.covered`.
+    fn collect_preds(&mut self, t: &TaskDesc<'_>, seq: u64, key: i64) {
         let mut preds = std::mem::take(&mut self.scratch);
+        let mut covered = std::mem::take(&mut self.covered);
         preds.clear();
+        covered.clear();
         for a in t.args {
             let write = a.dir.writes();
-            self.scan(&a.region, write, |e, ov| {
-                if ov && (write || e.write) && e.task != seq {
-                    preds.push(e.task);
+            let r = &a.region;
+            self.scan(r, write, |id, e, ov| {
+                if ov && e.task != seq {
+                    if write || e.write {
+                        preds.push(e.task);
+                    }
+                    // Entries this write covers are ordered before it: drop them.
+                    if write && covers(r, &e.region) {
+                        covered.push(id);
+                    }
                 }
-                false
             });
         }
         if !self.streams_last.is_empty() {
@@ -909,25 +1008,40 @@ impl Runtime {
                 preds.push(last);
             }
         }
-        preds.sort_unstable();
-        preds.dedup();
-        preds
+        if preds.len() > 1 {
+            preds.sort_unstable();
+            preds.dedup();
+        }
+        if covered.len() > 1 {
+            covered.sort_unstable();
+            covered.dedup();
+        }
+        self.scratch = preds;
+        self.covered = covered;
     }
 
     fn insert_entries(&mut self, t: &TaskDesc<'_>, seq: u64) {
+        let covered = std::mem::take(&mut self.covered);
+        for &id in &covered {
+            if self.entries[id as usize].task != u64::MAX {
+                self.remove_entry(id);
+            }
+        }
+        self.covered = covered;
         for a in t.args {
             let r = a.region;
             let write = a.dir.writes();
-            if write {
-                // Entries this write covers are ordered before it: drop them.
-                self.scan(&r, true, |e, ov| {
-                    ov && e.task != seq && covers(&r, &e.region)
-                });
+            let ti = r.tensor.0 as usize;
+            if self.tensors[ti].bsize[0] == 0 {
+                self.tensors[ti].init_index(&r);
             }
+            let sp = self.tensors[ti].span(&r);
+            let span = (span_count(&sp) <= WIDE_SPAN).then_some(sp);
             let e = Entry {
                 region: r,
                 task: seq,
                 write,
+                span,
             };
             let id = match self.entry_free.pop() {
                 Some(id) => {
@@ -941,24 +1055,18 @@ impl Runtime {
             };
             let used = self.rings[1].used + 1;
             self.rings[1].set(used);
-            let ti = r.tensor.0 as usize;
             let w = write as usize;
-            if self.tensors[ti].bucket_rows == 0 {
-                // Buckets sized from the first region seen (the tile height), at most
-                // MAX_BUCKETS of them.
-                let ten = &mut self.tensors[ti];
-                let rows = (r.last(0) - r.offsets[0] + 1).max(1);
-                ten.bucket_rows = rows.max((ten.dims[0] + MAX_BUCKETS - 1) / MAX_BUCKETS);
-                let nb = (ten.dims[0] + ten.bucket_rows - 1) / ten.bucket_rows;
-                ten.buckets = (0..nb).map(|_| [Vec::new(), Vec::new()]).collect();
-            }
-            match self.entry_buckets(&e) {
-                Some((lo, hi)) => {
-                    for b in lo..=hi {
-                        self.tensors[ti].buckets[b][w].push(id);
+            let ten = &mut self.tensors[ti];
+            match span {
+                Some(sp) => {
+                    for b0 in sp[0].0..=sp[0].1 {
+                        for b1 in sp[1].0..=sp[1].1 {
+                            let b = b0 as usize * ten.nb[1] + b1 as usize;
+                            ten.buckets[b][w].push(id);
+                        }
                     }
                 }
-                None => self.tensors[ti].wide[w].push(id),
+                None => ten.wide[w].push(id),
             }
         }
     }
@@ -1019,8 +1127,8 @@ impl Runtime {
         let key = t.key;
         // 2. Room for the edges and the tensor-map entries.
         let preds = loop {
-            let preds = self.collect_preds(t, seq, key);
-            let need_e = preds.len() as u64;
+            self.collect_preds(t, seq, key);
+            let need_e = self.scratch.len() as u64;
             if need_e > self.cfg.deplist_pool as u64 {
                 let m = format!(
                     "raise deplist_pool to at least {need_e} (one task depends on {need_e} in-flight tasks)"
@@ -1030,7 +1138,6 @@ impl Runtime {
             if self.edges_free() < need_e {
                 let t0 = self.now;
                 self.flush_batch();
-                self.scratch = preds;
                 if !self.advance()? {
                     let m = format!(
                         "raise deplist_pool above {} (edges to in-flight tasks exhaust it)",
@@ -1046,7 +1153,6 @@ impl Runtime {
                 if self.entries_free() < t.args.len() as u64 {
                     let t0 = self.now;
                     self.flush_batch();
-                    self.scratch = preds;
                     if !self.advance()? {
                         let m = format!(
                             "raise tensormap_pool above {} (regions of in-flight tasks exhaust it)",
@@ -1058,11 +1164,10 @@ impl Runtime {
                 }
                 continue;
             }
-            if preds.is_empty() {
+            if self.scratch.is_empty() {
                 let ci = class_index(&self.classes, class);
                 if self.classes[ci].queued >= self.cfg.ready_queue {
                     let t0 = self.now;
-                    self.scratch = preds;
                     if !self.advance()? {
                         let m = format!("raise ready_queue above {}", self.cfg.ready_queue);
                         return Err(self.deadlock(StallReason::ReadyQueueFull, m));
@@ -1071,7 +1176,7 @@ impl Runtime {
                     continue;
                 }
             }
-            break preds;
+            break std::mem::take(&mut self.scratch);
         };
         // 3. Fill the slot.
         let (in_bytes, out_bytes) = t.args.iter().fold((0u64, 0u64), |(i, o), a| {
@@ -1081,37 +1186,38 @@ impl Runtime {
                 o + if a.dir.writes() { b } else { 0 },
             )
         });
-        let io_cycles = self
-            .cfg
-            .arch
-            .task_io_cycles(class, in_bytes, out_bytes)
-            .map_err(|e| RuntimeError::Api(e.0))?;
+        let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
         let exec = if self.cfg.execute {
-            Some(Box::new(ExecData {
-                coords: t.coords.to_vec(),
-                scalars: t.scalars.to_vec(),
-                args: t
-                    .args
-                    .iter()
-                    .map(|a| {
-                        let ten = &mut self.tensors[a.region.tensor.0 as usize];
-                        RawArg {
-                            base: ten.buf.as_mut_ptr(),
-                            elem_size: ten.elem_size,
-                            rank: ten.rank as u64,
-                            dims: ten.dims,
-                            offsets: a.region.offsets,
-                            extents: a.region.extents,
-                            strides: a.region.strides,
-                            dir: match a.dir {
-                                Direction::In => 0,
-                                Direction::Out => 1,
-                                Direction::InOut => 2,
-                            },
-                        }
-                    })
-                    .collect(),
-            }))
+            let mut x = self.exec_free.pop().unwrap_or_else(|| {
+                Box::new(ExecData {
+                    coords: Vec::new(),
+                    args: Vec::new(),
+                    scalars: Vec::new(),
+                })
+            });
+            x.coords.clear();
+            x.coords.extend_from_slice(t.coords);
+            x.scalars.clear();
+            x.scalars.extend_from_slice(t.scalars);
+            x.args.clear();
+            x.args.extend(t.args.iter().map(|a| {
+                let ten = &mut self.tensors[a.region.tensor.0 as usize];
+                RawArg {
+                    base: ten.buf.as_mut_ptr(),
+                    elem_size: ten.elem_size,
+                    rank: ten.rank as u64,
+                    dims: ten.dims,
+                    offsets: a.region.offsets,
+                    extents: a.region.extents,
+                    strides: a.region.strides,
+                    dir: match a.dir {
+                        Direction::In => 0,
+                        Direction::Out => 1,
+                        Direction::InOut => 2,
+                    },
+                }
+            }));
+            Some(x)
         } else {
             None
         };
@@ -1223,6 +1329,23 @@ impl Runtime {
         Ok(TaskId(seq))
     }
 
+    /// The model's transfer cycles, through a small direct-mapped cache (a pure function).
+    fn io_cycles(&mut self, class: CoreClass, i: u64, o: u64) -> Result<u64, RuntimeError> {
+        let h = (mix((i ^ o.rotate_left(29)) as i64) as usize) & (IO_CACHE - 1);
+        if let Some((c, ci, co, v)) = self.io_cache[h] {
+            if c == class && ci == i && co == o {
+                return Ok(v);
+            }
+        }
+        let v = self
+            .cfg
+            .arch
+            .task_io_cycles(class, i, o)
+            .map_err(|e| RuntimeError::Api(e.0))?;
+        self.io_cache[h] = Some((class, i, o, v));
+        Ok(v)
+    }
+
     fn held_tasks(&self) -> u64 {
         (self.head..self.next_seq)
             .filter(|s| self.slot(*s).held)
@@ -1296,10 +1419,12 @@ impl Runtime {
         let mut started = std::mem::take(&mut self.started);
         started.clear();
         self.dispatch_into(&mut started);
-        // A lone task with an idle pool runs on this thread: handing it over would only add a
-        // round trip (a chain). Otherwise the pool runs them in parallel.
-        let inline = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
+        // With a pool: a lone task with an idle pool, or a task whose kernel is too short to
+        // pay for a round trip, runs on this thread; the others run on the pool in parallel.
+        let lone = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
         for &seq in &started {
+            let k = self.slot(seq).kernel as usize;
+            let inline = lone || self.kernels[k].est_ns < OFFLOAD_NS;
             self.start_exec(seq, inline);
         }
         self.started = started;
@@ -1310,7 +1435,7 @@ impl Runtime {
         let disp = self.cfg.arch.overheads.dispatch;
         for ci in 0..self.classes.len() {
             for k in 0..self.classes[ci].cores.len() {
-                if self.classes[ci].queued == 0 {
+                if self.classes[ci].queued == 0 || self.classes[ci].idle == 0 {
                     break;
                 }
                 let c = &mut self.classes[ci];
@@ -1348,6 +1473,7 @@ impl Runtime {
                     core.free_at = end;
                     core.busy += end - now;
                     core.tasks += 1;
+                    self.classes[ci].idle -= 1;
                 }
                 let slot = self.slot_mut(seq);
                 slot.state = State::Running;
@@ -1377,55 +1503,63 @@ impl Runtime {
         let Some(data) = self.slot_mut(seq).exec.take() else {
             return;
         };
-        let kernel = Arc::clone(&self.kernels[self.slot(seq).kernel as usize].body);
-        match &mut self.pool {
-            Some(pool) if !inline => {
-                if let Some(tx) = &pool.tx {
-                    if tx.send(Job { seq, kernel, data }).is_ok() {
-                        pool.in_flight += 1;
-                    } else {
-                        pool.failed
-                            .get_or_insert((seq, "the host thread pool stopped".into()));
-                        pool.done.insert(seq);
-                    }
+        let ki = self.slot(seq).kernel as usize;
+        let Some(pool) = &mut self.pool else {
+            // One thread: run here, no timing.
+            if let Err(m) = run_job(&data, seq, &*self.kernels[ki].body) {
+                self.failed_inline.get_or_insert((seq, m));
+            }
+            self.exec_free.push(data);
+            return;
+        };
+        let slot = &mut self.ring[(seq % self.window) as usize];
+        if !inline {
+            let kernel = Arc::clone(&self.kernels[ki].body);
+            if let Some(tx) = &pool.tx {
+                if tx.send(Job { seq, kernel, data }).is_ok() {
+                    pool.in_flight += 1;
+                    return;
                 }
             }
-            Some(pool) => {
-                if let Err(m) = run_job(&data, seq, &*kernel) {
-                    pool.failed.get_or_insert((seq, m));
-                }
-                pool.done.insert(seq);
-            }
-            None => {
-                if let Err(m) = run_job(&data, seq, &*kernel) {
-                    self.record_failure(seq, m);
-                }
-            }
+            pool.failed
+                .get_or_insert((seq, "the host thread pool stopped".into()));
+            slot.host_done = true;
+            return;
         }
-    }
-
-    fn record_failure(&mut self, seq: u64, m: String) {
-        if let Some(p) = &mut self.pool {
-            if p.failed.is_none() {
-                p.failed = Some((seq, m));
-            }
-        } else {
-            self.failed_inline.get_or_insert((seq, m));
+        let ke = &mut self.kernels[ki];
+        ke.runs += 1;
+        let timed = ke.runs % SAMPLE_EVERY == 1;
+        let t0 = timed.then(Instant::now);
+        let r = run_job(&data, seq, &*ke.body);
+        if let Some(t0) = t0 {
+            let ns = t0.elapsed().as_nanos() as u64;
+            ke.est_ns = estimate(ke.est_ns, ns);
         }
+        if let Err(m) = r {
+            pool.failed.get_or_insert((seq, m));
+        }
+        slot.host_done = true;
+        self.exec_free.push(data);
     }
 
     fn wait_exec(&mut self, seq: u64) {
         let Some(pool) = &mut self.pool else { return };
-        while !pool.done.remove(&seq) {
+        let w = self.window;
+        while !self.ring[(seq % w) as usize].host_done {
             match pool.rx.recv() {
-                Ok((s, r)) => {
+                Ok((s, r, data, ns)) => {
                     pool.in_flight -= 1;
                     if let Err(m) = r {
                         if pool.failed.is_none() {
                             pool.failed = Some((s, m));
                         }
                     }
-                    pool.done.insert(s);
+                    let slot = &mut self.ring[(s % w) as usize];
+                    slot.host_done = true;
+                    if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
+                        k.est_ns = estimate(k.est_ns, ns);
+                    }
+                    self.exec_free.push(data);
                 }
                 Err(_) => return,
             }
@@ -1502,7 +1636,10 @@ impl Runtime {
         self.makespan = self.makespan.max(now);
         let ci = class_index(&self.classes, class);
         if let Some(c) = self.classes[ci].cores.get_mut(core as usize) {
-            c.idle = true;
+            if !c.idle {
+                c.idle = true;
+                self.classes[ci].idle += 1;
+            }
         }
         let oh = self.cfg.arch.overheads;
         let ready_at = now + oh.complete + oh.resolve;

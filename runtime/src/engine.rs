@@ -170,8 +170,8 @@ impl Tensor {
     fn init_index(&mut self, r: &Region) {
         let mut bs = [1i64; 2];
         let mut nb = [1usize; 2];
-        for d in 0..self.rank.min(2) {
-            bs[d] = (r.last(d) - r.offsets[d] + 1).max(1);
+        for (d, b) in bs.iter_mut().enumerate().take(self.rank.min(2)) {
+            *b = (r.last(d) - r.offsets[d] + 1).max(1);
         }
         loop {
             for d in 0..self.rank.min(2) {
@@ -509,6 +509,8 @@ pub struct Runtime {
     scratch: Vec<u64>,
     covered: Vec<u32>,
     io_cache: [Option<(CoreClass, u64, u64, u64)>; IO_CACHE],
+    /// Kernel argument buffers for reuse (boxed: they move to pool jobs and back).
+    #[allow(clippy::vec_box)]
     exec_free: Vec<Box<ExecData>>,
     channels: Vec<Channel>,
     procs: Vec<Proc>,
@@ -565,7 +567,7 @@ impl Runtime {
                         queue: BinaryHeap::new(),
                     })
                     .collect(),
-                idle: *n as u32,
+                idle: *n,
                 shared: BinaryHeap::new(),
                 queued: 0,
                 overflow: VecDeque::new(),

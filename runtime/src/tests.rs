@@ -744,3 +744,36 @@ fn stats_trace_and_dot_are_well_formed() {
     let busy: u64 = s.cores.iter().map(|c| c.busy_cycles).sum();
     assert!(busy >= 1000);
 }
+
+/// A 2-D wavefront on single elements of a wide tensor (the grid index buckets both
+/// dimensions): each task depends exactly on its north and west neighbours.
+#[test]
+fn wavefront_edges_are_exact() {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.execute = false;
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let n = 12i64;
+    let x = rt.add_tensor(1, &[4096, 512]).unwrap();
+    let mut want = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            let mut a = vec![arg(x, &[i, j], &[1, 1], Direction::Out)];
+            if i > 0 {
+                a.push(arg(x, &[i - 1, j], &[1, 1], Direction::In));
+                want.push((((i - 1) * n + j) as u64, (i * n + j) as u64));
+            }
+            if j > 0 {
+                a.push(arg(x, &[i, j - 1], &[1, 1], Direction::In));
+                want.push(((i * n + j - 1) as u64, (i * n + j) as u64));
+            }
+            rt.submit(&task(k, &[i, j], &a, 1_000_000)).unwrap();
+        }
+    }
+    let mut got = rt.graph_edges_for_tests();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    rt.finish().unwrap();
+}

@@ -45,6 +45,13 @@ enum Command {
         /// default: each file's schedule `.target(...)`, else ascend910b.
         #[arg(long)]
         arch: Option<String>,
+        /// Backend to check capabilities for (sim, ascend, aie): warns about every directive,
+        /// kernel operation and CSP feature it only records or diagnoses, rejects unsupported ones.
+        #[arg(long)]
+        target: Option<String>,
+        /// With --target: a feature the backend does not enforce is an error.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print the long explanation of a diagnostic code.
     Explain {
@@ -104,7 +111,17 @@ fn main() -> ExitCode {
             explain_types,
             explain_memory,
             arch,
-        } => check(paths, format, deny, explain_types, explain_memory, arch),
+            target,
+            strict,
+        } => check(
+            paths,
+            format,
+            deny,
+            explain_types,
+            explain_memory,
+            arch,
+            (target, strict),
+        ),
         Command::Explain {
             code,
             list,
@@ -156,7 +173,20 @@ fn check(
     explain_types: bool,
     explain_memory: bool,
     arch: Option<String>,
+    (target, strict): (Option<String>, bool),
 ) -> ExitCode {
+    if let Some(t) = &target {
+        if wsp_arch::capabilities::Backend::from_name(t).is_none() {
+            eprintln!(
+                "error: no backend `{t}` for `--target`; known: {}",
+                wsp_arch::capabilities::Backend::known()
+            );
+            return ExitCode::from(2);
+        }
+    } else if strict {
+        eprintln!("error: `--strict` needs `--target sim|ascend|aie`");
+        return ExitCode::from(2);
+    }
     let deny_warnings = match deny.as_deref() {
         None => false,
         Some("warnings") => true,
@@ -170,6 +200,10 @@ fn check(
         Err(code) => return code,
     };
     if let Err(e) = ws.set_arch(arch.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    if let Err(e) = ws.set_target(target.as_deref(), strict) {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }

@@ -220,3 +220,34 @@ fn emit_ir_prints_the_program_ir() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("E01"));
 }
+
+#[test]
+fn target_flag_reports_capability_losses() {
+    let d = tempdir("target");
+    let src = format!("{CLEAN}schedule s = w\n    .timing(batched(8))\n");
+    std::fs::write(d.join("a.wsp"), src).unwrap();
+    // Without a target: no capability diagnostics.
+    let o = wsp(&d, &["check", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("W0710"));
+    // On aie: a warning naming the directive and the backend; still exit 0.
+    let o = wsp(&d, &["check", "--target", "aie", "a.wsp"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("W0710") && err.contains("batched") && err.contains("`aie`"),
+        "{err}"
+    );
+    // Enforced on ascend: nothing to say.
+    let o = wsp(&d, &["check", "--target", "ascend", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("W0710"));
+    // --strict makes the loss an error.
+    let o = wsp(&d, &["check", "--target", "aie", "--strict", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("E0711"));
+    // Unknown target: usage error listing the known backends.
+    let o = wsp(&d, &["check", "--target", "gpu", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("known: sim, ascend, aie"));
+}

@@ -4,6 +4,7 @@ use crate::api::*;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::region::{covers, overlaps};
 use crate::report::*;
+use crate::v9::{Order, V9Clock};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
@@ -502,8 +503,7 @@ pub struct Runtime {
     streams_last: Vec<u64>,
     batch: Vec<u64>,
     since_yield: u32,
-    v9_workers: Vec<u64>,
-    v9_emitted: u64,
+    v9: V9Clock,
     total_edges: u64,
     makespan: u64,
     scratch: Vec<u64>,
@@ -615,8 +615,7 @@ impl Runtime {
             streams_last: vec![u64::MAX; streams],
             batch: Vec::new(),
             since_yield: 0,
-            v9_workers: vec![0; v9n],
-            v9_emitted: 0,
+            v9: V9Clock::new(v9n, window as usize),
             total_edges: 0,
             makespan: 0,
             scratch: Vec::new(),
@@ -829,6 +828,34 @@ impl Runtime {
         }
         self.retire();
         Ok(())
+    }
+
+    // ---------------------------------------------------------------- program order
+
+    /// Opens a structural group of the orchestration (a `P` or `P.seq` loop, a block, the
+    /// parts of a `sequential` or `combine`). Only the `pto_wsp_v9` clock reads program
+    /// structure; the event simulation follows data edges and ignores it.
+    pub fn order_begin(&mut self, order: Order) {
+        self.v9.begin(order);
+    }
+
+    /// The next member of the innermost group (a loop iteration, a `sequential` part).
+    pub fn order_step(&mut self) {
+        self.v9.step();
+    }
+
+    /// Closes the innermost group.
+    pub fn order_end(&mut self) -> Result<(), RuntimeError> {
+        if self.v9.end() {
+            Ok(())
+        } else {
+            api("order_end without a matching order_begin".into())
+        }
+    }
+
+    /// How many structural groups are open.
+    pub fn order_depth(&self) -> usize {
+        self.v9.depth()
     }
 
     // ---------------------------------------------------------------- submission
@@ -1291,14 +1318,13 @@ impl Runtime {
         if let Some(p) = self.procs.get_mut(proc as usize) {
             p.v9_clock += t.cycles;
         } else {
-            let n = self.v9_workers.len() as u64;
+            let n = self.v9.workers() as u64;
             let w = match self.cfg.policies.dispatch {
                 Dispatch::Affinity => key.rem_euclid(n as i64) as usize,
                 Dispatch::Hash => (mix(key) % n) as usize,
-                _ => (self.v9_emitted % n) as usize,
+                _ => self.v9.next_round_robin(),
             };
-            self.v9_workers[w] += t.cycles;
-            self.v9_emitted += 1;
+            self.v9.task(w, t.cycles);
         }
         if self.cfg.record {
             self.graph_nodes.push((seq, kernel, Token::new(t.coords)));
@@ -1745,7 +1771,7 @@ impl Runtime {
         match self.cfg.arch.timing {
             TimingSemantics::Event => self.makespan.max(self.now),
             TimingSemantics::V9 => {
-                let w = self.v9_workers.iter().copied().max().unwrap_or(0);
+                let w = self.v9.total();
                 let p = self.procs.iter().map(|p| p.v9_clock).max().unwrap_or(0);
                 w.max(p)
             }

@@ -18,8 +18,9 @@
 //! - **One clock**: a deterministic discrete-event simulation on the single orchestrating
 //!   thread decides when each task starts and ends on a modeled core; kernels run on host
 //!   threads in that dependency order, so results and cycles never depend on host timing. The
-//!   `pto_wsp_v9` model keeps v9's clocks (round-robin workers in emission order, per-process
-//!   local clocks) alongside.
+//!   `pto_wsp_v9` model keeps v9's clocks alongside ([`Order`] groups from the orchestration
+//!   give program structure; round-robin workers in emission order; per-process local
+//!   clocks).
 //! - **CSP**: processes are state machines stepped by the engine ([`Process::step`] returns
 //!   `Continue`, `Send`, `Recv` or `Finished`); when nothing can run and no event is pending
 //!   the run stops with a [`DeadlockReport`].
@@ -29,10 +30,12 @@ mod engine;
 pub mod policy;
 pub mod region;
 pub mod report;
+mod v9;
 
 pub use api::*;
 pub use engine::{Config, ProcCx, ProcSpec, Process, Runtime, RuntimeError};
 pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
+pub use v9::Order;
 pub use report::{BlockedProcess, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait};
 pub use wsp_arch::{Arch, CoreClass};
 

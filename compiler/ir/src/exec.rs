@@ -161,6 +161,13 @@ pub trait TaskBackend {
     fn barrier(&mut self, _tensors: &mut [HostTensor]) -> Result<(), String> {
         Ok(())
     }
+    /// The structure of the main orchestration, for clocks that follow program order
+    /// rather than data edges (`pto_wsp_v9`): groups open and close around blocks, loops and
+    /// the parts of `sequential` and `combine`, and `Step` separates the members of a group.
+    /// Process bodies report none (their time is their own clock).
+    fn order(&mut self, _event: OrderEvent) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs a `connect` of processes itself (stepping [`connect_threads`] on its own
     /// scheduler) and returns the tasks it generated, or `None` to let the interpreter run
     /// it as a deterministic round-robin with its own channels.
@@ -174,6 +181,19 @@ pub trait TaskBackend {
     ) -> Option<Result<Vec<TaskRecord>, ExecError>> {
         None
     }
+}
+
+/// A structural event of the main orchestration ([`TaskBackend::order`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderEvent {
+    /// A group opens. `seq`: each member starts after the previous one has ended (`P.seq`
+    /// iterations, `sequential` parts); otherwise every member starts with the group (`P`
+    /// iterations, `combine` parts, the statements of a block).
+    Begin { seq: bool },
+    /// The next member of the innermost group starts.
+    Step,
+    /// The innermost group closes.
+    End,
 }
 
 /// What one step of a process did, for a scheduler outside the interpreter.
@@ -469,6 +489,7 @@ impl<'p> Machine<'p, '_> {
                     external: None,
                 };
                 let mut no_chans = Vec::new();
+                self.order(&th, OrderEvent::Begin { seq: false })?;
                 loop {
                     match self.step(&mut th, &mut no_chans)? {
                         Step::Done => break Ok(()),
@@ -484,19 +505,26 @@ impl<'p> Machine<'p, '_> {
                 }
             }
             WorkloadBody::Sequential { parts } => {
+                self.backend
+                    .order(OrderEvent::Begin { seq: true })
+                    .map_err(xerr)?;
                 for (i, part) in parts.iter().enumerate() {
                     if i > 0 {
                         self.backend.barrier(self.tensors).map_err(xerr)?;
+                        self.backend.order(OrderEvent::Step).map_err(xerr)?;
                     }
                     self.run_workload(*part)?;
                 }
-                Ok(())
+                self.backend.order(OrderEvent::End).map_err(xerr)
             }
             WorkloadBody::Combine { parts } => {
+                self.backend
+                    .order(OrderEvent::Begin { seq: false })
+                    .map_err(xerr)?;
                 for part in parts {
                     self.run_workload(*part)?;
                 }
-                Ok(())
+                self.backend.order(OrderEvent::End).map_err(xerr)
             }
             WorkloadBody::Connect { processes } => {
                 match self
@@ -634,12 +662,17 @@ impl<'p> Machine<'p, '_> {
                 Frame::Block { stmts, pc } => {
                     let Some(s) = stmts.get(*pc) else {
                         th.frames.pop();
+                        self.order(th, OrderEvent::End)?;
                         continue;
                     };
                     *pc += 1;
                     match s {
                         WStmt::For {
-                            vars, iters, body, ..
+                            kind,
+                            vars,
+                            iters,
+                            body,
+                            ..
                         } => {
                             let mut reads = Vec::new();
                             for it in iters.iter() {
@@ -679,6 +712,8 @@ impl<'p> Machine<'p, '_> {
                                 &mut Vec::new(),
                                 &mut tuples,
                             )?;
+                            let seq = *kind == LoopKind::Sequential;
+                            self.order(th, OrderEvent::Begin { seq })?;
                             th.frames.push(Frame::Loop {
                                 vars,
                                 iters: tuples,
@@ -711,6 +746,7 @@ impl<'p> Machine<'p, '_> {
                                     }
                                 }
                             }
+                            self.order(th, OrderEvent::Begin { seq: false })?;
                             th.frames.push(Frame::Block {
                                 stmts: chosen,
                                 pc: 0,
@@ -783,13 +819,19 @@ impl<'p> Machine<'p, '_> {
                 } => {
                     let Some(tuple) = iters.get(*next) else {
                         th.frames.pop();
+                        self.order(th, OrderEvent::End)?;
                         continue;
                     };
+                    let first = *next == 0;
                     *next += 1;
                     let (vars, body): (&'p [LoopVar], &'p [WStmt]) = (vars, body);
                     for (v, x) in vars.iter().zip(tuple.clone()) {
                         set_var(th, *v, x)?;
                     }
+                    if !first {
+                        self.order(th, OrderEvent::Step)?;
+                    }
+                    self.order(th, OrderEvent::Begin { seq: false })?;
                     th.frames.push(Frame::Block { stmts: body, pc: 0 });
                 }
                 Frame::Consume {
@@ -858,6 +900,15 @@ impl<'p> Machine<'p, '_> {
                 }
             }
         }
+    }
+
+    /// Reports a structural event of the main orchestration to the backend (process
+    /// threads report none).
+    fn order(&mut self, th: &Thread<'p>, event: OrderEvent) -> Result<(), ExecError> {
+        if th.process.is_some() || th.external.is_some() {
+            return Ok(());
+        }
+        self.backend.order(event).map_err(xerr)
     }
 
     /// Generates the iteration tuples of a `for`, binding variables as it goes so that later

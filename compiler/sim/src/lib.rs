@@ -734,6 +734,16 @@ impl TaskBackend for RtBackend<'_> {
         self.rt.wait_all().map_err(|e| e.to_string())
     }
 
+    fn order(&mut self, event: exec::OrderEvent) -> Result<(), String> {
+        match event {
+            exec::OrderEvent::Begin { seq: true } => self.rt.order_begin(rt::Order::Seq),
+            exec::OrderEvent::Begin { seq: false } => self.rt.order_begin(rt::Order::Par),
+            exec::OrderEvent::Step => self.rt.order_step(),
+            exec::OrderEvent::End => return self.rt.order_end().map_err(|e| e.to_string()),
+        }
+        Ok(())
+    }
+
     /// Runs the processes of a `connect` as runtime processes: each steps its interpreter
     /// thread, submits its tasks from its own process (its own `pto_wsp_v9` clock), and sends
     /// and receives on runtime channels (depth, closing, deadlock reports are the runtime's).

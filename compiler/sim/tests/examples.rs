@@ -95,6 +95,14 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("moe_routing", 846),
     ("varlen_attention", 2154),
     ("flash_attention", 10412),
+    ("attention", 536),
+    ("bgemm", 8160),
+    ("deepseek_v3", 1185),
+    ("e2e_rmsnorm", 440),
+    ("flashinfer_decode", 672),
+    ("lightning_indexer", 940),
+    ("llama", 4307),
+    ("softmax", 9951),
 ];
 
 #[test]

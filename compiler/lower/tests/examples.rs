@@ -39,7 +39,8 @@ fn a_program_with_errors_returns_its_check_errors() {
 }
 
 /// The examples that carry input data and NumPy goldens (`gen.py` next to each program).
-const WITH_DATA: [&str; 14] = [
+const WITH_DATA: [&str; 15] = [
+    "csp_pipeline",
     "validated_matmul",
     "tensor_data_add",
     "tensor_data_square",

@@ -103,6 +103,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("lightning_indexer", 940),
     ("llama", 4307),
     ("softmax", 9951),
+    ("csp_pipeline", 4718),
 ];
 
 #[test]

@@ -342,6 +342,8 @@ struct Proc {
     received: Option<Received>,
     produces: Vec<u32>,
     v9_clock: u64,
+    /// Tasks and their cycles, for the `pto_wsp_v9` statistics.
+    v9_load: (u64, u64),
     blocked_since: u64,
 }
 
@@ -1317,6 +1319,8 @@ impl Runtime {
         // v9 clocks: in-order issue over program structure, no data edges.
         if let Some(p) = self.procs.get_mut(proc as usize) {
             p.v9_clock += t.cycles;
+            p.v9_load.0 += 1;
+            p.v9_load.1 += t.cycles;
         } else {
             let n = self.v9.workers() as u64;
             let w = match self.cfg.policies.dispatch {
@@ -1796,19 +1800,42 @@ impl Runtime {
     pub fn stats(&self) -> Stats {
         let total = self.total_cycles();
         let mut cores = Vec::new();
-        for c in &self.classes {
-            for (i, k) in c.cores.iter().enumerate() {
+        if self.cfg.arch.timing == TimingSemantics::V9 {
+            // v9 time is the workers' and processes' clocks: report those, not the event
+            // model's cores.
+            let util = |busy: u64| busy as f64 / total.max(1) as f64;
+            let workers = self.v9.load().iter().map(|l| ("v9_worker", l));
+            let procs = self.procs.iter().map(|p| ("v9_process", &p.v9_load));
+            let mut index = [0u32; 2];
+            for (class, &(tasks, busy)) in workers.chain(procs) {
+                if tasks == 0 {
+                    continue;
+                }
+                let i = &mut index[usize::from(class == "v9_process")];
                 cores.push(CoreStats {
-                    class: c.class.name(),
-                    index: i as u32,
-                    tasks: k.tasks,
-                    busy_cycles: k.busy,
-                    utilization: if total == 0 {
-                        0.0
-                    } else {
-                        k.busy as f64 / self.makespan.max(self.now).max(1) as f64
-                    },
+                    class,
+                    index: *i,
+                    tasks,
+                    busy_cycles: busy,
+                    utilization: util(busy),
                 });
+                *i += 1;
+            }
+        } else {
+            for c in &self.classes {
+                for (i, k) in c.cores.iter().enumerate() {
+                    cores.push(CoreStats {
+                        class: c.class.name(),
+                        index: i as u32,
+                        tasks: k.tasks,
+                        busy_cycles: k.busy,
+                        utilization: if total == 0 {
+                            0.0
+                        } else {
+                            k.busy as f64 / self.makespan.max(self.now).max(1) as f64
+                        },
+                    });
+                }
             }
         }
         Stats {
@@ -1938,6 +1965,7 @@ impl Runtime {
                 received: None,
                 produces,
                 v9_clock: 0,
+                v9_load: (0, 0),
                 blocked_since: 0,
             });
         }

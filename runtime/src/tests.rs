@@ -100,15 +100,24 @@ fn v9_time_follows_program_order_groups_and_the_event_clock_ignores_them() {
             rt.order_end().unwrap();
             assert!(rt.order_end().is_err(), "an unbalanced order_end is an API error");
         }
-        rt.finish().unwrap().total_cycles
+        rt.finish().unwrap()
     };
     // v9 without structure: 8 independent tasks on 4 workers.
-    assert_eq!(run("pto_wsp_v9", false), 200);
+    assert_eq!(run("pto_wsp_v9", false).total_cycles, 200);
     // v9 with structure: each step waits for the previous one, and issue never goes back:
     // the second chain issues at 300 (the first chain's last issue) and ends at 300 + 400.
-    assert_eq!(run("pto_wsp_v9", true), 700);
+    let s = run("pto_wsp_v9", true);
+    assert_eq!(s.total_cycles, 700);
+    // Its statistics are the v9 workers': 2 tasks of 100 cycles each.
+    assert_eq!(s.cores.len(), 4);
+    for (i, c) in s.cores.iter().enumerate() {
+        assert_eq!((c.class, c.index, c.tasks, c.busy_cycles), ("v9_worker", i as u32, 2, 200));
+    }
     // The event model follows data edges, with or without the groups.
-    assert_eq!(run("ascend910b", true), run("ascend910b", false));
+    assert_eq!(
+        run("ascend910b", true).total_cycles,
+        run("ascend910b", false).total_cycles
+    );
 }
 
 fn add_one_kernel() -> Arc<dyn Kernel> {

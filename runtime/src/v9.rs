@@ -32,6 +32,8 @@ struct Group {
 #[derive(Debug)]
 pub(crate) struct V9Clock {
     workers: Vec<u64>,
+    /// Per worker: tasks and busy cycles, for the run's statistics.
+    load: Vec<(u64, u64)>,
     emitted: u64,
     window: usize,
     issue: u64,
@@ -43,6 +45,7 @@ impl V9Clock {
     pub(crate) fn new(workers: usize, window: usize) -> V9Clock {
         V9Clock {
             workers: vec![0; workers.max(1)],
+            load: vec![(0, 0); workers.max(1)],
             emitted: 0,
             window: window.max(1),
             issue: 0,
@@ -116,11 +119,18 @@ impl V9Clock {
         }
         let end = self.workers[w].max(self.issue) + cycles;
         self.workers[w] = end;
+        self.load[w].0 += 1;
+        self.load[w].1 += cycles;
         self.in_flight.push(Reverse(end));
         if let Some(g) = self.groups.last_mut() {
             g.done = g.done.max(end);
         }
         end
+    }
+
+    /// Per worker: (tasks, busy cycles).
+    pub(crate) fn load(&self) -> &[(u64, u64)] {
+        &self.load
     }
 
     pub(crate) fn total(&self) -> u64 {

@@ -9,7 +9,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(parse check)
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-mkdir -p corpus/parse corpus/check
+mkdir -p corpus/parse corpus/check corpus/jit_kernel
 # Seed both corpora with the fixtures and examples.
 for f in ../tests/ui/*.wsp ../examples/*/*.wsp; do
     [ -f "$f" ] || continue

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs (`.ci/run` calls exactly this). On a fresh machine it
 # installs what it needs: tree-sitter CLI and cargo-fuzz (crates.io), Node packages (npm),
-# Neovim (Debian). Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
+# Neovim (Debian), pytest-lsp (PyPI). Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
 # Python 3 and Node.js >= 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,11 +26,18 @@ bash grammar/install-tree-sitter.sh
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 bash grammar/check-fixtures.sh
 
-step "fuzz: parser and checker, 60 s each"
-bash fuzz/run.sh 60
+step "fuzz: parser, checker, and JIT against the interpreter, 60 s each"
+bash fuzz/run.sh 60 parse check jit_kernel
 
 step "VS Code extension: grammar tests, unit tests, package"
 bash editors/vscode/ci.sh
+
+step "language server from a real client: pytest-lsp over stdio"
+python3 -m pip install --quiet --disable-pip-version-check 'pytest-lsp==1.0.1' \
+  || { echo "could not install pytest-lsp from PyPI"; exit 1; }
+cargo build -q -p wsp
+tdir="${CARGO_TARGET_DIR:-target}"; case "$tdir" in /*) ;; *) tdir="$(pwd)/$tdir" ;; esac
+WSP_BIN="$tdir/debug/wsp" python3 -m pytest -q -p no:cacheprovider tests/lsp
 
 step "Neovim configuration (headless)"
 if ! command -v nvim >/dev/null 2>&1; then

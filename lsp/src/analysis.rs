@@ -164,14 +164,15 @@ pub struct Decl {
 
 /// The named items of a file, in source order.
 pub fn decls(ws: &Workspace, path: &str) -> Vec<Decl> {
-    let Some(text) = ws.text(&FileName::new(path)) else {
+    let Some(file) = ws.file_handle(path) else {
         return Vec::new();
     };
-    let parsed = wsp_syntax::parse(&text);
-    parsed
+    // The workspace's memoised parse: re-parsing here made every request cost a parse of
+    // every file it looked at.
+    wsp_core::db::parse_file(ws.db(), file)
         .file
         .items
-        .into_iter()
+        .iter()
         .filter_map(|n| {
             let base = n.range.start as usize;
             let name = n.item.name()?.span;
@@ -179,10 +180,45 @@ pub fn decls(ws: &Workspace, path: &str) -> Vec<Decl> {
                 path: path.to_string(),
                 range: (base, n.range.end as usize),
                 name: (base + name.start as usize, base + name.end as usize),
-                item: n.item,
+                item: n.item.clone(),
             })
         })
         .collect()
+}
+
+/// Whether `from` imports `target`, directly or through other files.
+pub fn imports_transitively(ws: &Workspace, from: &str, target: &str) -> bool {
+    let mut seen = vec![from.to_string()];
+    let mut todo = vec![from.to_string()];
+    while let Some(p) = todo.pop() {
+        let Some(file) = ws.file_handle(&p) else {
+            continue;
+        };
+        for (q, _) in wsp_core::resolve::imports_of(ws.db(), file) {
+            if q == target {
+                return true;
+            }
+            if !seen.contains(q) {
+                seen.push(q.clone());
+                todo.push(q.clone());
+            }
+        }
+    }
+    false
+}
+
+/// The files whose names are in scope in `path`: itself, then the loaded files it imports
+/// (std modules included), in import order.
+pub fn scope_paths(ws: &Workspace, path: &str) -> Vec<String> {
+    let mut out = vec![path.to_string()];
+    if let Some(file) = ws.file_handle(path) {
+        for (p, target) in wsp_core::resolve::imports_of(ws.db(), file) {
+            if matches!(target, wsp_core::resolve::ImportTarget::Loaded(_)) && !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The declaration a name refers to, looked up in the file, then in every other loaded file

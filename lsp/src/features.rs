@@ -626,14 +626,7 @@ pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> 
     // Declared names in scope.
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
-    let mut paths = vec![path.to_string()];
-    paths.extend(ws.paths().into_iter().filter(|p| p != path));
-    paths.extend(
-        wsp_core::std_lib::STD_MODULES
-            .iter()
-            .map(|(n, _)| format!("std/{n}.wsp")),
-    );
-    for p in paths {
+    for p in crate::analysis::scope_paths(ws, path) {
         for d in decls(ws, &p) {
             let Some(n) = d.item.name() else { continue };
             if !seen.insert(n.name.clone()) {

@@ -3,8 +3,9 @@
 //! no JIT, runtime or simulator.
 //!
 //! Concurrency: the workspace sits behind a mutex; every request takes it, answers from it and
-//! releases it before replying. Edits are applied at once; diagnostics are published after a
-//! short debounce, and only by the newest edit (older pending publications are dropped).
+//! releases it before replying. Edits are applied at once and checked at once (a burst of
+//! edits is checked once after a short wait); only the newest edit publishes, and only for the
+//! edited file and the open files whose diagnostics changed.
 //! Every handler runs under `catch_unwind`: a panic becomes an error reply (or a log message
 //! for notifications) and the server keeps serving.
 
@@ -26,13 +27,20 @@ use wsp_diagnostics::FileName;
 
 use analysis::LineIndex;
 
-/// How long the server waits after an edit before publishing diagnostics.
-const DEBOUNCE: Duration = Duration::from_millis(50);
+/// An edit that arrives while the previous edit's check is still pending is part of a burst
+/// (a paste, a script, keys queued behind a slow request): the server waits this long and
+/// checks once for the whole burst. Any other edit (typing) is checked at once: a re-check
+/// after a one-line edit takes a few milliseconds (docs/perf.md), so a fixed debounce would
+/// only add latency.
+const BURST_DEBOUNCE: Duration = Duration::from_millis(30);
 
 struct State {
     ws: Workspace,
     /// Open documents: workspace path → URI.
     open: BTreeMap<String, Uri>,
+    /// The diagnostics last published per open document, so that an edit republishes only
+    /// the edited document and those whose diagnostics changed.
+    published: BTreeMap<String, Vec<Diagnostic>>,
 }
 
 impl State {
@@ -59,6 +67,8 @@ pub struct Backend {
     client: Client,
     state: Arc<Mutex<State>>,
     generation: Arc<AtomicU64>,
+    /// The newest generation whose publication task has finished (burst detection).
+    finished: Arc<AtomicU64>,
     /// Testing hook: when set (`WSP_LSP_INJECT_PANIC=1`), every handler panics before doing
     /// its work, to prove that panics are contained.
     inject_panic: bool,
@@ -117,8 +127,10 @@ impl Backend {
             state: Arc::new(Mutex::new(State {
                 ws: Workspace::new(),
                 open: BTreeMap::new(),
+                published: BTreeMap::new(),
             })),
             generation: Arc::new(AtomicU64::new(0)),
+            finished: Arc::new(AtomicU64::new(0)),
             inject_panic: std::env::var_os("WSP_LSP_INJECT_PANIC").is_some_and(|v| v == "1"),
         }
     }
@@ -136,32 +148,60 @@ impl Backend {
         .map_err(|_| internal(what))
     }
 
-    /// Publishes diagnostics of every open file after the debounce, unless a newer edit came.
-    fn schedule_publish(&self) {
+    /// At once (after [`BURST_DEBOUNCE`] in a burst), unless a newer edit came: publishes the
+    /// diagnostics of `edited` (always, first) and of every other open file whose diagnostics
+    /// changed.
+    fn schedule_publish(&self, edited: String, opened: bool) {
         let gen = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let (client, state, generation) = (
+        let burst = self.finished.load(Ordering::SeqCst) + 1 < gen;
+        let (client, state, generation, finished) = (
             self.client.clone(),
             self.state.clone(),
             self.generation.clone(),
+            self.finished.clone(),
         );
         tokio::spawn(async move {
-            tokio::time::sleep(DEBOUNCE).await;
+            if burst {
+                tokio::time::sleep(BURST_DEBOUNCE).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
             if generation.load(Ordering::SeqCst) != gen {
+                finished.fetch_max(gen, Ordering::SeqCst);
                 return;
             }
             let batch = catch_unwind(AssertUnwindSafe(|| {
-                let st = lock(&state);
-                st.open
+                let mut guard = lock(&state);
+                let st = &mut *guard;
+                let order = st
+                    .open
                     .iter()
-                    .map(|(p, u)| (u.clone(), analysis::diagnostics(&st.ws, p, &uri_of)))
-                    .collect::<Vec<_>>()
+                    .filter(|(p, _)| **p == edited)
+                    .chain(st.open.iter().filter(|(p, _)| **p != edited));
+                let mut out = Vec::new();
+                for (p, u) in order {
+                    // Editing a file changes the diagnostics of files that import it, and
+                    // of no others (a new file may resolve someone's import: check all).
+                    let affected = *p == edited
+                        || !st.published.contains_key(p)
+                        || opened
+                        || analysis::imports_transitively(&st.ws, p, &edited);
+                    if !affected {
+                        continue;
+                    }
+                    let d = analysis::diagnostics(&st.ws, p, &uri_of);
+                    if *p == edited || st.published.get(p) != Some(&d) {
+                        st.published.insert(p.clone(), d.clone());
+                        out.push((u.clone(), d));
+                    }
+                }
+                out
             }));
             match batch {
                 Ok(batch) => {
+                    // Everything computed is sent, even if a newer edit came meanwhile:
+                    // `published` must match what the client has.
                     for (uri, diags) in batch {
-                        if generation.load(Ordering::SeqCst) != gen {
-                            return;
-                        }
                         client.publish_diagnostics(uri, diags, None).await;
                     }
                 }
@@ -171,6 +211,7 @@ impl Backend {
                         .await
                 }
             }
+            finished.fetch_max(gen, Ordering::SeqCst);
         });
     }
 
@@ -240,29 +281,37 @@ impl LanguageServer for Backend {
         let r = self.with("didOpen", |st| {
             let path = path_of(&p.text_document.uri);
             st.ws.set_file(&path, p.text_document.text);
-            st.open.insert(path, p.text_document.uri);
+            st.open.insert(path.clone(), p.text_document.uri);
             st.load_imports();
+            path
         });
-        self.notify_failure(r).await;
-        self.schedule_publish();
+        let edited = r.as_ref().map(String::clone).unwrap_or_default();
+        self.notify_failure(r.map(drop)).await;
+        self.schedule_publish(edited, true);
     }
 
     async fn did_change(&self, p: DidChangeTextDocumentParams) {
         let r = self.with("didChange", |st| {
             let path = path_of(&p.text_document.uri);
             // Full sync: the last change holds the whole text.
+            let files = st.ws.paths().len();
             if let Some(c) = p.content_changes.into_iter().last() {
                 st.ws.set_file(&path, c.text);
                 st.load_imports();
             }
+            // Newly loaded imports may resolve other files' imports: re-check every file.
+            (path, st.ws.paths().len() != files)
         });
-        self.notify_failure(r).await;
-        self.schedule_publish();
+        let (edited, loaded) = r.as_ref().map(Clone::clone).unwrap_or_default();
+        self.notify_failure(r.map(drop)).await;
+        self.schedule_publish(edited, loaded);
     }
 
     async fn did_close(&self, p: DidCloseTextDocumentParams) {
         let r = self.with("didClose", |st| {
-            st.open.remove(&path_of(&p.text_document.uri));
+            let path = path_of(&p.text_document.uri);
+            st.open.remove(&path);
+            st.published.remove(&path);
         });
         self.notify_failure(r).await;
         self.client

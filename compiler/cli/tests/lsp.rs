@@ -125,3 +125,46 @@ fn panics_in_handlers_are_contained() {
     // Still serving.
     c.stop();
 }
+
+#[test]
+fn an_edit_republishes_the_files_that_import_it() {
+    let (dir, uri) = setup("imports");
+    let lib = "kernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x * 2.0\n}\n";
+    let main = "import helpers.{double}\naxis rows = Dense[4]\ninput X: f32[4, 8, 8] = random(seed: 1)\noutput Y: f32[4, 8, 8]\nworkload w {\n    for i in P(rows) { double[i](x: X[i], y: Y[i]) }\n}\n";
+    std::fs::write(dir.join("helpers.wsp"), lib).unwrap();
+    let lib_uri = format!("file://{}/helpers.wsp", dir.display());
+    let mut c = Client::start(&dir, false);
+    for (u, t) in [(&lib_uri, lib), (&uri, main)] {
+        c.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": u, "languageId": "wsp", "version": 1, "text": t}}),
+        );
+        assert!(c.diagnostics(u).is_empty());
+    }
+    // Renaming the kernel in helpers.wsp breaks a.wsp's import: both are published.
+    let renamed = lib.replace("double", "twice");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": lib_uri, "version": 2}, "contentChanges": [{"text": renamed}]}),
+    );
+    assert!(c.diagnostics(&lib_uri).is_empty());
+    let codes = |d: Vec<Value>| -> Vec<String> {
+        d.iter()
+            .filter_map(|x| x["code"].as_str().map(String::from))
+            .collect()
+    };
+    assert_eq!(codes(c.diagnostics(&uri)), ["E0104", "E0101"]);
+    // a.wsp follows the rename; then helpers.wsp reverts it, and a.wsp breaks again.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": main.replace("double", "twice")}]}),
+    );
+    assert!(c.diagnostics(&uri).is_empty());
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": lib_uri, "version": 3}, "contentChanges": [{"text": lib}]}),
+    );
+    assert!(c.diagnostics(&lib_uri).is_empty());
+    assert_eq!(codes(c.diagnostics(&uri)), ["E0104", "E0101"]);
+    c.stop();
+}

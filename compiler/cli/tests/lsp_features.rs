@@ -34,7 +34,11 @@ fn the_server_announces_every_feature() {
             "{cap}: {caps}"
         );
     }
-    assert_eq!(caps["renameProvider"]["prepareProvider"], json!(true), "{caps}");
+    assert_eq!(
+        caps["renameProvider"]["prepareProvider"],
+        json!(true),
+        "{caps}"
+    );
     c.stop();
 }
 
@@ -49,28 +53,50 @@ fn references_and_rename() {
     let r = c.request("textDocument/references", p.clone());
     let locs = r["result"].as_array().cloned().unwrap_or_default();
     assert_eq!(locs.len(), 2, "{r}");
-    assert_eq!(locs[0]["range"]["start"], json!({"line": 1, "character": 6}));
+    assert_eq!(
+        locs[0]["range"]["start"],
+        json!({"line": 1, "character": 6})
+    );
     p["context"] = json!({"includeDeclaration": false});
     let r = c.request("textDocument/references", p);
     assert_eq!(r["result"].as_array().map(Vec::len), Some(1), "{r}");
 
     let r = c.request("textDocument/prepareRename", pos(10, 24, &uri));
-    assert_eq!(r["result"]["start"], json!({"line": 10, "character": 23}), "{r}");
+    assert_eq!(
+        r["result"]["start"],
+        json!({"line": 10, "character": 23}),
+        "{r}"
+    );
     let r = c.request("textDocument/prepareRename", pos(5, 2, &uri));
     let msg = r["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("keyword"), "{r}");
     let r = c.request("textDocument/prepareRename", pos(5, 21, &uri));
-    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("builtin"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("builtin"),
+        "{r}"
+    );
 
     let mut p = pos(10, 24, &uri);
     p["newName"] = json!("twice");
     let r = c.request("textDocument/rename", p.clone());
-    let edits = r["result"]["changes"][uri.as_str()].as_array().cloned().unwrap_or_default();
+    let edits = r["result"]["changes"][uri.as_str()]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(edits.len(), 2, "{r}");
     assert!(edits.iter().all(|e| e["newText"] == "twice"));
     p["newName"] = json!("workload");
     let r = c.request("textDocument/rename", p);
-    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("keyword"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("keyword"),
+        "{r}"
+    );
     c.stop();
 }
 
@@ -96,14 +122,20 @@ fn completion_and_signature_help() {
     let l = labels(&c.request("textDocument/completion", pos(9, 0, &uri)));
     assert!(l.contains(&"kernel".to_string()), "{l:?}");
     let l = labels(&c.request("textDocument/completion", pos(10, 35, &uri)));
-    assert!(l.contains(&"rows".to_string()) && l.contains(&"double".to_string()), "{l:?}");
+    assert!(
+        l.contains(&"rows".to_string()) && l.contains(&"double".to_string()),
+        "{l:?}"
+    );
     // Right after `double[i](`: the parameters.
     let l = labels(&c.request("textDocument/completion", pos(10, 33, &uri)));
     assert_eq!(l, ["x", "y"]);
 
     let r = c.request("textDocument/signatureHelp", pos(10, 43, &uri));
     let sig = &r["result"]["signatures"][0];
-    assert_eq!(sig["label"], "double(x: in f32[8, 8], y: out f32[8, 8])", "{r}");
+    assert_eq!(
+        sig["label"], "double(x: in f32[8, 8], y: out f32[8, 8])",
+        "{r}"
+    );
     assert_eq!(r["result"]["activeParameter"], 1, "{r}");
     assert_eq!(sig["parameters"][1]["label"], json!([24, 40]), "{r}");
     c.stop();
@@ -120,13 +152,20 @@ fn hints_tokens_and_folding() {
     );
     let hints = r["result"].as_array().cloned().unwrap_or_default();
     assert!(
-        hints.iter().any(|h| h["position"] == json!({"line": 9, "character": 10})
-            && h["label"].as_str().unwrap_or_default().starts_with(": Workload[")),
+        hints
+            .iter()
+            .any(|h| h["position"] == json!({"line": 9, "character": 10})
+                && h["label"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with(": Workload[")),
         "{r}"
     );
     assert!(
-        hints.iter().any(|h| h["position"] == json!({"line": 6, "character": 9})
-            && h["label"] == ": f32[8, 8]"),
+        hints
+            .iter()
+            .any(|h| h["position"] == json!({"line": 6, "character": 9})
+                && h["label"] == ": f32[8, 8]"),
         "{r}"
     );
 
@@ -192,7 +231,8 @@ fn panics_in_new_handlers_are_contained() {
         "textDocument/foldingRange",
     ] {
         let mut params = pos(0, 0, &uri);
-        params["context"] = json!({"includeDeclaration": true, "triggerKind": 1, "isRetrigger": false});
+        params["context"] =
+            json!({"includeDeclaration": true, "triggerKind": 1, "isRetrigger": false});
         params["newName"] = json!("z");
         let r = c.request(method, params);
         assert_eq!(r["error"]["code"], -32603, "{method}: {r}");

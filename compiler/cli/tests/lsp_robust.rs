@@ -25,10 +25,52 @@ impl Rng {
 }
 
 const PIECES: &[&str] = &[
-    "{", "}", "(", ")", "[", "]", "\n", " ", ",", ":", "..", "=", "+", "*", "//", "/*", "\"",
-    "kernel", "workload", "for", "in", "P(", "P.seq(", "when", "else", "channel", "process",
-    "send", "consume", "schedule", "expect", "f32[16, 16]", "matmul(", "rowmax(", "x", "Q[i]",
-    "é", "𝔸", "→", "\u{0}", "\t", "1e-30", "99999999999999999999", "let", "var", "import std.",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\n",
+    " ",
+    ",",
+    ":",
+    "..",
+    "=",
+    "+",
+    "*",
+    "//",
+    "/*",
+    "\"",
+    "kernel",
+    "workload",
+    "for",
+    "in",
+    "P(",
+    "P.seq(",
+    "when",
+    "else",
+    "channel",
+    "process",
+    "send",
+    "consume",
+    "schedule",
+    "expect",
+    "f32[16, 16]",
+    "matmul(",
+    "rowmax(",
+    "x",
+    "Q[i]",
+    "é",
+    "𝔸",
+    "→",
+    "\u{0}",
+    "\t",
+    "1e-30",
+    "99999999999999999999",
+    "let",
+    "var",
+    "import std.",
 ];
 
 /// Applies one random edit to `text` (always on char boundaries).
@@ -51,13 +93,23 @@ fn edit(text: &mut String, rng: &mut Rng) {
         _ => {
             // Duplicate a line: grows the file, keeps it mostly valid.
             let start = text[..at].rfind('\n').map(|i| i + 1).unwrap_or(0);
-            let end = text[at..].find('\n').map(|i| at + i + 1).unwrap_or(text.len());
+            let end = text[at..]
+                .find('\n')
+                .map(|i| at + i + 1)
+                .unwrap_or(text.len());
             let line = text[start..end].to_string();
             text.insert_str(start, &line);
         }
     }
     if text.len() > 20_000 {
-        text.truncate(bounds.iter().rev().find(|b| **b <= 10_000).copied().unwrap_or(0));
+        text.truncate(
+            bounds
+                .iter()
+                .rev()
+                .find(|b| **b <= 10_000)
+                .copied()
+                .unwrap_or(0),
+        );
     }
 }
 
@@ -155,7 +207,10 @@ fn ten_thousand_random_edits_never_crash_or_hang_the_server() {
         }
     }
     assert!(last.is_empty(), "{last:?}");
-    let s = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    let s = c.request(
+        "textDocument/documentSymbol",
+        json!({"textDocument": {"uri": uri}}),
+    );
     assert_eq!(s["result"].as_array().map(|a| a.len()), Some(5), "{s}");
     c.stop();
 }

@@ -144,4 +144,3 @@ pub fn setup(name: &str) -> (std::path::PathBuf, String) {
 pub fn pos(line: u32, character: u32, uri: &str) -> Value {
     json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
 }
-

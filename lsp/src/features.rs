@@ -709,7 +709,8 @@ pub fn signature_help(
 // Inlay hints
 
 /// Inlay hints: `(byte offset, label)` after the names of workloads (their inferred
-/// `Workload[...]` type) and of kernel `let`/`var` bindings written without a type (their tile
+/// `Workload[...]` type), after each loop header of a workload or process (its dependency type
+/// over its axes), and after kernel `let`/`var` bindings written without a type (their tile
 /// type, when its shape is constant).
 pub fn inlay_hints(ws: &Workspace, path: &str) -> Vec<(usize, String)> {
     let Some(text) = text_of(ws, path) else {
@@ -726,13 +727,26 @@ pub fn inlay_hints(ws: &Workspace, path: &str) -> Vec<(usize, String)> {
             }
         }
     }
+    let axes = ws
+        .file_handle(path)
+        .map(|f| wsp_core::wltype::axis_types(ws.db(), f).clone())
+        .unwrap_or_default();
+    let loops = |body: &wsp_syntax::ast::Block, base: usize, out: &mut Vec<(usize, String)>| {
+        for (end, label) in wsp_core::wltype::loop_headers(body, &axes) {
+            out.push((base + end as usize, format!(": {label}")));
+        }
+    };
     for d in &items {
         match &d.item.kind {
             ItemKind::Workload(w) => {
                 if let Some(t) = types.get(&w.name.name) {
                     out.push((d.name.1, format!(": {t}")));
                 }
+                if let wsp_syntax::ast::WorkloadBody::Block(b) = &w.body {
+                    loops(b, d.range.0, &mut out);
+                }
             }
+            ItemKind::Process(p) => loops(&p.body, d.range.0, &mut out),
             ItemKind::Kernel(k) => {
                 let params: BTreeSet<u32> = k.params.iter().map(|p| p.name.span.start).collect();
                 for (at, (dtype, r, c)) in wsp_core::types::kernel_tile_shapes(k, &consts) {
@@ -1090,6 +1104,11 @@ mod tests {
             "{h:?}"
         );
         assert!(h.contains(&(at("t = x", 1), ": f32[8, 8]".into())), "{h:?}");
+        // The dependency type at the loop header, after `P(rows)`.
+        assert!(
+            h.contains(&(at("P(rows)", 7), ": Independent[rows: Dense[4]]".into())),
+            "{h:?}"
+        );
     }
 
     #[test]

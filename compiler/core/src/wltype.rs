@@ -126,6 +126,51 @@ fn loop_form(iter: &Expr) -> (&'static str, Vec<String>) {
     (dep, axes)
 }
 
+/// The dependency type at each loop header of a workload or process body, for inlay hints:
+/// `(item-relative end of the iterator expression, "Independent[rows: Dense[4]]")`, with the
+/// loop's axes and their types (`?` when unknown). `axes` is [`axis_types`] of the file.
+pub fn loop_headers(body: &Block, axes: &BTreeMap<String, String>) -> Vec<(u32, String)> {
+    fn walk(b: &Block, axes: &BTreeMap<String, String>, out: &mut Vec<(u32, String)>) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::For { iter, body, .. } => {
+                    let (dep, names) = loop_form(iter);
+                    let over: Vec<String> = names
+                        .iter()
+                        .map(|n| {
+                            let t = axes.get(n).map_or("?", String::as_str);
+                            format!("{n}: {t}")
+                        })
+                        .collect();
+                    let label = if over.is_empty() {
+                        dep.to_string()
+                    } else {
+                        format!("{dep}[{}]", over.join(", "))
+                    };
+                    out.push((iter.span.end, label));
+                    walk(body, axes, out);
+                }
+                StmtKind::When {
+                    branches,
+                    otherwise,
+                } => {
+                    for (_, b) in branches {
+                        walk(b, axes, out);
+                    }
+                    if let Some(b) = otherwise {
+                        walk(b, axes, out);
+                    }
+                }
+                StmtKind::Consume { body, .. } => walk(body, axes, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, axes, &mut out);
+    out
+}
+
 /// The type of every axis of a file, by name (`Dense[2]`, `DenseDyn`, ...).
 #[salsa::tracked(returns(ref))]
 pub fn axis_types(db: &dyn Db, file: File) -> BTreeMap<String, String> {

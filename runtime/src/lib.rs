@@ -35,8 +35,8 @@ mod v9;
 pub use api::*;
 pub use engine::{Config, ProcCx, ProcSpec, Process, Runtime, RuntimeError};
 pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
-pub use v9::Order;
 pub use report::{BlockedProcess, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait};
+pub use v9::Order;
 pub use wsp_arch::{Arch, CoreClass};
 
 #[cfg(test)]

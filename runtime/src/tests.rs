@@ -98,7 +98,10 @@ fn v9_time_follows_program_order_groups_and_the_event_clock_ignores_them() {
         if groups {
             assert_eq!(rt.order_depth(), 1);
             rt.order_end().unwrap();
-            assert!(rt.order_end().is_err(), "an unbalanced order_end is an API error");
+            assert!(
+                rt.order_end().is_err(),
+                "an unbalanced order_end is an API error"
+            );
         }
         rt.finish().unwrap()
     };
@@ -111,7 +114,10 @@ fn v9_time_follows_program_order_groups_and_the_event_clock_ignores_them() {
     // Its statistics are the v9 workers': 2 tasks of 100 cycles each.
     assert_eq!(s.cores.len(), 4);
     for (i, c) in s.cores.iter().enumerate() {
-        assert_eq!((c.class, c.index, c.tasks, c.busy_cycles), ("v9_worker", i as u32, 2, 200));
+        assert_eq!(
+            (c.class, c.index, c.tasks, c.busy_cycles),
+            ("v9_worker", i as u32, 2, 200)
+        );
     }
     // The event model follows data edges, with or without the groups.
     assert_eq!(

@@ -88,4 +88,3 @@ fn every_example_lowers() {
         assert!(wsp_ir::check::validate_program(&p).is_empty(), "{name}");
     }
 }
-

@@ -150,6 +150,11 @@ struct Checker<'a> {
     produces: BTreeSet<String>,
     consumes: BTreeSet<String>,
     in_process: bool,
+    /// Where a quick fix inserts a channel into the process header: after the last
+    /// `produces`/`consumes` name (`, c`), else at the header's end (` produces c`).
+    produces_end: Option<u32>,
+    consumes_end: Option<u32>,
+    header_end: u32,
 }
 
 const KERNEL_CTX: &[&[&str]] = &[KERNEL_FUNCTIONS, DTYPES];
@@ -173,6 +178,9 @@ impl<'a> Checker<'a> {
             produces: BTreeSet::new(),
             consumes: BTreeSet::new(),
             in_process: false,
+            produces_end: None,
+            consumes_end: None,
+            header_end: 0,
         }
     }
 
@@ -834,7 +842,26 @@ impl<'a> Checker<'a> {
                     ),
                     self.label(ch.span, format!("not declared `{clause}`")),
                 )
-                .with_help(format!("add `{clause} {}` to the process header", ch.name)),
+                .with_help(format!("add `{clause} {}` to the process header", ch.name))
+                .with_fix(Fix {
+                    title: format!("declare `{clause} {}`", ch.name),
+                    edits: vec![match if send {
+                        self.produces_end
+                    } else {
+                        self.consumes_end
+                    } {
+                        Some(end) => Edit {
+                            file: self.file.clone(),
+                            span: Span::new(end, end),
+                            replacement: format!(", {}", ch.name),
+                        },
+                        None => Edit {
+                            file: self.file.clone(),
+                            span: Span::new(self.header_end, self.header_end),
+                            replacement: format!(" {clause} {}", ch.name),
+                        },
+                    }],
+                }),
             );
         }
     }
@@ -996,6 +1023,14 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
         ItemKind::Process(p) => {
             c.builtins = WORKLOAD_CTX;
             c.in_process = true;
+            c.produces_end = p.produces.last().map(|i| i.span.end);
+            c.consumes_end = p.consumes.last().map(|i| i.span.end);
+            c.header_end = p
+                .consumes
+                .iter()
+                .chain(&p.produces)
+                .map(|i| i.span.end)
+                .fold(p.name.span.end, u32::max);
             for (list, set) in [(&p.consumes, 0), (&p.produces, 1)] {
                 for ch in list {
                     match c.scope.get(&ch.name).map(|s| &s.symbol) {

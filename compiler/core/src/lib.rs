@@ -14,6 +14,7 @@ pub mod memory;
 pub mod races;
 pub mod resolve;
 pub mod std_lib;
+pub mod tokens;
 pub mod types;
 pub mod wltype;
 
@@ -240,6 +241,7 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
         .collect();
     out.extend(check::check_file_level(db, file).iter().cloned());
     out.extend(csp::channel_graph(db, file).iter().cloned());
+    out.extend(tokens::pipeline_tokens(db, file).iter().cloned());
     for (item, offset) in file_items(db, file) {
         for d in check::check_item(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));

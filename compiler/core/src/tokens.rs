@@ -1,0 +1,918 @@
+//! Static deadlock verdicts of CSP pipelines by abstract token counting (issue #6, item 1).
+//!
+//! For each `connect(...)` workload whose processes have static trip counts, the processes are
+//! executed abstractly: tokens carry no values, only their number matters. A process body
+//! becomes a tree of actions — tasks, sends, and `consume` loops whose bodies run once per
+//! received token until the channel is closed and empty — and `for` loops over constant Dense
+//! axes or constant ranges repeat their bodies. The simulation follows the reference semantics
+//! of `wsp run` (compiler/ir/src/exec.rs): a deterministic round-robin of process steps, one
+//! visible action (task, send, receive) per step, channels bounded by their depth (depth 0: the
+//! sender waits until its token is taken), a channel closes when every producer of it has
+//! finished, and the run deadlocks when a whole round makes no progress.
+//!
+//! A deadlock is W0504, with the blocked sites, the channel fills and the smallest total
+//! increase of depths that completes (or the fact that no depth helps: even unbounded channels
+//! deadlock). A pipeline whose counts are not static (Ragged / Sparse / DenseDyn axes, `P.sel`,
+//! `when`, params, processes of other files) or too large to simulate is W0505, once per
+//! `connect`.
+//!
+//! The deadlock verdict is a warning rather than an error so that the program still lowers
+//! and runs: `wsp run` then reports the same deadlock as E0811 (exit 3).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label, Span};
+use wsp_syntax::ast::{Block, Expr, ExprKind, ItemKind, StmtKind};
+
+use crate::db::{parse_file, Db, File};
+
+/// Budget of abstract steps for one `connect` (all simulations, including the depth search).
+const STEP_BUDGET: u64 = 1_000_000;
+
+#[derive(Clone, Debug)]
+enum Node {
+    Task,
+    Send {
+        ch: usize,
+        span: Span,
+    },
+    Loop {
+        count: u64,
+        body: Vec<Node>,
+    },
+    Consume {
+        ch: usize,
+        span: Span,
+        body: Vec<Node>,
+    },
+}
+
+struct Chan {
+    name: String,
+    depth: u64,
+    /// Where a quick fix writes a new depth `n` (absolute span): replace the span with
+    /// `{prefix}{n}{suffix}`.
+    fix_at: (Span, &'static str, &'static str),
+}
+
+struct Proc {
+    name: String,
+    produces: Vec<usize>,
+    body: Vec<Node>,
+}
+
+/// Why a pipeline cannot be decided: a span (absolute) and a reason.
+struct Undecidable(Span, String);
+
+struct Ctx<'a> {
+    off: u32,
+    consts: &'a BTreeMap<String, u64>,
+    axes: &'a BTreeMap<String, Result<u64, String>>,
+    chans: &'a BTreeMap<String, usize>,
+}
+
+fn const_int(e: &Expr, consts: &BTreeMap<String, u64>) -> Option<u64> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(*v),
+        ExprKind::Name(n) => consts.get(&n.name).copied(),
+        _ => None,
+    }
+}
+
+fn lower_block(b: &Block, cx: &Ctx) -> Result<Vec<Node>, Undecidable> {
+    let mut out = Vec::new();
+    for s in &b.stmts {
+        let span = s.span.shift(cx.off);
+        match &s.kind {
+            StmtKind::For { iter, body, .. } => {
+                let count = trip_count(iter, cx)?;
+                let body = lower_block(body, cx)?;
+                out.push(Node::Loop { count, body });
+            }
+            StmtKind::When { .. } => {
+                return Err(Undecidable(
+                    span,
+                    "a `when` chooses its branch from data at run time".into(),
+                ))
+            }
+            StmtKind::Send { channel, value } => {
+                let ch = *cx.chans.get(&channel.name).ok_or_else(|| {
+                    Undecidable(
+                        channel.span.shift(cx.off),
+                        format!("channel `{}` is not declared in this file", channel.name),
+                    )
+                })?;
+                let _ = value;
+                out.push(Node::Send {
+                    ch,
+                    span: channel.span.shift(cx.off),
+                });
+            }
+            StmtKind::Consume { channel, body, .. } => {
+                let ch = *cx.chans.get(&channel.name).ok_or_else(|| {
+                    Undecidable(
+                        channel.span.shift(cx.off),
+                        format!("channel `{}` is not declared in this file", channel.name),
+                    )
+                })?;
+                let body = lower_block(body, cx)?;
+                out.push(Node::Consume {
+                    ch,
+                    span: channel.span.shift(cx.off),
+                    body,
+                });
+            }
+            StmtKind::Expr(e) if matches!(e.kind, ExprKind::Call { .. }) => out.push(Node::Task),
+            // Other statements are not channel actions (and are rejected in process bodies by
+            // the checker where they do not belong).
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The number of iterations of a process `for` loop, when static.
+fn trip_count(iter: &Expr, cx: &Ctx) -> Result<u64, Undecidable> {
+    let span = iter.span.shift(cx.off);
+    let axis = |e: &Expr| -> Result<u64, Undecidable> {
+        match &e.kind {
+            ExprKind::Name(n) => match cx.axes.get(&n.name) {
+                Some(Ok(v)) => Ok(*v),
+                Some(Err(why)) => Err(Undecidable(e.span.shift(cx.off), why.clone())),
+                None => Err(Undecidable(
+                    e.span.shift(cx.off),
+                    format!("`{}` is not an axis of this file", n.name),
+                )),
+            },
+            _ => Err(Undecidable(
+                e.span.shift(cx.off),
+                "the loop runs over a nested (Ragged or Sparse) axis row whose length is data"
+                    .into(),
+            )),
+        }
+    };
+    match &iter.kind {
+        ExprKind::Range { start, end } => {
+            let s = match start {
+                Some(s) => const_int(s, cx.consts),
+                None => Some(0),
+            };
+            let e = end.as_ref().and_then(|e| const_int(e, cx.consts));
+            match (s, e) {
+                (Some(s), Some(e)) => Ok(e.saturating_sub(s)),
+                _ => Err(Undecidable(
+                    span,
+                    "the range bounds are not constants".into(),
+                )),
+            }
+        }
+        ExprKind::Name(_) => axis(iter),
+        ExprKind::Call { callee, args, .. } => {
+            let kind = match &callee.kind {
+                ExprKind::Name(n) if n.name == "P" => "P",
+                ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Name(n) if n.name == "P") => {
+                    field.name.as_str()
+                }
+                _ => "",
+            };
+            match kind {
+                "P" | "seq" => {
+                    let mut n: u64 = 1;
+                    for a in args {
+                        n = n.saturating_mul(axis(&a.value)?);
+                    }
+                    Ok(n)
+                }
+                "sel" => Err(Undecidable(
+                    span,
+                    "`P.sel` iterates the entries a Sparse row selects, known only at run time"
+                        .into(),
+                )),
+                _ => Err(Undecidable(
+                    span,
+                    "the loop's trip count is not static".into(),
+                )),
+            }
+        }
+        _ => Err(Undecidable(
+            span,
+            "the loop's trip count is not static".into(),
+        )),
+    }
+}
+
+/// One process instance of the abstract run.
+#[derive(Clone)]
+struct Thread<'a> {
+    frames: Vec<Frame<'a>>,
+    pending: Option<(usize, Span)>,
+    awaiting: Option<(usize, u64)>,
+    blocked: Option<(usize, Span, bool)>,
+    sent: Vec<u64>,
+    received: Vec<u64>,
+}
+
+#[derive(Clone)]
+enum Frame<'a> {
+    Block {
+        nodes: &'a [Node],
+        pc: usize,
+    },
+    Loop {
+        left: u64,
+        body: &'a [Node],
+    },
+    Consume {
+        ch: usize,
+        span: Span,
+        body: &'a [Node],
+    },
+}
+
+#[derive(Clone)]
+struct ChanState {
+    queue: VecDeque<u64>,
+    live_producers: usize,
+    serial: u64,
+}
+
+enum Step {
+    Progress,
+    Blocked,
+    Done,
+}
+
+/// Blocked state of one process at a deadlock.
+struct Wait {
+    thread: usize,
+    ch: usize,
+    span: Span,
+    /// `true`: waiting to send (full, or for a rendezvous); `false`: waiting on an empty channel.
+    sending: bool,
+}
+
+enum Outcome {
+    Completes {
+        sent: Vec<u64>,
+    },
+    Deadlock {
+        waits: Vec<Wait>,
+        fill: Vec<usize>,
+        threads: Vec<(Vec<u64>, Vec<u64>)>,
+        done: Vec<bool>,
+    },
+    TooLarge,
+}
+
+fn step(th: &mut Thread, chans: &mut [ChanState], depths: &[u64]) -> Step {
+    th.blocked = None;
+    if let Some((c, serial)) = th.awaiting {
+        if chans[c].queue.contains(&serial) {
+            return Step::Blocked;
+        }
+        th.awaiting = None;
+    }
+    if let Some((c, span)) = th.pending.take() {
+        return if try_send(th, chans, depths, c, span) {
+            Step::Progress
+        } else {
+            Step::Blocked
+        };
+    }
+    loop {
+        let Some(frame) = th.frames.last_mut() else {
+            return Step::Done;
+        };
+        match frame {
+            Frame::Block { nodes, pc } => {
+                let nodes: &[Node] = nodes;
+                let Some(n) = nodes.get(*pc) else {
+                    th.frames.pop();
+                    continue;
+                };
+                *pc += 1;
+                match n {
+                    Node::Task => return Step::Progress,
+                    Node::Send { ch, span } => {
+                        try_send(th, chans, depths, *ch, *span);
+                        return Step::Progress;
+                    }
+                    Node::Loop { count, body } => {
+                        th.frames.push(Frame::Loop { left: *count, body })
+                    }
+                    Node::Consume { ch, span, body } => th.frames.push(Frame::Consume {
+                        ch: *ch,
+                        span: *span,
+                        body,
+                    }),
+                }
+            }
+            Frame::Loop { left, body } => {
+                if *left == 0 {
+                    th.frames.pop();
+                    continue;
+                }
+                *left -= 1;
+                let body: &[Node] = body;
+                th.frames.push(Frame::Block { nodes: body, pc: 0 });
+            }
+            Frame::Consume { ch, span, body } => {
+                let (c, span, body): (usize, Span, &[Node]) = (*ch, *span, body);
+                match chans[c].queue.pop_front() {
+                    Some(_) => {
+                        th.received[c] += 1;
+                        th.frames.push(Frame::Block { nodes: body, pc: 0 });
+                        return Step::Progress;
+                    }
+                    None if chans[c].live_producers == 0 => {
+                        th.frames.pop();
+                    }
+                    None => {
+                        th.blocked = Some((c, span, false));
+                        return Step::Blocked;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn try_send(
+    th: &mut Thread,
+    chans: &mut [ChanState],
+    depths: &[u64],
+    c: usize,
+    span: Span,
+) -> bool {
+    let depth = depths[c];
+    let ch = &mut chans[c];
+    if ch.queue.len() as u64 >= depth.max(1) {
+        th.pending = Some((c, span));
+        th.blocked = Some((c, span, true));
+        return false;
+    }
+    ch.serial += 1;
+    ch.queue.push_back(ch.serial);
+    th.sent[c] += 1;
+    if depth == 0 {
+        th.awaiting = Some((c, ch.serial));
+        th.blocked = Some((c, span, true));
+    }
+    true
+}
+
+/// Runs the instances (`(process, replica count)`) with the given depths.
+fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) -> Outcome {
+    let mut chans = vec![
+        ChanState {
+            queue: VecDeque::new(),
+            live_producers: 0,
+            serial: 0,
+        };
+        nchans
+    ];
+    let mut threads: Vec<Thread> = Vec::new();
+    for p in procs {
+        for &c in &p.produces {
+            chans[c].live_producers += 1;
+        }
+        threads.push(Thread {
+            frames: vec![Frame::Block {
+                nodes: &p.body,
+                pc: 0,
+            }],
+            pending: None,
+            awaiting: None,
+            blocked: None,
+            sent: vec![0; nchans],
+            received: vec![0; nchans],
+        });
+    }
+    let mut done = vec![false; threads.len()];
+    loop {
+        let mut progressed = false;
+        for (i, th) in threads.iter_mut().enumerate() {
+            if done[i] {
+                continue;
+            }
+            if *budget == 0 {
+                return Outcome::TooLarge;
+            }
+            *budget -= 1;
+            match step(th, &mut chans, depths) {
+                Step::Progress => progressed = true,
+                Step::Blocked => {}
+                Step::Done => {
+                    done[i] = true;
+                    progressed = true;
+                    for &c in &procs[i].produces {
+                        chans[c].live_producers = chans[c].live_producers.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        if done.iter().all(|d| *d) {
+            let mut sent = vec![0; nchans];
+            for t in &threads {
+                for (s, x) in sent.iter_mut().zip(&t.sent) {
+                    *s += x;
+                }
+            }
+            return Outcome::Completes { sent };
+        }
+        if !progressed {
+            let waits = threads
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !done[*i])
+                .filter_map(|(i, t)| {
+                    t.blocked.map(|(ch, span, sending)| Wait {
+                        thread: i,
+                        ch,
+                        span,
+                        sending,
+                    })
+                })
+                .collect();
+            return Outcome::Deadlock {
+                waits,
+                fill: chans.iter().map(|c| c.queue.len()).collect(),
+                threads: threads
+                    .iter()
+                    .map(|t| (t.sent.clone(), t.received.clone()))
+                    .collect(),
+                done,
+            };
+        }
+    }
+}
+
+/// Static deadlock diagnostics of one file's `connect` workloads (absolute spans).
+#[salsa::tracked(returns(ref))]
+pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
+    let parse = parse_file(db, file);
+    let fname = FileName::new(file.path(db).as_str());
+    let mut consts: BTreeMap<String, u64> = BTreeMap::new();
+    for node in &parse.file.items {
+        if let ItemKind::Const(c) = &node.item.kind {
+            if let ExprKind::Int(v) = c.value.kind {
+                consts.insert(c.name.name.clone(), v);
+            }
+        }
+    }
+    let mut axes: BTreeMap<String, Result<u64, String>> = BTreeMap::new();
+    let mut chan_idx: BTreeMap<String, usize> = BTreeMap::new();
+    let mut chans: Vec<Chan> = Vec::new();
+    let mut params: Vec<String> = Vec::new();
+    for node in &parse.file.items {
+        match &node.item.kind {
+            ItemKind::Param(p) => params.push(p.name.name.clone()),
+            ItemKind::Axis(a) => {
+                let v = match &a.ctor.kind {
+                    ExprKind::Index { base, indices }
+                        if matches!(&base.kind, ExprKind::Name(n) if n.name == "Dense")
+                            && indices.len() == 1 =>
+                    {
+                        const_int(&indices[0], &consts).ok_or_else(|| {
+                            format!("the size of axis `{}` is not a constant", a.name.name)
+                        })
+                    }
+                    ExprKind::Call { callee, .. } => {
+                        let k = match &callee.kind {
+                            ExprKind::Name(n) => n.name.clone(),
+                            _ => String::new(),
+                        };
+                        Err(format!(
+                            "axis `{}` is {k}: its length is known only at run time",
+                            a.name.name
+                        ))
+                    }
+                    _ => Err(format!("the size of axis `{}` is not static", a.name.name)),
+                };
+                axes.insert(a.name.name.clone(), v);
+            }
+            ItemKind::Channel(c) => {
+                let depth = c
+                    .args
+                    .iter()
+                    .find(|a| a.name.as_ref().is_some_and(|n| n.name == "depth"))
+                    .map(|a| const_int(&a.value, &consts))
+                    .unwrap_or(Some(1));
+                let off = node.range.start;
+                let depth_arg = c
+                    .args
+                    .iter()
+                    .find(|a| a.name.as_ref().is_some_and(|n| n.name == "depth"));
+                let fix_at = match (depth_arg, c.args.first(), &c.ty_name) {
+                    (Some(a), _, _) => (a.value.span.shift(off), "", ""),
+                    (None, Some(first), _) => {
+                        let at = first.span.shift(off);
+                        (Span::new(at.start, at.start), "depth: ", ", ")
+                    }
+                    (None, None, Some(ty)) => {
+                        let at = ty.span.shift(off).end;
+                        (Span::new(at, at), "[depth: ", "]")
+                    }
+                    (None, None, None) => {
+                        let at = c.name.span.shift(off).end;
+                        (Span::new(at, at), ": Channel[depth: ", "]")
+                    }
+                };
+                if !chan_idx.contains_key(&c.name.name) {
+                    chan_idx.insert(c.name.name.clone(), chans.len());
+                    chans.push(Chan {
+                        name: c.name.name.clone(),
+                        depth: depth.unwrap_or(u64::MAX),
+                        fix_at,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    // Processes: lowered lazily, with their failure.
+    let mut procs: BTreeMap<String, Result<Proc, Undecidable>> = BTreeMap::new();
+    for node in &parse.file.items {
+        if let ItemKind::Process(p) = &node.item.kind {
+            let cx = Ctx {
+                off: node.range.start,
+                consts: &consts,
+                axes: &axes,
+                chans: &chan_idx,
+            };
+            let lowered = lower_block(&p.body, &cx).map(|body| Proc {
+                name: p.name.name.clone(),
+                produces: p
+                    .produces
+                    .iter()
+                    .filter_map(|c| chan_idx.get(&c.name).copied())
+                    .collect(),
+                body,
+            });
+            procs.entry(p.name.name.clone()).or_insert(lowered);
+        }
+    }
+    let mut diags = Vec::new();
+    for node in &parse.file.items {
+        let ItemKind::Workload(w) = &node.item.kind else {
+            continue;
+        };
+        let wsp_syntax::ast::WorkloadBody::Expr(e) = &w.body else {
+            continue;
+        };
+        let off = node.range.start;
+        let mut connects = Vec::new();
+        find_connects(e, &mut connects);
+        for (call_span, args) in connects {
+            let span = call_span.shift(off);
+            let d = analyse_connect(
+                &fname,
+                &w.name.name,
+                span,
+                args,
+                off,
+                &procs,
+                &chans,
+                &consts,
+                &params,
+            );
+            diags.extend(d);
+        }
+    }
+    diags
+}
+
+fn find_connects<'a>(e: &'a Expr, out: &mut Vec<(Span, &'a [wsp_syntax::ast::Arg])>) {
+    if let ExprKind::Call { callee, args, .. } = &e.kind {
+        if matches!(&callee.kind, ExprKind::Name(n) if n.name == "connect") {
+            out.push((callee.span, args));
+            return;
+        }
+        for a in args {
+            find_connects(&a.value, out);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn analyse_connect(
+    fname: &FileName,
+    wname: &str,
+    span: Span,
+    args: &[wsp_syntax::ast::Arg],
+    off: u32,
+    procs: &BTreeMap<String, Result<Proc, Undecidable>>,
+    chans: &[Chan],
+    consts: &BTreeMap<String, u64>,
+    params: &[String],
+) -> Option<Diagnostic> {
+    let undecidable = |at: Span, why: String| {
+        Some(
+            Diagnostic::new(
+                "W0505",
+                format!("cannot decide statically whether `{wname}` completes or deadlocks"),
+                Label::new(fname.clone(), span, "pipeline not decided statically"),
+            )
+            .with_label(Label::new(fname.clone(), at, why.clone()))
+            .with_note(format!(
+                "the static deadlock check counts tokens when every trip count is a constant; here {why}"
+            ))
+            .with_help("a deadlock, if any, is reported at run time (E0811)"),
+        )
+    };
+    // Instances in connect order, replicas adjacent (as `wsp run` starts them).
+    let mut inst: Vec<(&Proc, String)> = Vec::new();
+    for a in args {
+        let (name_e, reps) = match &a.value.kind {
+            ExprKind::Call {
+                callee,
+                args: rargs,
+                ..
+            } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") => {
+                let p = rargs.first()?;
+                let n = rargs.get(1).and_then(|r| const_int(&r.value, consts));
+                let Some(n) = n else {
+                    let at = rargs.get(1).map(|r| r.value.span).unwrap_or(a.value.span);
+                    let why = match rargs.get(1).map(|r| &r.value.kind) {
+                        Some(ExprKind::Name(x)) if params.contains(&x.name) => {
+                            format!("the replica count is the param `{}`", x.name)
+                        }
+                        _ => "the replica count is not a constant".to_string(),
+                    };
+                    return undecidable(at.shift(off), why);
+                };
+                (&p.value, n)
+            }
+            _ => (&a.value, 1),
+        };
+        let ExprKind::Name(pn) = &name_e.kind else {
+            return undecidable(
+                name_e.span.shift(off),
+                "a `connect` operand is not a process name".into(),
+            );
+        };
+        match procs.get(&pn.name) {
+            None => {
+                return undecidable(
+                    pn.span.shift(off),
+                    format!("process `{}` is not declared in this file", pn.name),
+                )
+            }
+            Some(Err(Undecidable(at, why))) => {
+                return undecidable(*at, format!("in process `{}`, {why}", pn.name))
+            }
+            Some(Ok(p)) => {
+                if reps > 4096 {
+                    return undecidable(
+                        name_e.span.shift(off),
+                        format!("{reps} replicas are too many to simulate"),
+                    );
+                }
+                for r in 0..reps {
+                    let label = if reps > 1 {
+                        format!("{}#{r}", p.name)
+                    } else {
+                        p.name.clone()
+                    };
+                    inst.push((p, label));
+                }
+            }
+        }
+    }
+    if let Some(c) = chans.iter().find(|c| c.depth == u64::MAX) {
+        return undecidable(
+            span,
+            format!("the depth of channel `{}` is not a constant", c.name),
+        );
+    }
+    let procs_only: Vec<&Proc> = inst.iter().map(|(p, _)| *p).collect();
+    let depths: Vec<u64> = chans.iter().map(|c| c.depth).collect();
+    let mut budget = STEP_BUDGET;
+    let too_large = || {
+        undecidable(
+            span,
+            format!(
+                "the pipeline takes more than {STEP_BUDGET} abstract steps, too large to decide"
+            ),
+        )
+    };
+    let (waits, fill, counts, done) = match simulate(&procs_only, chans.len(), &depths, &mut budget)
+    {
+        Outcome::Completes { .. } => return None,
+        Outcome::TooLarge => return too_large(),
+        Outcome::Deadlock {
+            waits,
+            fill,
+            threads,
+            done,
+        } => (waits, fill, threads, done),
+    };
+    // Deadlocked: label every blocked process.
+    let describe = |w: &Wait| -> String {
+        let (sent, recv) = &counts[w.thread];
+        let c = &chans[w.ch];
+        let who = &inst[w.thread].1;
+        if w.sending {
+            if c.depth == 0 {
+                format!(
+                    "`{who}` waits for its token on `{}` (rendezvous, depth 0) to be taken, after sending {} tokens",
+                    c.name, sent[w.ch]
+                )
+            } else {
+                format!(
+                    "`{who}` waits to send on `{}`: full ({}/{} tokens), after sending {} tokens",
+                    c.name, fill[w.ch], c.depth, sent[w.ch]
+                )
+            }
+        } else {
+            // The channel stays open while a producer of it has not finished.
+            let open: Vec<&str> = inst
+                .iter()
+                .enumerate()
+                .filter(|(i, (p, _))| !done[*i] && p.produces.contains(&w.ch))
+                .map(|(_, (_, label))| label.as_str())
+                .collect();
+            let never = if open.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; it never closes: its producer {} is blocked too",
+                    open.iter()
+                        .map(|l| format!("`{l}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            format!(
+                "`{who}` waits on `{}`: empty, after receiving {} tokens{never}",
+                c.name, recv[w.ch]
+            )
+        }
+    };
+    let first = waits.first()?;
+    let mut d = Diagnostic::new(
+        "W0504",
+        format!("the pipeline `{wname}` deadlocks"),
+        Label::new(fname.clone(), first.span, describe(first)),
+    );
+    for w in &waits[1..] {
+        d = d.with_label(Label::new(fname.clone(), w.span, describe(w)));
+    }
+    d = d.with_note("counted statically with the declared channel depths; `wsp run` reports this deadlock as E0811");
+    // Unbounded channels: does any depth help?
+    let mut unbounded_budget = STEP_BUDGET;
+    let big: Vec<u64> = vec![u64::MAX / 2; chans.len()];
+    let totals = match simulate(&procs_only, chans.len(), &big, &mut unbounded_budget) {
+        Outcome::Completes { sent } => sent,
+        Outcome::Deadlock { .. } => {
+            return Some(d.with_help(
+                "no channel depths avoid it: even with unbounded channels some process waits on an empty channel that is never filled; reorder sends and consumes (one process on the cycle must send before it consumes)",
+            ))
+        }
+        Outcome::TooLarge => return Some(d),
+    };
+    // Candidate channels: those with tokens; each depth from its declared value up to its total.
+    let cand: Vec<usize> = (0..chans.len())
+        .filter(|&c| totals[c] > 0 && depths[c] < totals[c])
+        .collect();
+    let max_extra: u64 = cand.iter().map(|&c| totals[c] - depths[c]).sum();
+    let mut found: Option<Vec<u64>> = None;
+    let mut k = 1;
+    'search: while k <= max_extra {
+        let mut extra = vec![0u64; cand.len()];
+        // Enumerate compositions of k over cand with per-channel caps.
+        let caps: Vec<u64> = cand.iter().map(|&c| totals[c] - depths[c]).collect();
+        let mut done = false;
+        if !first_composition(k, &caps, &mut extra) {
+            done = true;
+        }
+        while !done {
+            let mut trial = depths.clone();
+            for (i, &c) in cand.iter().enumerate() {
+                trial[c] += extra[i];
+            }
+            match simulate(&procs_only, chans.len(), &trial, &mut budget) {
+                Outcome::Completes { .. } => {
+                    found = Some(trial);
+                    break 'search;
+                }
+                Outcome::Deadlock { .. } => {}
+                Outcome::TooLarge => {
+                    break 'search;
+                }
+            }
+            done = !next_composition(&caps, &mut extra);
+        }
+        k += 1;
+    }
+    let fmt_depths = |ds: &[u64]| -> String {
+        (0..chans.len())
+            .filter(|&c| ds[c] != depths[c])
+            .map(|c| format!("`{}` depth {} (now {})", chans[c].name, ds[c], depths[c]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let raise = |ds: &[u64]| Fix {
+        title: format!("raise {}", fmt_depths(ds)),
+        edits: (0..chans.len())
+            .filter(|&c| ds[c] != depths[c])
+            .map(|c| {
+                let (span, prefix, suffix) = chans[c].fix_at;
+                Edit {
+                    file: fname.clone(),
+                    span,
+                    replacement: format!("{prefix}{}{suffix}", ds[c]),
+                }
+            })
+            .collect(),
+    };
+    Some(match found {
+        Some(ds) => d
+            .with_help(format!(
+                "the smallest depths that complete: {}",
+                fmt_depths(&ds)
+            ))
+            .with_fix(raise(&ds)),
+        None => {
+            let mut ds = depths.clone();
+            for &c in &cand {
+                ds[c] = totals[c];
+            }
+            d.with_help(format!(
+                "depths that complete (the search for the smallest was too large): {}",
+                fmt_depths(&ds)
+            ))
+            .with_fix(raise(&ds))
+        }
+    })
+}
+
+/// The first composition of `k` into `caps.len()` parts bounded by `caps` (lexicographically
+/// largest first part), or `false` when none exists.
+fn first_composition(k: u64, caps: &[u64], out: &mut [u64]) -> bool {
+    let mut left = k;
+    for (o, c) in out.iter_mut().zip(caps) {
+        *o = left.min(*c);
+        left -= *o;
+    }
+    left == 0
+}
+
+/// The next composition with the same sum, in decreasing lexicographic order.
+fn next_composition(caps: &[u64], out: &mut [u64]) -> bool {
+    let n = out.len();
+    // Find the rightmost position i < n-1 with out[i] > 0 such that the suffix after i can
+    // absorb one more unit.
+    let mut suffix_sum: u64 = 0;
+    let mut suffix_cap: u64 = 0;
+    for i in (0..n).rev() {
+        if i + 1 < n {
+            suffix_sum += out[i + 1];
+            suffix_cap += caps[i + 1];
+        }
+        if i + 1 < n && out[i] > 0 && suffix_sum < suffix_cap {
+            out[i] -= 1;
+            // Refill the suffix greedily from the left with suffix_sum + 1.
+            let mut left = suffix_sum + 1;
+            for j in i + 1..n {
+                out[j] = left.min(caps[j]);
+                left -= out[j];
+            }
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compositions_enumerate_all_bounded_splits() {
+        let caps = [2, 1, 3];
+        let mut out = [0; 3];
+        let mut seen = Vec::new();
+        assert!(first_composition(3, &caps, &mut out));
+        loop {
+            seen.push(out);
+            if !next_composition(&caps, &mut out) {
+                break;
+            }
+        }
+        let mut want = Vec::new();
+        for a in 0..=2u64 {
+            for b in 0..=1u64 {
+                for c in 0..=3u64 {
+                    if a + b + c == 3 {
+                        want.push([a, b, c]);
+                    }
+                }
+            }
+        }
+        seen.sort();
+        want.sort();
+        assert_eq!(seen, want);
+        assert!(!first_composition(7, &caps, &mut out));
+    }
+}

@@ -1,0 +1,323 @@
+//! The static deadlock verdict (W0504 deadlocks, W0505 undecided, nothing: completes) against
+//! `wsp run` on the same programs: every pipeline the static check calls safe runs without a
+//! deadlock report, every one it calls deadlocking stops with E0811 (exit 3), and the depths of
+//! its quick fix complete while one token less on any raised channel deadlocks again.
+//!
+//! The corpus: the `tests/ui/csp_deadlock_*.wsp` fixtures and the `csp_pipeline` example, plus pipelines generated from a fixed seed (sources sending on several channels in
+//! loops, relays, sinks with nested or sequential `consume`s, replicated stages, depths 0–2).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wsp_core::Workspace;
+use wsp_diagnostics::Diagnostic;
+
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Completes,
+    Deadlocks,
+    Undecided,
+}
+
+fn static_verdict(text: &str) -> (Verdict, Vec<Diagnostic>) {
+    let mut ws = Workspace::new();
+    ws.set_file("p.wsp", text.to_string());
+    let diags = ws.check("p.wsp");
+    let errors: Vec<_> = diags
+        .iter()
+        .filter(|d| d.code.starts_with('E'))
+        .map(|d| format!("{}: {}", d.code, d.message))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "corpus program has errors {errors:?}:\n{text}"
+    );
+    let v = if diags.iter().any(|d| d.code == "W0504") {
+        Verdict::Deadlocks
+    } else if diags.iter().any(|d| d.code == "W0505") {
+        Verdict::Undecided
+    } else {
+        Verdict::Completes
+    };
+    (v, diags)
+}
+
+fn scratch() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wsp-deadlock-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Runs the program with `wsp run`: `true` when it deadlocked (exit 3, E0811), `false` when it
+/// completed; anything else fails the test.
+fn runtime_deadlocks(text: &str, name: &str, data_dir: Option<&Path>) -> bool {
+    let dir = scratch();
+    let src_dir = data_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| dir.clone());
+    let file = src_dir.join(format!("{name}.wsp"));
+    let owned = data_dir.is_none();
+    if owned {
+        std::fs::write(&file, text).expect("write program");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out-dir")
+        .arg(dir.join(format!("{name}.out")))
+        .arg("-q")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run wsp");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    match out.status.code() {
+        Some(0) => false,
+        Some(3) => {
+            assert!(
+                stderr.contains("E0811") || stdout.contains("E0811"),
+                "exit 3 without E0811:\n{stderr}"
+            );
+            true
+        }
+        c => panic!("`wsp run` of {name} exited {c:?}:\n{stdout}\n{stderr}\n{text}"),
+    }
+}
+
+fn apply_first_fix(text: &str, d: &Diagnostic) -> String {
+    let fix = d.fixes.first().expect("W0504 with a depth fix");
+    let mut edits: Vec<_> = fix.edits.iter().collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.span.start));
+    let mut out = text.to_string();
+    for e in edits {
+        out.replace_range(e.span.start as usize..e.span.end as usize, &e.replacement);
+    }
+    out
+}
+
+/// Cross-checks one program; returns its verdict.
+fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
+    let (v, diags) = static_verdict(text);
+    match v {
+        Verdict::Completes => assert!(
+            !runtime_deadlocks(text, name, data_dir),
+            "{name}: the static check calls it safe but `wsp run` deadlocked:\n{text}"
+        ),
+        Verdict::Deadlocks => {
+            assert!(
+                runtime_deadlocks(text, name, data_dir),
+                "{name}: the static check reports a deadlock but `wsp run` completed:\n{text}"
+            );
+            let d = diags.iter().find(|d| d.code == "W0504").expect("W0504");
+            if d.fixes.is_empty() {
+                // No depth helps: unbounded channels deadlock too.
+                assert!(
+                    d.help
+                        .as_deref()
+                        .is_some_and(|h| h.contains("no channel depths")),
+                    "{name}: W0504 without a fix must say no depth helps: {d:#?}"
+                );
+                return v;
+            }
+            let fixed = apply_first_fix(text, d);
+            assert_eq!(
+                static_verdict(&fixed).0,
+                Verdict::Completes,
+                "{name}: the suggested depths still deadlock statically:\n{fixed}"
+            );
+            assert!(
+                !runtime_deadlocks(&fixed, &format!("{name}_fixed"), None),
+                "{name}: `wsp run` deadlocks with the suggested depths:\n{fixed}"
+            );
+            // Minimal: one token less on any raised channel deadlocks (statically and at run
+            // time) again.
+            for e in &d.fixes[0].edits {
+                let Ok(n) = e
+                    .replacement
+                    .trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse::<u64>()
+                else {
+                    continue;
+                };
+                let less = e.replacement.replace(&n.to_string(), &(n - 1).to_string());
+                let mut one_less = d.fixes[0].clone();
+                for x in &mut one_less.edits {
+                    if x.span == e.span {
+                        x.replacement = less.clone();
+                    }
+                }
+                let mut probe = d.clone();
+                probe.fixes = vec![one_less];
+                let lower = apply_first_fix(text, &probe);
+                assert_eq!(
+                    static_verdict(&lower).0,
+                    Verdict::Deadlocks,
+                    "{name}: depths below the suggestion complete statically:\n{lower}"
+                );
+                assert!(
+                    runtime_deadlocks(&lower, &format!("{name}_less"), None),
+                    "{name}: depths below the suggestion complete at run time:\n{lower}"
+                );
+            }
+        }
+        Verdict::Undecided => {
+            // Nothing is claimed; the run must still end (complete or report), never hang.
+            runtime_deadlocks(text, name, data_dir);
+        }
+    }
+    v
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn fixture_verdicts_agree_with_the_runtime() {
+    let mut seen = Vec::new();
+    let ui = repo().join("tests/ui");
+    let mut files: Vec<_> = std::fs::read_dir(&ui)
+        .expect("tests/ui")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("csp_deadlock_") && n.ends_with(".wsp"))
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("fixture");
+        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or("x");
+        seen.push((name.to_string(), cross_check(&text, name, None)));
+    }
+    // The CSP example, run where its data lives.
+    let dir = repo().join("examples/csp_pipeline");
+    let text = std::fs::read_to_string(dir.join("csp_pipeline.wsp")).expect("csp_pipeline.wsp");
+    seen.push((
+        "csp_pipeline".into(),
+        cross_check(&text, "csp_pipeline", Some(&dir)),
+    ));
+    // The fixtures cover every verdict.
+    for want in [Verdict::Completes, Verdict::Deadlocks, Verdict::Undecided] {
+        assert!(
+            seen.iter().any(|(_, v)| *v == want),
+            "{want:?} missing: {seen:?}"
+        );
+    }
+}
+
+/// A small deterministic generator (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random pipeline with static counts: a source sending on its channels in loops (several
+/// sends per iteration, or one loop per channel), an optional relay (possibly replicated), and
+/// a sink whose `consume`s are nested or sequential.
+fn generate(rng: &mut Rng) -> String {
+    let nchan = 1 + rng.below(3) as usize;
+    let n = 1 + rng.below(4);
+    let m = 1 + rng.below(3);
+    let mut s = format!(
+        "axis tiles = Dense[{n}]\naxis more = Dense[{m}]\n\
+         input X: f32[4, 4, 4] = random(seed: 1)\noutput Y: f32[4, 4, 4]\n\
+         kernel copy(src: in f32[4, 4], dst: out f32[4, 4]) {{ dst = src }}\n"
+    );
+    let relay = nchan >= 2 && rng.below(2) == 0;
+    // Channels c0..: the source produces all but, with a relay, the last one, which the
+    // relay produces from c0.
+    let src_chans: Vec<usize> = (0..nchan).filter(|&c| !(relay && c == nchan - 1)).collect();
+    for c in 0..nchan {
+        s += &format!("channel c{c}: Channel[depth: {}]\n", rng.below(3));
+    }
+    // Source.
+    let prod: Vec<String> = src_chans.iter().map(|c| format!("c{c}")).collect();
+    s += &format!("process source produces {} {{\n", prod.join(", "));
+    if rng.below(2) == 0 {
+        // One loop, every channel each iteration (random order).
+        let mut order = src_chans.clone();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let sends: Vec<String> = order.iter().map(|c| format!("send c{c}, i")).collect();
+        s += &format!("    for i in P.seq(tiles) {{ {} }}\n", sends.join("; "));
+    } else {
+        for c in &src_chans {
+            let ax = if rng.below(2) == 0 { "tiles" } else { "more" };
+            s += &format!("    for i in P.seq({ax}) {{ send c{c}, i }}\n");
+        }
+    }
+    s += "}\n";
+    // Relay c0 -> c{last}.
+    let mut stages = vec!["source".to_string()];
+    let mut sink_chans: Vec<usize> = src_chans.clone();
+    if relay {
+        let last = nchan - 1;
+        sink_chans.retain(|&c| c != 0);
+        sink_chans.push(last);
+        s += &format!(
+            "process relay consumes c0 produces c{last} {{\n    consume c0 as i {{ send c{last}, i }}\n}}\n"
+        );
+        stages.push(if rng.below(3) == 0 {
+            "replicate(relay, 2)".into()
+        } else {
+            "relay".into()
+        });
+    }
+    // Sink: nested or sequential consumes of its channels (random order).
+    let mut order = sink_chans.clone();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let cons: Vec<String> = order.iter().map(|c| format!("c{c}")).collect();
+    s += &format!("process sink consumes {} {{\n", cons.join(", "));
+    let task = "copy[@](src: X[@], dst: Y[@])";
+    if rng.below(2) == 0 {
+        let mut body = task.replace('@', "v0");
+        for (k, c) in order.iter().enumerate().rev() {
+            body = format!("consume c{c} as v{k} {{ {body} }}");
+        }
+        // Only the innermost variable is used; the others are bound but unused.
+        s += &format!("    {body}\n");
+    } else {
+        for (k, c) in order.iter().enumerate() {
+            s += &format!(
+                "    consume c{c} as v{k} {{ {} }}\n",
+                task.replace('@', &format!("v{k}"))
+            );
+        }
+    }
+    s += "}\n";
+    stages.push("sink".into());
+    s += &format!("workload w = connect({})\n", stages.join(", "));
+    s
+}
+
+#[test]
+fn generated_pipeline_verdicts_agree_with_the_runtime() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut safe, mut dead) = (0, 0);
+    for k in 0..100 {
+        let text = generate(&mut rng);
+        match cross_check(&text, &format!("gen{k}"), None) {
+            Verdict::Completes => safe += 1,
+            Verdict::Deadlocks => dead += 1,
+            Verdict::Undecided => panic!("a static pipeline was not decided:\n{text}"),
+        }
+    }
+    eprintln!("generated pipelines: {safe} complete, {dead} deadlock");
+    // The generator reaches both verdicts.
+    assert!(safe >= 10 && dead >= 10, "safe {safe}, deadlocking {dead}");
+}

@@ -156,7 +156,8 @@ fn space(prev: Token, prev_prefix: bool, cur: Token, cur_prefix: bool) -> &'stat
         // `X[0, :]`: a whole-dimension slice after a comma.
         (Comma, Colon) => " ",
         (_, Colon) => "",
-        (Ident | RBracket | RParen, LParen | LBracket) => "",
+        // `out` and `inout` are also names (a kernel parameter called `out`: `out[0..16, :] = ..`).
+        (Ident | Out | InOut | RBracket | RParen, LParen | LBracket) => "",
         (LBrace, _) | (_, RBrace) => " ",
         (_, Minus | Bang) if cur_prefix => " ",
         _ => " ",
@@ -285,6 +286,15 @@ mod tests {
         assert_eq!(
             f(src),
             "workload w {\n    for t in P.seq(tiles) {\n        copy[t](x: X[0, t * 8..t * 8 + 16, :], y: Y[-1 + t], z: Z[:, 0])\n    }\n}\n"
+        );
+    }
+
+    #[test]
+    fn parameters_named_out_keep_their_sub_range_assignments() {
+        let src = "kernel k(x: in f32[4, 8], out: out f32[4, 8]) {\nout [:, 0..4] = x[:, 0..4]\nout[:, 4..8] = x[:, 4..8]\n}\n";
+        assert_eq!(
+            f(src),
+            "kernel k(x: in f32[4, 8], out: out f32[4, 8]) {\n    out[:, 0..4] = x[:, 0..4]\n    out[:, 4..8] = x[:, 4..8]\n}\n"
         );
     }
 

@@ -150,6 +150,51 @@ impl Program {
         serde_json::from_value(v).map_err(|e| format!("invalid Program IR: {e}"))
     }
 
+    /// Drops the kernels no workload or process calls (an imported module's other kernels)
+    /// and renumbers the calls. Kernels keep their relative order.
+    pub fn retain_called_kernels(&mut self) {
+        let mut called = vec![false; self.kernels.len()];
+        let mut mark = |c: &mut TaskCall| {
+            if let Some(x) = called.get_mut(c.kernel.index()) {
+                *x = true;
+            }
+        };
+        for wl in &mut self.workloads {
+            if let WorkloadBody::Block { stmts } = &mut wl.body {
+                for_each_call(stmts, &mut mark);
+            }
+        }
+        for p in &mut self.processes {
+            for_each_call(&mut p.body, &mut mark);
+        }
+        let mut remap = vec![None; self.kernels.len()];
+        let mut next = 0u32;
+        for (i, c) in called.iter().enumerate() {
+            if *c {
+                remap[i] = Some(KernelId(next));
+                next += 1;
+            }
+        }
+        let mut i = 0;
+        self.kernels.retain(|_| {
+            i += 1;
+            called[i - 1]
+        });
+        let mut renumber = |c: &mut TaskCall| {
+            if let Some(Some(id)) = remap.get(c.kernel.index()) {
+                c.kernel = *id;
+            }
+        };
+        for wl in &mut self.workloads {
+            if let WorkloadBody::Block { stmts } = &mut wl.body {
+                for_each_call(stmts, &mut renumber);
+            }
+        }
+        for p in &mut self.processes {
+            for_each_call(&mut p.body, &mut renumber);
+        }
+    }
+
     pub fn kernel(&self, id: KernelId) -> Option<&Kernel> {
         self.kernels.get(id.index())
     }
@@ -652,4 +697,28 @@ pub enum ExpectData {
 pub enum Stat {
     TotalCycles,
     Tasks,
+}
+
+/// Calls `f` on every task call in `stmts`, nested ones included.
+fn for_each_call(stmts: &mut [WStmt], f: &mut impl FnMut(&mut TaskCall)) {
+    for st in stmts {
+        match st {
+            WStmt::For { body, .. } | WStmt::Consume { body, .. } => for_each_call(body, f),
+            WStmt::When {
+                branches,
+                otherwise,
+            } => {
+                for b in branches {
+                    for_each_call(&mut b.body, f);
+                }
+                for_each_call(otherwise, f);
+            }
+            WStmt::Call(c)
+            | WStmt::Send {
+                payload: SendPayload::Task(c),
+                ..
+            } => f(c),
+            WStmt::Send { .. } | WStmt::Run { .. } => {}
+        }
+    }
 }

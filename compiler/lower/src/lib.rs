@@ -11,7 +11,9 @@
 // failure path, so their size does not matter.
 #![allow(clippy::result_large_err)]
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use wsp_core::db::{item_ast, item_offset, Db, File, ItemId};
 use wsp_diagnostics::{Diagnostic, FileName, Label, Severity};
@@ -69,18 +71,25 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         }
         return Err(diags);
     }
+    let cur = Rc::new(Cell::new(0));
     let mut l = Lowerer {
         p: wsp_ir::Program::new(),
-        consts: BTreeMap::new(),
-        params: BTreeMap::new(),
-        axes: BTreeMap::new(),
-        tensors: BTreeMap::new(),
-        kernels: BTreeMap::new(),
-        workloads: BTreeMap::new(),
-        channels: BTreeMap::new(),
-        processes: BTreeMap::new(),
+        consts: Scoped::new(&cur),
+        params: Scoped::new(&cur),
+        axes: Scoped::new(&cur),
+        tensors: Scoped::new(&cur),
+        kernels: Scoped::new(&cur),
+        workloads: Scoped::new(&cur),
+        channels: Scoped::new(&cur),
+        processes: Scoped::new(&cur),
         file: FileName::new(root.path(db).as_str()),
         offset: 0,
+        cur: cur.clone(),
+    };
+    let files = wsp_core::lower::program_files(db, root);
+    let file_index = |id: ItemId| {
+        let f = id.file(db);
+        files.iter().position(|g| *g == f).unwrap_or(0) as u32
     };
     l.p.source = Some(root.path(db).clone());
     let items: Vec<(ItemId, ast::Item)> = input
@@ -92,7 +101,8 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
     // any of them. Processes are lowered in this same item order (the last pass).
     let mut wl_index = 0u32;
     let mut proc_index = 0u32;
-    for (_, it) in &items {
+    for (id, it) in &items {
+        cur.set(file_index(*id));
         match &it.kind {
             ItemKind::Workload(wl) => {
                 l.workloads
@@ -129,6 +139,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
             }
             l.file = FileName::new(id.file(db).path(db).as_str());
             l.offset = item_offset(db, *id);
+            l.cur.set(file_index(*id));
             if let Err(d) = l.item(it) {
                 errs.push(d);
             }
@@ -137,6 +148,8 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
     if !errs.is_empty() {
         return Err(errs);
     }
+    // Imported modules bring all their kernels; the program keeps the ones it calls.
+    l.p.retain_called_kernels();
     let problems = wsp_ir::check::validate_program(&l.p);
     if !problems.is_empty() {
         return Err(vec![Diagnostic::new(
@@ -159,16 +172,71 @@ type R<T> = Result<T, Diagnostic>;
 
 struct Lowerer {
     p: wsp_ir::Program,
-    consts: BTreeMap<String, ScalarValue>,
-    params: BTreeMap<String, w::ProgParamId>,
-    axes: BTreeMap<String, w::AxisId>,
-    tensors: BTreeMap<String, w::TensorId>,
-    kernels: BTreeMap<String, w::KernelId>,
-    workloads: BTreeMap<String, w::WorkloadId>,
-    channels: BTreeMap<String, w::ChannelId>,
-    processes: BTreeMap<String, w::ProcessId>,
+    consts: Scoped<ScalarValue>,
+    params: Scoped<w::ProgParamId>,
+    axes: Scoped<w::AxisId>,
+    tensors: Scoped<w::TensorId>,
+    kernels: Scoped<w::KernelId>,
+    workloads: Scoped<w::WorkloadId>,
+    channels: Scoped<w::ChannelId>,
+    processes: Scoped<w::ProcessId>,
     file: FileName,
     offset: u32,
+    /// The index (in program order, root first) of the file whose item is being lowered.
+    cur: Rc<Cell<u32>>,
+}
+
+/// Names of the program's files, each declaration tagged with its file. A name resolves to
+/// the declaration of the file being lowered when it has one (a module's own items shadow
+/// imported ones, and a module's kernels see the module's own constants), else to the first
+/// declaration in program order (root first). The checker has already resolved every name;
+/// this only picks the right one of several files' declarations of the same name.
+struct Scoped<V> {
+    cur: Rc<Cell<u32>>,
+    map: BTreeMap<String, Vec<(u32, V)>>,
+}
+
+impl<V> Scoped<V> {
+    fn new(cur: &Rc<Cell<u32>>) -> Scoped<V> {
+        Scoped {
+            cur: cur.clone(),
+            map: BTreeMap::new(),
+        }
+    }
+
+    fn insert(&mut self, name: String, v: V) {
+        let f = self.cur.get();
+        let entries = self.map.entry(name).or_default();
+        match entries.iter_mut().find(|(g, _)| *g == f) {
+            Some(e) => e.1 = v,
+            None => entries.push((f, v)),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&V> {
+        let entries = self.map.get(name)?;
+        let f = self.cur.get();
+        entries
+            .iter()
+            .find(|(g, _)| *g == f)
+            .or_else(|| entries.iter().min_by_key(|(g, _)| *g))
+            .map(|(_, v)| v)
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.map.contains_key(name)
+    }
+}
+
+/// Like a map's index: only after `contains_key` (a declared name always has an entry).
+impl<V> std::ops::Index<&String> for Scoped<V> {
+    type Output = V;
+    fn index(&self, name: &String) -> &V {
+        match self.get(name) {
+            Some(v) => v,
+            None => panic!("lowering looked up the undeclared name `{name}`"),
+        }
+    }
 }
 
 fn dtype(name: &ast::Ident) -> Option<DType> {

@@ -1,0 +1,84 @@
+//! Programs over several modules: a module's own items shadow imported ones, an imported
+//! kernel keeps its module's constants, and only the kernels the program calls are lowered.
+
+use std::path::Path;
+
+fn run(ws: &wsp_core::Workspace, root: &str) -> (wsp_ir::Program, wsp_ir::data::ReferenceRun) {
+    let p = wsp_lower::lower(ws, root).unwrap_or_else(|d| panic!("did not lower: {d:#?}"));
+    assert!(wsp_ir::check::validate_program(&p).is_empty());
+    let r = wsp_ir::data::run_reference(&p, None, &[], &[], Path::new(".")).expect("runs");
+    (p, r)
+}
+
+fn tensor(p: &wsp_ir::Program, r: &wsp_ir::data::ReferenceRun, name: &str) -> Vec<f64> {
+    let id = p.tensor_by_name(name).expect("tensor exists");
+    r.tensors[id.index()].to_f64()
+}
+
+#[test]
+fn own_items_shadow_imported_ones_and_imported_kernels_keep_their_constants() {
+    let mut ws = wsp_core::Workspace::new();
+    // The module's `add` and `W` clash with the root's; its kernel `scale` uses its own `W`.
+    ws.set_file(
+        "lib/m.wsp",
+        "const W = 4\n\
+         kernel add(a: in f32[2, W], b: in f32[2, W], out: out f32[2, W]) { out = a - b }\n\
+         kernel scale(x: in f32[2, W], out: out f32[2, W]) { out = x * 10.0 }\n\
+         kernel unused(x: in f32[2, W], out: out f32[2, W]) { out = x }\n"
+            .into(),
+    );
+    ws.set_file(
+        "main.wsp",
+        "import lib.m.{scale}\n\
+         const W = 8\n\
+         input A: f32[2, 8] = ones\n\
+         input B: f32[2, 8] = full(2.0)\n\
+         input S: f32[2, 4] = full(3.0)\n\
+         output C: f32[2, 8]\n\
+         output D: f32[2, 4]\n\
+         kernel add(a: in f32[2, W], b: in f32[2, W], out: out f32[2, W]) { out = a + b }\n\
+         workload w {\n    add[0](a: A, b: B, out: C)\n    scale[0](x: S, out: D)\n}\n"
+            .into(),
+    );
+    let diags = ws.check("main.wsp");
+    assert!(diags.is_empty(), "{diags:#?}");
+    let (p, r) = run(&ws, "main.wsp");
+    // The root's `add` (a + b over 8 columns), not the module's (a - b over 4).
+    assert_eq!(tensor(&p, &r, "C"), vec![3.0; 16]);
+    // The module's `scale` over its own W = 4 columns.
+    assert_eq!(tensor(&p, &r, "D"), vec![30.0; 8]);
+    let mut names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["add", "scale"],
+        "the uncalled module kernels are dropped"
+    );
+}
+
+#[test]
+fn std_nn_kernels_run() {
+    let mut ws = wsp_core::Workspace::new();
+    ws.set_file(
+        "main.wsp",
+        "import std.nn.{rmsnorm, swiglu}\n\
+         axis tiles = Dense[2]\n\
+         input X: f32[2, 64, 128] = full(2.0)\n\
+         input G: f32[2, 64, 128] = zeros\n\
+         input W: f32[1, 128] = full(0.5)\n\
+         output Y: f32[2, 64, 128]\n\
+         output Z: f32[2, 64, 128]\n\
+         workload w {\n    for t in P(tiles) {\n        rmsnorm[t](x: X[t], w: W, out: Y[t])\n        swiglu[t](gate: G[t], up: X[t], out: Z[t])\n    }\n}\n"
+            .into(),
+    );
+    let diags = ws.check("main.wsp");
+    assert!(diags.is_empty(), "{diags:#?}");
+    let (p, r) = run(&ws, "main.wsp");
+    // rmsnorm of a constant row 2.0 is 1.0 (eps aside), times w = 0.5.
+    for v in tensor(&p, &r, "Y") {
+        assert!((v - 0.5).abs() < 1e-5, "{v}");
+    }
+    // silu(0) · 2 = 0.
+    assert!(tensor(&p, &r, "Z").iter().all(|v| *v == 0.0));
+    assert_eq!(p.kernels.len(), 2);
+}

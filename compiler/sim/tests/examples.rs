@@ -95,6 +95,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("moe_routing", 846),
     ("varlen_attention", 2154),
     ("flash_attention", 10412),
+    ("llama_layer", 76036),
     ("attention", 536),
     ("bgemm", 8160),
     ("deepseek_v3", 1185),

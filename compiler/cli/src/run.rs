@@ -166,6 +166,15 @@ pub fn main(a: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
+            if let SimError::Deadlock(_) = e {
+                // The static analysis of the same pipeline names the smallest depths that
+                // complete, which the runtime (seeing one stuck state) cannot.
+                for d in ws.check(root).iter().filter(|d| d.code == "W0504") {
+                    if let Some(h) = &d.help {
+                        eprintln!("  static analysis (W0504, `wsp check`): {h}");
+                    }
+                }
+            }
             return match e {
                 SimError::Setup { .. } => ExitCode::from(2),
                 SimError::Exec { .. } => ExitCode::from(1),

@@ -51,6 +51,11 @@ fn scratch() -> PathBuf {
 /// Runs the program with `wsp run`: `true` when it deadlocked (exit 3, E0811), `false` when it
 /// completed; anything else fails the test.
 fn runtime_deadlocks(text: &str, name: &str, data_dir: Option<&Path>) -> bool {
+    runtime_report(text, name, data_dir).is_some()
+}
+
+/// The deadlock report `wsp run` printed (exit 3), or `None` when the run completed.
+fn runtime_report(text: &str, name: &str, data_dir: Option<&Path>) -> Option<String> {
     let dir = scratch();
     let src_dir = data_dir
         .map(Path::to_path_buf)
@@ -72,13 +77,13 @@ fn runtime_deadlocks(text: &str, name: &str, data_dir: Option<&Path>) -> bool {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     match out.status.code() {
-        Some(0) => false,
+        Some(0) => None,
         Some(3) => {
             assert!(
                 stderr.contains("E0811") || stdout.contains("E0811"),
                 "exit 3 without E0811:\n{stderr}"
             );
-            true
+            Some(stderr)
         }
         c => panic!("`wsp run` of {name} exited {c:?}:\n{stdout}\n{stderr}\n{text}"),
     }
@@ -104,11 +109,18 @@ fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
             "{name}: the static check calls it safe but `wsp run` deadlocked:\n{text}"
         ),
         Verdict::Deadlocks => {
-            assert!(
-                runtime_deadlocks(text, name, data_dir),
-                "{name}: the static check reports a deadlock but `wsp run` completed:\n{text}"
-            );
+            let report = runtime_report(text, name, data_dir).unwrap_or_else(|| {
+                panic!(
+                    "{name}: the static check reports a deadlock but `wsp run` completed:\n{text}"
+                )
+            });
             let d = diags.iter().find(|d| d.code == "W0504").expect("W0504");
+            // The runtime's report carries the static mitigation too.
+            let help = d.help.as_deref().unwrap_or_default();
+            assert!(
+                report.contains(&format!("static analysis (W0504, `wsp check`): {help}")),
+                "{name}: the deadlock report lacks the static depths:\n{report}"
+            );
             if d.fixes.is_empty() {
                 // No depth helps: unbounded channels deadlock too.
                 assert!(

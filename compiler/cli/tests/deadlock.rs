@@ -324,7 +324,16 @@ fn generated_pipeline_verdicts_agree_with_the_runtime() {
     for k in 0..100 {
         let text = generate(&mut rng);
         match cross_check(&text, &format!("gen{k}"), None) {
-            Verdict::Completes => safe += 1,
+            Verdict::Completes => {
+                safe += 1;
+                // The task window only stalls submission: a window of one task never
+                // deadlocks a pipeline that completes (docs/language.md).
+                let tight = format!("{text}schedule tight = w.task_window(1)\n");
+                assert!(
+                    !runtime_deadlocks(&tight, &format!("gen{k}_window1"), None),
+                    "a task window of 1 deadlocked:\n{tight}"
+                );
+            }
             Verdict::Deadlocks => dead += 1,
             Verdict::Undecided => panic!("a static pipeline was not decided:\n{text}"),
         }

@@ -243,7 +243,7 @@ pub fn find_decl(ws: &Workspace, path: &str, name: &str) -> Option<Decl> {
         .find(|d| d.item.name().is_some_and(|n| n.name == name))
 }
 
-fn kind_word(item: &Item) -> &'static str {
+pub fn kind_word(item: &Item) -> &'static str {
     match &item.kind {
         ItemKind::Const(_) => "const",
         ItemKind::Param(_) => "param",

@@ -419,7 +419,100 @@ pub fn rename(
     for (p, r) in references(ws, path, offset, true) {
         out.entry(p).or_default().push(r);
     }
+    if let Some(why) = clash(ws, path, offset, new_name, &out) {
+        return Err(format!("cannot rename to `{new_name}`: {why}"));
+    }
     Ok(out)
+}
+
+/// Why renaming the name at `offset` to `new_name` would change what some name means, if it
+/// would: for a top-level item, `new_name` is already declared in a file the rename touches
+/// (or the item's own file), or a local binding of it would shadow a renamed use; for a local
+/// (a kernel parameter, `let`/`var`/loop binding), `new_name` is already used in the
+/// enclosing item (bound there, or a top-level name the item refers to).
+fn clash(
+    ws: &Workspace,
+    path: &str,
+    offset: usize,
+    new_name: &str,
+    edits: &BTreeMap<String, Vec<Range>>,
+) -> Option<String> {
+    let (name, _, t) = target(ws, path, offset)?;
+    if name == new_name {
+        return None;
+    }
+    match t {
+        Target::Global(d) => {
+            let mut files: Vec<&str> = edits.keys().map(String::as_str).collect();
+            if !files.contains(&d.path.as_str()) {
+                files.push(&d.path);
+            }
+            for f in &files {
+                if let Some(x) = decls(ws, f)
+                    .into_iter()
+                    .find(|x| x.item.name().is_some_and(|n| n.name == new_name))
+                {
+                    let line = text_of(ws, f)
+                        .and_then(|t| t.get(..x.name.0).map(|b| b.matches('\n').count() + 1))
+                        .unwrap_or(0);
+                    return Some(format!(
+                        "`{new_name}` is already declared in `{f}` ({} on line {line})",
+                        crate::analysis::kind_word(&x.item),
+                    ));
+                }
+            }
+            for (f, ranges) in edits {
+                let Some(text) = text_of(ws, f) else { continue };
+                let items = decls(ws, f);
+                for r in ranges {
+                    if let Some(it) = items
+                        .iter()
+                        .find(|it| it.range.0 <= r.0 && r.0 <= it.range.1)
+                    {
+                        if binds_locally(&text, it, new_name) {
+                            return Some(format!(
+                                "`{new_name}` is already declared inside `{}` in `{f}`, where it \
+                                 would shadow the renamed `{name}`",
+                                it.item.name().map(|n| n.name.as_str()).unwrap_or("?")
+                            ));
+                        }
+                    }
+                }
+            }
+            None
+        }
+        Target::Local { item, kernel } => {
+            let decl_path = kernel
+                .as_deref()
+                .and_then(|k| k.split('\0').next())
+                .unwrap_or(path)
+                .to_string();
+            let text = text_of(ws, &decl_path)?;
+            let it = decls(ws, &decl_path)
+                .into_iter()
+                .find(|d| d.range == item)?;
+            let owner = it.item.name().map(|n| n.name.clone()).unwrap_or_default();
+            if binds_locally(&text, &it, new_name) {
+                return Some(format!(
+                    "`{new_name}` is already declared in `{owner}` (a parameter or a local binding)"
+                ));
+            }
+            let body = text.get(item.0..item.1).unwrap_or("");
+            let named = all_named_args(&text);
+            let used = lex(body).iter().any(|t| {
+                t.kind == Token::Ident
+                    && &body[span(t).0..span(t).1] == new_name
+                    && !named.contains(&(item.0 + span(t).0))
+            });
+            if used {
+                return Some(format!(
+                    "`{new_name}` is already used in `{owner}`: the renamed `{name}` would \
+                     capture or shadow it"
+                ));
+            }
+            None
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1040,6 +1133,36 @@ mod tests {
         assert!(e.contains("builtin"), "{e}");
         let e = rename(&ws, "a.wsp", at("X[i]", 0), "a b").unwrap_err();
         assert!(e.contains("not an identifier"), "{e}");
+    }
+
+    #[test]
+    fn rename_refuses_clashes() {
+        let mut ws = ws();
+        let other =
+            "import a\naxis cols = Dense[2]\nworkload v {\n    for j in P(rows) { double[j](x: X[j], y: Y[j]) }\n}\n";
+        ws.set_file("b.wsp", other.to_string());
+        // A top-level name already declared in the same file …
+        let e = rename(&ws, "a.wsp", at("X[i]", 0), "Y").unwrap_err();
+        assert!(
+            e.contains("`Y` is already declared in `a.wsp` (tensor on line 4)"),
+            "{e}"
+        );
+        // … or in another file the rename touches (b.wsp uses `double`).
+        let e = rename(&ws, "a.wsp", at("double(", 0), "cols").unwrap_err();
+        assert!(e.contains("already declared in `b.wsp`"), "{e}");
+        // A top-level name that a local binding would shadow at a renamed use.
+        let e = rename(&ws, "a.wsp", at("X[i]", 0), "i").unwrap_err();
+        assert!(e.contains("shadow"), "{e}");
+        // A local: the loop variable cannot take a name the workload uses.
+        let e = rename(&ws, "a.wsp", at("i in P", 0), "rows").unwrap_err();
+        assert!(e.contains("already used in `w`"), "{e}");
+        // A `let` cannot take a parameter's name.
+        let e = rename(&ws, "a.wsp", at("t = x", 0), "y").unwrap_err();
+        assert!(e.contains("already declared in `double`"), "{e}");
+        // Free names still rename; a named argument is not a use.
+        assert!(rename(&ws, "a.wsp", at("X[i]", 0), "Xin").is_ok());
+        assert!(rename(&ws, "a.wsp", at("i in P", 0), "x").is_ok());
+        assert!(rename(&ws, "a.wsp", at("t = x", 0), "u").is_ok());
     }
 
     fn labels(c: Vec<Completion>) -> Vec<String> {

@@ -285,7 +285,7 @@ impl LanguageServer for Backend {
             st.load_imports();
             path
         });
-        let edited = r.as_ref().map(String::clone).unwrap_or_default();
+        let edited = r.clone().unwrap_or_default();
         self.notify_failure(r.map(drop)).await;
         self.schedule_publish(edited, true);
     }
@@ -302,7 +302,7 @@ impl LanguageServer for Backend {
             // Newly loaded imports may resolve other files' imports: re-check every file.
             (path, st.ws.paths().len() != files)
         });
-        let (edited, loaded) = r.as_ref().map(Clone::clone).unwrap_or_default();
+        let (edited, loaded) = r.clone().unwrap_or_default();
         self.notify_failure(r.map(drop)).await;
         self.schedule_publish(edited, loaded);
     }

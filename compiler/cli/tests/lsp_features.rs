@@ -89,7 +89,7 @@ fn references_and_rename() {
     assert_eq!(edits.len(), 2, "{r}");
     assert!(edits.iter().all(|e| e["newText"] == "twice"));
     p["newName"] = json!("workload");
-    let r = c.request("textDocument/rename", p);
+    let r = c.request("textDocument/rename", p.clone());
     assert!(
         r["error"]["message"]
             .as_str()
@@ -97,6 +97,21 @@ fn references_and_rename() {
             .contains("keyword"),
         "{r}"
     );
+    // Clashes are refused: the kernel cannot take the tensor `X`'s name, nor the loop
+    // variable `i` the axis `rows` it iterates.
+    p["newName"] = json!("X");
+    let r = c.request("textDocument/rename", p);
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("cannot rename to `X`: `X` is already declared"),
+        "{r}"
+    );
+    assert!(r["result"].is_null(), "{r}");
+    let mut p = pos(10, 8, &uri);
+    p["newName"] = json!("rows");
+    let r = c.request("textDocument/rename", p);
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("already used in `w`"), "{r}");
     c.stop();
 }
 

@@ -168,3 +168,143 @@ fn an_edit_republishes_the_files_that_import_it() {
     assert_eq!(codes(c.diagnostics(&uri)), ["E0104", "E0101"]);
     c.stop();
 }
+
+/// The quick fixes offered over `range` of `uri`: `(title, edits per URI)`.
+fn code_actions(c: &mut Client, uri: &str, line: u32) -> Vec<(String, Value)> {
+    let r = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 200}}, "context": {"diagnostics": []}}),
+    );
+    r["result"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| {
+            (
+                a["title"].as_str().unwrap_or_default().to_string(),
+                a["edit"]["changes"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Applies one URI's text edits (LSP ranges, ASCII text) to `text`.
+fn apply_edits(text: &str, edits: &Value) -> String {
+    let offset = |p: &Value| -> usize {
+        let line = p["line"].as_u64().unwrap_or(0) as usize;
+        let ch = p["character"].as_u64().unwrap_or(0) as usize;
+        let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+        start + ch
+    };
+    let mut list: Vec<(usize, usize, String)> = edits
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                offset(&e["range"]["start"]),
+                offset(&e["range"]["end"]),
+                e["newText"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    list.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (a, b, t) in list {
+        out.replace_range(a..b, &t);
+    }
+    out
+}
+
+fn open_and_fix(c: &mut Client, uri: &str, src: &str, code: &str, line: u32) -> String {
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": src}}),
+    );
+    let d = c.diagnostics(uri);
+    assert!(d.iter().any(|x| x["code"] == code), "{d:?}");
+    let actions = code_actions(c, uri, line);
+    let (title, changes) = actions
+        .iter()
+        .find(|(t, _)| t.ends_with(&format!("({code})")))
+        .unwrap_or_else(|| panic!("no {code} quick fix: {actions:?}"));
+    assert!(!title.is_empty());
+    let fixed = apply_edits(src, &changes[uri]);
+    // The fixed text checks clean.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let left = c.diagnostics(uri);
+    assert!(left.is_empty(), "{left:?}\n{fixed}");
+    fixed
+}
+
+#[test]
+fn quick_fix_imports_a_name_another_file_declares() {
+    let (dir, uri) = setup("fix-import");
+    let lib = "kernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x * 2.0\n}\n";
+    std::fs::write(dir.join("helpers.wsp"), lib).unwrap();
+    let lib_uri = format!("file://{}/helpers.wsp", dir.display());
+    let main = "axis rows = Dense[4]\ninput X: f32[4, 8, 8] = random(seed: 1)\noutput Y: f32[4, 8, 8]\nworkload w {\n    for i in P(rows) { double[i](x: X[i], y: Y[i]) }\n}\n";
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": lib_uri, "languageId": "wsp", "version": 1, "text": lib}}),
+    );
+    assert!(c.diagnostics(&lib_uri).is_empty());
+    let fixed = open_and_fix(&mut c, &uri, main, "E0101", 4);
+    assert!(
+        fixed.starts_with("import helpers.{double}\naxis rows"),
+        "{fixed}"
+    );
+    c.stop();
+}
+
+#[test]
+fn quick_fix_slices_a_view_to_the_tile_shape() {
+    let (dir, uri) = setup("fix-view");
+    let src = "axis batch = Dense[2]\naxis tiles = Dense[2]\ninput X: f32[2, 128, 64] = random(seed: 1)\noutput Y: f32[2, 128, 64]\nkernel copy(x: in f32[64, 64], y: out f32[64, 64]) {\n    y = x\n}\nworkload w {\n    for b, i in P(batch, tiles) {\n        copy[b, i](x: X[b, i*64 .. i*64+32, :], y: Y[b, i*64 .. i*64 + 64, :])\n    }\n}\n";
+    let mut c = Client::start(&dir, false);
+    let fixed = open_and_fix(&mut c, &uri, src, "E0209", 9);
+    assert!(fixed.contains("x: X[b, i*64 .. i*64+64, :]"), "{fixed}");
+    c.stop();
+}
+
+#[test]
+fn quick_fix_raises_a_deadlocking_channel_depth() {
+    let (dir, uri) = setup("fix-depth");
+    // `split` sends all of `a` before `b`; `join` takes one `b`, then drains `a`.
+    let src = "axis tiles = Dense[4]\ninput X: f32[4, 4, 4] = random(seed: 1)\ntensor T: f32[4, 4, 4]\noutput Y: f32[4, 4, 4]\nkernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }\nchannel a: Channel[depth: 1]\nchannel b: Channel[depth: 1]\nprocess split produces a, b {\n    for i in P.seq(tiles) { send a, copy[i](src: X[i], dst: T[i]) }\n    for i in P.seq(tiles) { send b, i }\n}\nprocess join consumes a, b {\n    consume b as i {\n        consume a as j { copy[j](src: T[j], dst: Y[j]) }\n    }\n}\nworkload w = connect(split, join)\n";
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": src}}),
+    );
+    let d = c.diagnostics(&uri);
+    let w = d
+        .iter()
+        .find(|x| x["code"] == "W0504")
+        .unwrap_or_else(|| panic!("no W0504: {d:?}"));
+    let line = w["range"]["start"]["line"].as_u64().unwrap_or(0) as u32;
+    let actions = code_actions(&mut c, &uri, line);
+    let (_, changes) = actions
+        .iter()
+        .find(|(t, _)| t.ends_with("(W0504)"))
+        .unwrap_or_else(|| panic!("no W0504 quick fix: {actions:?}"));
+    let fixed = apply_edits(src, &changes[uri.as_str()]);
+    assert!(
+        fixed.contains("channel a: Channel[depth: 4]")
+            && fixed.contains("channel b: Channel[depth: 3]"),
+        "{fixed}"
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let left = c.diagnostics(&uri);
+    assert!(left.is_empty(), "{left:?}\n{fixed}");
+    c.stop();
+}

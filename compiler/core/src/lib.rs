@@ -250,6 +250,9 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
             out.push(d.clone().shifted(&fname, *offset));
         }
     }
+    if out.iter().any(|d| d.code == "E0101") {
+        check::add_import_fixes(db, file, &mut out);
+    }
     out.sort_by(|a, b| {
         (a.primary.span.start, a.primary.span.end, a.code).cmp(&(
             b.primary.span.start,

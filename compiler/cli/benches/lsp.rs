@@ -8,7 +8,6 @@
 //! Run: `cargo bench -p wsp --bench lsp` (prints percentiles; results in docs/perf.md).
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 #[path = "../../core/benches/gen.rs"]
 mod gen;

@@ -32,6 +32,16 @@ fn a_session_with_a_real_server() {
         "{h}"
     );
     assert!(md.contains("UB 512 / 196,608 B"), "{md}");
+    assert!(md.contains("estimated per task on ascend910b: "), "{md}");
+    // Hover on the parameter `x` in the kernel body: the tile and its buffer.
+    let h = c.request("textDocument/hover", pos(5, 8, &uri));
+    let md = h["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        md.contains("x: in f32[8, 8]") && md.contains("lives in UB on ascend910b"),
+        "{h}"
+    );
 
     // Definition of `X` in the view.
     let r = c.request("textDocument/definition", pos(8, 36, &uri));

@@ -1754,7 +1754,8 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
     }
 }
 
-fn directive_help(name: &str) -> &'static str {
+/// How a schedule directive is written (for messages and hovers).
+pub fn directive_help(name: &str) -> &'static str {
     match name {
         "dispatch" => {
             "`.dispatch(round_robin(n) | affinity(axis) | hash(expr) | work_steal | by(expr))`"

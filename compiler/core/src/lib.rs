@@ -162,6 +162,11 @@ impl Workspace {
         Ok(())
     }
 
+    /// The backend capability checks are made for (see [`Workspace::set_target`]).
+    pub fn target(&self) -> Option<capabilities::Target> {
+        *self.files.target(&self.db)
+    }
+
     /// Records that `path` could not be read; importing it reports the error.
     pub fn set_unreadable(&mut self, path: &str, error: String) {
         let mut unreadable = self.files.unreadable(&self.db).clone();

@@ -826,7 +826,11 @@ pub fn kernel_tile_shapes(
 
 /// The shape of a view `T[i, a..b, :]` of a tensor with shape `dims`: integer indices drop a
 /// dimension, slices keep `end - start`, remaining dimensions are kept. `None` when unknown.
-fn view_shape(dims: &[D], idx: &[Expr], consts: &BTreeMap<String, i64>) -> Result<Vec<D>, String> {
+pub fn view_shape(
+    dims: &[D],
+    idx: &[Expr],
+    consts: &BTreeMap<String, i64>,
+) -> Result<Vec<D>, String> {
     if idx.len() > dims.len() {
         return Err(format!(
             "{} indices for a tensor with {} dimensions",

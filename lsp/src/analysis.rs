@@ -135,7 +135,7 @@ fn convert(
         range: idx.range(d.primary.span.start as usize, d.primary.span.end as usize),
         severity: Some(severity(d.severity)),
         code: Some(lsp::NumberOrString::String(d.code.to_string())),
-        code_description: None,
+        code_description: explanation_url(d.code).map(|href| lsp::CodeDescription { href }),
         source: Some("wsp".into()),
         message,
         related_information: (!related.is_empty()).then_some(related),
@@ -525,6 +525,50 @@ pub fn symbols(ws: &Workspace, path: &str) -> Vec<Symbol> {
         .collect()
 }
 
+/// Whether a workspace-symbol query matches a name: its characters appear in order in the name,
+/// ignoring case (`wsym` matches `workspace_symbol`); an empty query matches everything.
+pub fn query_matches(query: &str, name: &str) -> bool {
+    let mut it = name.chars().flat_map(char::to_lowercase);
+    query
+        .chars()
+        .flat_map(char::to_lowercase)
+        .all(|q| it.any(|c| c == q))
+}
+
+/// Workspace symbols: the named items of every loaded user file matching `query`, as `(path,
+/// symbol)`, by file then source order.
+pub fn workspace_symbols(ws: &Workspace, query: &str) -> Vec<(String, Symbol)> {
+    let mut out = Vec::new();
+    for p in ws.paths() {
+        for s in symbols(ws, &p) {
+            if query_matches(query, &s.0) {
+                out.push((p.clone(), s));
+            }
+        }
+    }
+    out
+}
+
+/// Where the explanation of a diagnostic code is published: `$WSP_EXPLANATIONS_URL/<CODE>.md`
+/// when that is set (e.g. a repository's web view of `compiler/diagnostics/explanations`),
+/// else the `file://` URL of `compiler/diagnostics/explanations/<CODE>.md` in the source tree
+/// the server was built from, when it exists. `None` for codes without an explanation.
+pub fn explanation_url(code: &str) -> Option<lsp::Uri> {
+    static BASE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    wsp_diagnostics::explain(code)?;
+    let base = BASE.get_or_init(|| {
+        if let Some(base) = std::env::var_os("WSP_EXPLANATIONS_URL") {
+            return Some(base.to_string_lossy().trim_end_matches('/').to_string());
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../compiler/diagnostics/explanations")
+            .canonicalize()
+            .ok()?;
+        Some(lsp::Uri::from_file_path(dir)?.as_str().to_string())
+    });
+    format!("{}/{code}.md", base.as_ref()?).parse().ok()
+}
+
 /// Quick fixes: the machine-applicable fixes of the diagnostics overlapping a range, as
 /// `(title, path → edits (byte range, replacement))`.
 #[allow(clippy::type_complexity)]
@@ -669,6 +713,53 @@ mod tests {
         assert!(h.contains("| enforced | enforced | diagnosed |"), "{h}");
         assert!(h.contains("AIE placement is static"), "reason: {h}");
         assert!(h.contains("task_window"), "{h}");
+    }
+
+    #[test]
+    fn codes_link_to_their_explanation() {
+        let mut ws = ws();
+        ws.set_file("a.wsp", SRC.replace("y: Y[i]", "y: Yy[i]"));
+        let d = diagnostics(&ws, "a.wsp", &|_| None);
+        let href = d[0]
+            .code_description
+            .as_ref()
+            .map(|c| c.href.as_str().to_string())
+            .unwrap_or_default();
+        assert!(
+            href.starts_with("file://")
+                && href.ends_with("/compiler/diagnostics/explanations/E0101.md"),
+            "{href}"
+        );
+        assert!(explanation_url("E9999").is_none());
+    }
+
+    #[test]
+    fn workspace_symbols_filter_by_query() {
+        let mut ws = ws();
+        ws.set_file(
+            "b.wsp",
+            "kernel twice(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x\n}\n".to_string(),
+        );
+        let all = workspace_symbols(&ws, "");
+        assert_eq!(
+            all.len(),
+            6,
+            "{:?}",
+            all.iter().map(|s| &s.1 .0).collect::<Vec<_>>()
+        );
+        let names: Vec<(String, String)> = workspace_symbols(&ws, "DBL")
+            .into_iter()
+            .chain(workspace_symbols(&ws, "tw"))
+            .map(|(p, s)| (p, s.0))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a.wsp".into(), "double".into()),
+                ("b.wsp".into(), "twice".into())
+            ]
+        );
+        assert!(workspace_symbols(&ws, "zz").is_empty());
     }
 
     #[test]

@@ -359,6 +359,20 @@ pub fn references(
     out
 }
 
+/// Document highlights: the occurrences of the name at `offset` in its own file, each with
+/// whether it is the declaration (a write) rather than a use.
+pub fn highlights(ws: &Workspace, path: &str, offset: usize) -> Vec<(Range, bool)> {
+    let all = references(ws, path, offset, true);
+    let uses: BTreeSet<(String, Range)> = references(ws, path, offset, false).into_iter().collect();
+    all.into_iter()
+        .filter(|(p, _)| p == path)
+        .map(|(p, r)| {
+            let decl = !uses.contains(&(p, r));
+            (r, decl)
+        })
+        .collect()
+}
+
 /// Why a rename is refused, for the editor to show.
 pub fn prepare_rename(ws: &Workspace, path: &str, offset: usize) -> Result<Range, String> {
     let text = text_of(ws, path).ok_or("the file is not loaded")?;
@@ -1312,6 +1326,25 @@ mod tests {
         assert!(e.contains("builtin"), "{e}");
         let e = rename(&ws, "a.wsp", at("X[i]", 0), "a b").unwrap_err();
         assert!(e.contains("not an identifier"), "{e}");
+    }
+
+    #[test]
+    fn highlights_mark_the_declaration() {
+        let ws = ws();
+        let h = highlights(&ws, "a.wsp", at("double[i]", 1));
+        assert_eq!(
+            h,
+            [
+                ((at("double(", 0), at("double(", 6)), true),
+                ((at("double[i]", 0), at("double[i]", 6)), false)
+            ]
+        );
+        // A local: the `let` binding and its use.
+        let h = highlights(&ws, "a.wsp", at("t\n}", 0));
+        assert_eq!(
+            h.iter().map(|x| (x.0 .0, x.1)).collect::<Vec<_>>(),
+            [(at("t = x", 0), true), (at("t\n}", 0), false)]
+        );
     }
 
     #[test]

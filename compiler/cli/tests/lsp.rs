@@ -19,6 +19,13 @@ fn a_session_with_a_real_server() {
     let d = c.diagnostics(&uri);
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0]["code"], "E0101");
+    // The code links to its explanation.
+    let href = d[0]["codeDescription"]["href"].as_str().unwrap_or_default();
+    assert!(
+        href.ends_with("/compiler/diagnostics/explanations/E0101.md"),
+        "{}",
+        d[0]
+    );
     assert_eq!(d[0]["range"]["start"], json!({"line": 8, "character": 45}));
 
     // Hover on `double` in the task call: declaration, doc, footprint.
@@ -126,13 +133,100 @@ fn panics_in_handlers_are_contained() {
         "textDocument/definition",
         "textDocument/documentSymbol",
         "textDocument/formatting",
+        "textDocument/codeAction",
+        "textDocument/inlayHint",
+        "textDocument/references",
+        "textDocument/documentHighlight",
+        "textDocument/completion",
+        "textDocument/signatureHelp",
+        "textDocument/semanticTokens/full",
+        "textDocument/foldingRange",
+        "textDocument/prepareRename",
+        "textDocument/rename",
+        "workspace/symbol",
     ] {
-        let mut params = pos(0, 0, &uri);
-        params["options"] = json!({"tabSize": 4, "insertSpaces": true});
-        let r = c.request(method, params);
+        let r = c.request(method, any_params(&uri));
         assert_eq!(r["error"]["code"], -32603, "{method}: {r}");
     }
     // Still serving.
+    c.stop();
+}
+
+/// Parameters every document request accepts (the extra fields are ignored).
+fn any_params(uri: &str) -> Value {
+    let mut params = pos(0, 0, uri);
+    let range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}});
+    params["options"] = json!({"tabSize": 4, "insertSpaces": true});
+    params["range"] = range;
+    params["context"] = json!({"diagnostics": [], "includeDeclaration": true, "triggerKind": 1, "isRetrigger": false});
+    params["newName"] = json!("z");
+    params["query"] = json!("");
+    params
+}
+
+#[test]
+fn a_panic_in_one_handler_leaves_the_others_serving() {
+    let (dir, uri) = setup("panic-some");
+    let mut c = Client::start_with(
+        &dir,
+        &[(
+            "WSP_LSP_INJECT_PANIC",
+            "codeAction,inlayHint,documentHighlight",
+        )],
+    );
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    assert_eq!(c.diagnostics(&uri).len(), 1);
+    for method in [
+        "textDocument/codeAction",
+        "textDocument/inlayHint",
+        "textDocument/documentHighlight",
+    ] {
+        let r = c.request(method, any_params(&uri));
+        assert_eq!(r["error"]["code"], -32603, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("the server keeps running"),
+            "{r}"
+        );
+        // A normal request right after is answered normally.
+        let h = c.request("textDocument/hover", pos(8, 25, &uri));
+        let md = h["result"]["contents"]["value"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(md.contains("kernel double("), "after {method}: {h}");
+    }
+    c.stop();
+}
+
+#[test]
+fn a_request_whose_document_changes_meanwhile_answers_content_modified() {
+    let (dir, uri) = setup("modified");
+    let mut c = Client::start_with(&dir, &[("WSP_LSP_REQUEST_DELAY_MS", "400")]);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    assert_eq!(c.diagnostics(&uri).len(), 1);
+    // The hover waits 400 ms before it starts; the edit arrives meanwhile.
+    let id = c.send_request("textDocument/hover", pos(8, 25, &uri));
+    let edited = format!("// a new first line\n{SRC}");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]}),
+    );
+    let r = c.reply(id);
+    assert_eq!(r["error"]["code"], -32801, "{r}");
+    // Asked again, it is answered (for the new text: the call moved down a line).
+    let h = c.request("textDocument/hover", pos(9, 25, &uri));
+    let md = h["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(md.contains("kernel double("), "{h}");
     c.stop();
 }
 

@@ -28,6 +28,8 @@ fn the_server_announces_every_feature() {
         "inlayHintProvider",
         "semanticTokensProvider",
         "foldingRangeProvider",
+        "documentHighlightProvider",
+        "workspaceSymbolProvider",
     ] {
         assert!(
             !caps[cap].is_null() && caps[cap] != json!(false),
@@ -112,6 +114,55 @@ fn references_and_rename() {
     let r = c.request("textDocument/rename", p);
     let msg = r["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("already used in `w`"), "{r}");
+    c.stop();
+}
+
+#[test]
+fn document_highlight_and_workspace_symbols() {
+    let (dir, uri) = setup("highlight");
+    let mut c = Client::start(&dir, false);
+    open(&mut c, &uri, SRC);
+    // `double` at its call on line 10: the declaration (write) and the call (read).
+    let r = c.request("textDocument/documentHighlight", pos(10, 24, &uri));
+    let hl = r["result"].as_array().cloned().unwrap_or_default();
+    assert_eq!(hl.len(), 2, "{r}");
+    assert_eq!(hl[0]["range"]["start"], json!({"line": 5, "character": 7}));
+    assert_eq!(hl[0]["kind"], 3, "the declaration is a write: {r}");
+    assert_eq!(
+        hl[1]["range"]["start"],
+        json!({"line": 10, "character": 23})
+    );
+    assert_eq!(hl[1]["kind"], 2, "{r}");
+    // Workspace symbols over the loaded files, filtered by the query.
+    let other = format!("file://{}/b.wsp", dir.display());
+    open(&mut c, &other, "const Rows = 4\n");
+    let names = |q: &str, c: &mut Client| -> Vec<(String, String)> {
+        let r = c.request("workspace/symbol", json!({"query": q}));
+        r["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap_or_default().to_string(),
+                    s["location"]["uri"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        names("rows", &mut c),
+        [
+            ("rows".to_string(), uri.clone()),
+            ("Rows".to_string(), other.clone())
+        ]
+    );
+    assert_eq!(names("", &mut c).len(), 7);
+    assert!(names("nothing", &mut c).is_empty());
     c.stop();
 }
 

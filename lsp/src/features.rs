@@ -802,6 +802,34 @@ fn simple(list: &[&str], kind: lsp::CompletionItemKind, detail: &str) -> Vec<Com
 /// parameter names not yet given; at the start of a top-level line, the item keywords;
 /// elsewhere the declared names in scope (and statement keywords inside bodies).
 pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> {
+    completion_with(ws, path, offset, &[])
+}
+
+/// The modules `import` can name from `path`: the std modules (`std.nn`), the loaded files
+/// in its directory or below, and `nearby` (module names the caller found on disk).
+pub fn importable_modules(ws: &Workspace, path: &str, nearby: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = wsp_core::std_lib::modules();
+    for p in ws.paths() {
+        if p != path {
+            if let Some(m) = wsp_core::check::import_module_name(path, &p) {
+                out.push(m);
+            }
+        }
+    }
+    out.extend(nearby.iter().cloned());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// [`completion`], with the module names found next to the file on disk (`nearby`) offered
+/// after `import`.
+pub fn completion_with(
+    ws: &Workspace,
+    path: &str,
+    offset: usize,
+    nearby: &[String],
+) -> Vec<Completion> {
     let Some(text) = text_of(ws, path) else {
         return Vec::new();
     };
@@ -847,6 +875,74 @@ pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> 
             lsp::CompletionItemKind::METHOD,
             "schedule directive",
         );
+    }
+    // Module paths after `import` (`import std.` → the std modules; `import a.` → the
+    // modules under `a`).
+    if matches!(item_kw, Some((_, Token::Import))) {
+        let i = item_kw.map(|x| x.0).unwrap_or(0);
+        let written: String = before[i + 1..]
+            .iter()
+            .filter(|t| t.kind != Token::Newline)
+            .map(|t| &text[span(t).0..span(t).1])
+            .collect();
+        if !written.contains('{') && (written.is_empty() || written.ends_with('.')) {
+            return importable_modules(ws, path, nearby)
+                .into_iter()
+                .filter_map(|m| {
+                    let rest = m.strip_prefix(written.as_str())?;
+                    let label = rest.split('.').next()?.to_string();
+                    let kind = if rest.contains('.') || (m.starts_with("std") && written.is_empty())
+                    {
+                        lsp::CompletionItemKind::FOLDER
+                    } else {
+                        lsp::CompletionItemKind::MODULE
+                    };
+                    Some((
+                        label.clone(),
+                        (label.clone(), kind, format!("module {m}"), label),
+                    ))
+                })
+                .collect::<BTreeMap<String, Completion>>()
+                .into_values()
+                .collect();
+        }
+    }
+    // Policies inside `.dispatch(`, `.timing(`, `.ready(`.
+    if matches!(item_kw, Some((_, Token::Schedule))) && prev == Some(Token::LParen) {
+        let n = sig.len();
+        if n >= 3 && sig[n - 3].kind == Token::Dot && sig[n - 2].kind == Token::Ident {
+            let directive = &text[span(&sig[n - 2]).0..span(&sig[n - 2]).1];
+            let policies = wsp_core::check::directive_policies(directive);
+            if !policies.is_empty() {
+                return policies
+                    .iter()
+                    .map(|(name, written)| {
+                        (
+                            name.to_string(),
+                            lsp::CompletionItemKind::ENUM_MEMBER,
+                            format!(".{directive}({written})"),
+                            name.to_string(),
+                        )
+                    })
+                    .collect();
+            }
+        }
+    }
+    // Axis constructors after `axis x =`.
+    if prev == Some(Token::Assign) && prev2 == Some(Token::Ident) && prev3 == Some(Token::Axis) {
+        return AXIS_CTORS
+            .iter()
+            .map(|c| {
+                (
+                    c.to_string(),
+                    lsp::CompletionItemKind::CONSTRUCTOR,
+                    wsp_core::check::axis_ctor_signature(c)
+                        .unwrap_or("axis")
+                        .to_string(),
+                    c.to_string(),
+                )
+            })
+            .collect();
     }
     // Dtypes in types.
     let in_kernel_header = match item_kw {
@@ -928,6 +1024,32 @@ pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> 
         }
     }
     if depth > 0 {
+        // In a kernel body: its parameters and the tile operations with their signatures.
+        if let Some(k) = enclosing(ws, path, start)
+            .filter(|d| matches!(d.item.kind, ItemKind::Kernel(_)) && !in_kernel_header)
+        {
+            for p in kernel_params(&k) {
+                let ps = text
+                    .get(k.range.0 + p.span.start as usize..k.range.0 + p.span.end as usize)
+                    .unwrap_or("");
+                out.push((
+                    p.name.name.clone(),
+                    lsp::CompletionItemKind::VARIABLE,
+                    ps.to_string(),
+                    p.name.name.clone(),
+                ));
+            }
+            for f in KERNEL_FUNCTIONS {
+                out.push((
+                    f.to_string(),
+                    lsp::CompletionItemKind::FUNCTION,
+                    wsp_core::check::kernel_function_signature(f)
+                        .unwrap_or("tile operation")
+                        .to_string(),
+                    f.to_string(),
+                ));
+            }
+        }
         out.extend(simple(
             BODY_KEYWORDS,
             lsp::CompletionItemKind::KEYWORD,
@@ -1412,6 +1534,74 @@ mod tests {
         let c = completion(&ws, "a.wsp", src.find("X[i], ").unwrap() + 6);
         assert_eq!(labels(c.clone()), ["y"]);
         assert_eq!(c[0].2, "y: out f32[8, 8]");
+    }
+
+    #[test]
+    fn completion_of_tile_operations_axis_constructors_policies_and_modules() {
+        let mut ws = ws();
+        // In a kernel body: tile operations with signatures, and the kernel's parameters.
+        let c = completion(&ws, "a.wsp", at("x * 2.0", 0));
+        let mm = c.iter().find(|c| c.0 == "matmul").expect("matmul");
+        assert_eq!(mm.2, "matmul(a: [M, K], b: [K, N], acc: c?) -> [M, N]");
+        assert!(
+            c.iter().any(|c| c.0 == "x" && c.2 == "x: in f32[8, 8]"),
+            "{c:?}"
+        );
+        // Outside kernels, no tile operations.
+        let l = labels(completion(&ws, "a.wsp", at("X[i], y", 0)));
+        assert!(!l.contains(&"matmul".into()), "{l:?}");
+        // Axis constructors after `axis x =`.
+        let src = format!("{SRC}axis cols = ");
+        ws.set_file("a.wsp", src.clone());
+        let c = completion(&ws, "a.wsp", src.len());
+        assert_eq!(labels(c.clone()), ["Dense", "DenseDyn", "Ragged", "Sparse"]);
+        assert!(c[0].2.contains("constant size"), "{c:?}");
+        // Policies inside `.dispatch(`, `.timing(`, `.ready(`.
+        for (d, want) in [
+            ("dispatch", "round_robin"),
+            ("timing", "batched"),
+            ("ready", "priority"),
+        ] {
+            let src = SRC.replace(".dispatch(round_robin)", &format!(".{d}("));
+            ws.set_file("a.wsp", src.clone());
+            let at = src.find(&format!(".{d}(")).unwrap() + d.len() + 2;
+            let l = labels(completion(&ws, "a.wsp", at));
+            assert!(l.contains(&want.to_string()), "{d}: {l:?}");
+            assert!(
+                !l.contains(&"fifo".to_string()) || d == "ready",
+                "{d}: {l:?}"
+            );
+        }
+        // Module paths after `import` and `import std.`: the std modules (whatever
+        // std_lib::modules() holds) and the files next to this one.
+        ws.set_file("dir/main.wsp", "import ".into());
+        ws.set_file("dir/layers/norm.wsp", "const K = 1\n".into());
+        ws.set_file("dir/util.wsp", "const U = 1\n".into());
+        let l = labels(completion_with(&ws, "dir/main.wsp", 7, &["disk".into()]));
+        assert!(
+            l.contains(&"layers".into())
+                && l.contains(&"util".into())
+                && l.contains(&"disk".into()),
+            "{l:?}"
+        );
+        assert_eq!(
+            l.contains(&"std".into()),
+            !wsp_core::std_lib::modules().is_empty(),
+            "{l:?}"
+        );
+        ws.set_file("dir/main.wsp", "import layers.".into());
+        assert_eq!(labels(completion(&ws, "dir/main.wsp", 14)), ["norm"]);
+        ws.set_file("dir/main.wsp", "import std.".into());
+        let want: Vec<String> = wsp_core::std_lib::modules()
+            .iter()
+            .filter_map(|m| {
+                m.strip_prefix("std.")
+                    .map(|r| r.split('.').next().unwrap_or("").to_string())
+            })
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(labels(completion(&ws, "dir/main.wsp", 11)), want);
     }
 
     #[test]

@@ -654,7 +654,8 @@ impl LanguageServer for Backend {
                 let path = path_of(&p.text_document_position.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let at = LineIndex::new(&text).offset(p.text_document_position.position);
-                let items = features::completion(&st.ws, &path, at)
+                let nearby = modules_next_to(&path);
+                let items = features::completion_with(&st.ws, &path, at, &nearby)
                     .into_iter()
                     .map(|(label, kind, detail, insert)| CompletionItem {
                         label,
@@ -763,6 +764,42 @@ impl LanguageServer for Backend {
         })
         .await
     }
+}
+
+/// The modules next to a file on disk, as `import` names them: `x` for `x.wsp` in its
+/// directory, `d.x` for `d/x.wsp` one level down.
+fn modules_next_to(path: &str) -> Vec<String> {
+    let dir = Path::new(path).parent().unwrap_or(Path::new(""));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut out = Vec::new();
+    let scan = |d: &Path, prefix: &str, deeper: bool, out: &mut Vec<String>| {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            return Vec::new();
+        };
+        let mut subdirs = Vec::new();
+        for e in rd.flatten().take(500) {
+            let p = e.path();
+            let Some(stem) = p.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if p.is_dir() && deeper {
+                subdirs.push((p.clone(), format!("{prefix}{stem}.")));
+            } else if p.extension().is_some_and(|x| x == "wsp") {
+                out.push(format!("{prefix}{stem}"));
+            }
+        }
+        subdirs
+    };
+    for (sub, prefix) in scan(dir, "", true, &mut out) {
+        scan(&sub, &prefix, false, &mut out);
+    }
+    let own = Path::new(path).file_stem().and_then(|s| s.to_str());
+    out.retain(|m| Some(m.as_str()) != own);
+    out
 }
 
 /// Converts `(path, byte range)` pairs to locations (files without a URI are left out).

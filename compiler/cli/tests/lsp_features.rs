@@ -204,6 +204,39 @@ fn completion_and_signature_help() {
     );
     assert_eq!(r["result"]["activeParameter"], 1, "{r}");
     assert_eq!(sig["parameters"][1]["label"], json!([24, 40]), "{r}");
+
+    // Policies inside `.dispatch(`.
+    let l = labels(&c.request("textDocument/completion", pos(12, 25, &uri)));
+    assert!(
+        l.contains(&"round_robin".to_string()) && l.contains(&"work_steal".to_string()),
+        "{l:?}"
+    );
+    assert!(!l.contains(&"fifo".to_string()), "{l:?}");
+    // In the kernel body: tile operations with their signatures.
+    let r = c.request("textDocument/completion", pos(6, 12, &uri));
+    let items = r["result"].as_array().cloned().unwrap_or_default();
+    let rowsum = items.iter().find(|i| i["label"] == "rowsum");
+    assert_eq!(
+        rowsum.map(|i| i["detail"].clone()),
+        Some(json!("rowsum(x) -> [R, 1]")),
+        "{r}"
+    );
+    // After `import `: the modules next to the file on disk.
+    std::fs::write(dir.join("helpers.wsp"), "const H = 1\n").unwrap();
+    let other = format!("file://{}/c.wsp", dir.display());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": other, "languageId": "wsp", "version": 1, "text": "import "}}),
+    );
+    let l = labels(&c.request("textDocument/completion", pos(0, 7, &other)));
+    assert!(l.contains(&"helpers".to_string()), "{l:?}");
+    // After `axis x =`: the axis constructors.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": other, "version": 2}, "contentChanges": [{"text": "axis z = "}]}),
+    );
+    let l = labels(&c.request("textDocument/completion", pos(0, 9, &other)));
+    assert_eq!(l, ["Dense", "DenseDyn", "Ragged", "Sparse"]);
     c.stop();
 }
 

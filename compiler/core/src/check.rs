@@ -56,6 +56,84 @@ pub const KERNEL_FUNCTIONS: &[&str] = &[
     "tfree",
 ];
 
+/// How each of [`KERNEL_FUNCTIONS`] is called (completion, signature help).
+pub fn kernel_function_signature(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "max" => "max(a, b)",
+        "min" => "min(a, b)",
+        "pow" => "pow(a, b)",
+        "select" => "select(mask, a, b)",
+        "exp" => "exp(x)",
+        "log" => "log(x)",
+        "sqrt" => "sqrt(x)",
+        "rsqrt" => "rsqrt(x)",
+        "recip" => "recip(x)",
+        "tanh" => "tanh(x)",
+        "sigmoid" => "sigmoid(x)",
+        "sin" => "sin(x)",
+        "cos" => "cos(x)",
+        "relu" => "relu(x)",
+        "gelu" => "gelu(x)",
+        "silu" => "silu(x)",
+        "abs" => "abs(x)",
+        "neg" => "neg(x)",
+        "rowsum" => "rowsum(x) -> [R, 1]",
+        "rowmax" => "rowmax(x) -> [R, 1]",
+        "rowmin" => "rowmin(x) -> [R, 1]",
+        "rowmean" => "rowmean(x) -> [R, 1]",
+        "colsum" => "colsum(x) -> [1, C]",
+        "colmax" => "colmax(x) -> [1, C]",
+        "colmin" => "colmin(x) -> [1, C]",
+        "matmul" => "matmul(a: [M, K], b: [K, N], acc: c?) -> [M, N]",
+        "transpose" => "transpose(x: [R, C]) -> [C, R]",
+        "cast" => "cast(x, dtype)",
+        "full" => "full([R, C], value)",
+        "iota" => "iota([R, C])",
+        "rowtopk" => "rowtopk(x, k) -> (values, indices)",
+        "talloc" => "talloc(pipe) -> slot",
+        "tpush" => "tpush(pipe, slot)",
+        "tpop" => "tpop(pipe) -> tile",
+        "tfree" => "tfree(pipe, tile)",
+        _ => return None,
+    })
+}
+
+/// How each of [`AXIS_CTORS`] is written (completion).
+pub fn axis_ctor_signature(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Dense" => "Dense[n]: a constant size",
+        "DenseDyn" => "DenseDyn(size): a runtime size (a param)",
+        "Ragged" => "Ragged(outer, lens): per outer index, lens[i] rows",
+        "Sparse" => "Sparse(outer, indptr, indices): CSR rows of selected columns",
+        _ => return None,
+    })
+}
+
+/// The policies each policy-taking schedule directive accepts, with how each is written.
+pub fn directive_policies(directive: &str) -> &'static [(&'static str, &'static str)] {
+    match directive {
+        "dispatch" => &[
+            ("round_robin", "round_robin(n)"),
+            ("affinity", "affinity(axis)"),
+            ("hash", "hash(expr)"),
+            ("work_steal", "work_steal"),
+            ("by", "by(expr)"),
+        ],
+        "timing" => &[
+            ("immediate", "immediate"),
+            ("batched", "batched(n)"),
+            ("interleaved", "interleaved(n)"),
+            ("rate_limit", "rate_limit(n)"),
+        ],
+        "ready" => &[
+            ("fifo", "fifo"),
+            ("lifo", "lifo"),
+            ("priority", "priority(expr)"),
+        ],
+        _ => &[],
+    }
+}
+
 /// Initialisers of global tensors.
 pub const INITIALISERS: &[&str] = &["load", "random", "zeros", "ones", "full"];
 
@@ -1960,5 +2038,28 @@ pub fn add_import_fixes(db: &dyn Db, file: File, diags: &mut [Diagnostic]) {
                 edits: vec![edit],
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod signature_tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_has_a_signature() {
+        for f in KERNEL_FUNCTIONS {
+            assert!(kernel_function_signature(f).is_some(), "{f}");
+        }
+        for c in AXIS_CTORS {
+            assert!(axis_ctor_signature(c).is_some(), "{c}");
+        }
+        let mut all: Vec<&str> = ["dispatch", "timing", "ready"]
+            .iter()
+            .flat_map(|d| directive_policies(d).iter().map(|p| p.0))
+            .collect();
+        all.sort_unstable();
+        let mut want = SCHEDULE_POLICIES.to_vec();
+        want.sort_unstable();
+        assert_eq!(all, want);
     }
 }

@@ -39,7 +39,7 @@ cargo build -q -p wsp
 tdir="${CARGO_TARGET_DIR:-target}"; case "$tdir" in /*) ;; *) tdir="$(pwd)/$tdir" ;; esac
 WSP_BIN="$tdir/debug/wsp" python3 -m pytest -q -p no:cacheprovider tests/lsp
 
-step "Neovim configuration (headless)"
+step "Neovim: configuration (headless) and end to end against the real server"
 if ! command -v nvim >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     (apt-get update -qq && apt-get install -y -qq neovim >/dev/null) || { echo "could not install neovim"; exit 1; }
@@ -47,4 +47,4 @@ if ! command -v nvim >/dev/null 2>&1; then
     echo "neovim is not installed and this user cannot install it (apt-get install neovim)"; exit 1
   fi
 fi
-bash editors/nvim/test/run.sh
+WSP_BIN="$tdir/debug/wsp" bash editors/nvim/test/run.sh

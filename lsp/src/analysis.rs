@@ -135,7 +135,7 @@ fn convert(
         range: idx.range(d.primary.span.start as usize, d.primary.span.end as usize),
         severity: Some(severity(d.severity)),
         code: Some(lsp::NumberOrString::String(d.code.to_string())),
-        code_description: None,
+        code_description: explanation_url(d.code).map(|href| lsp::CodeDescription { href }),
         source: Some("wsp".into()),
         message,
         related_information: (!related.is_empty()).then_some(related),
@@ -243,7 +243,7 @@ pub fn find_decl(ws: &Workspace, path: &str, name: &str) -> Option<Decl> {
         .find(|d| d.item.name().is_some_and(|n| n.name == name))
 }
 
-fn kind_word(item: &Item) -> &'static str {
+pub fn kind_word(item: &Item) -> &'static str {
     match &item.kind {
         ItemKind::Const(_) => "const",
         ItemKind::Param(_) => "param",
@@ -263,6 +263,11 @@ fn kind_word(item: &Item) -> &'static str {
 pub fn hover(ws: &Workspace, path: &str, offset: usize) -> Option<(String, (usize, usize))> {
     let text = ws.text(&FileName::new(path))?;
     let (name, s, e) = ident_at(&text, offset)?;
+    // A name bound inside its item shadows a top-level item of the same name.
+    if let Some(md) = crate::features::local_hover(ws, path, &text, &name, s) {
+        return Some((md, (s, e)));
+    }
+    let view = crate::features::view_hover(ws, path, &text, s);
     let d = find_decl(ws, path, &name)?;
     let src = ws.text(&FileName::new(d.path.as_str()))?;
     let decl_text = src.get(d.range.0..d.range.1)?;
@@ -307,8 +312,53 @@ pub fn hover(ws: &Workspace, path: &str, offset: usize) -> Option<(String, (usiz
                     fp.summary()
                 ));
             }
+            if let Some((arch, c)) = kernel_cycles(ws, path, &d.path, &name) {
+                out.push_str(&format!(
+                    "\nestimated per task on {arch}: {} cycles of compute, {} B loaded, {} B stored\n",
+                    c.compute, c.load_bytes, c.store_bytes
+                ));
+            }
         }
+        ItemKind::Axis(_) => {
+            if let Some(t) = ws
+                .file_handle(&d.path)
+                .and_then(|f| wsp_core::wltype::axis_types(ws.db(), f).get(&name).cloned())
+            {
+                out.push_str(&format!("\n`{name}: {t}`\n"));
+            }
+        }
+        ItemKind::Const(_) | ItemKind::Param(_) => {
+            if let Some(v) = ws
+                .file_handle(&d.path)
+                .and_then(|f| wsp_core::db::const_values(ws.db(), f).get(&name).copied())
+            {
+                out.push_str(&format!("\n`{name} = {v}`\n"));
+            }
+        }
+        ItemKind::Tensor(_) => {
+            let sym = ws.file_handle(&d.path).and_then(|f| {
+                wsp_core::resolve::scope(ws.db(), f)
+                    .get(&name)
+                    .map(|s| s.symbol.clone())
+            });
+            if let Some(wsp_core::db::Symbol::Tensor {
+                dtype,
+                dims: Some(dims),
+                ..
+            }) = sym
+            {
+                out.push_str(&format!(
+                    "\n`{name}: {dtype}{}`\n",
+                    wsp_core::types::show(&dims)
+                ));
+            }
+        }
+        ItemKind::Channel(c) => out.push_str(&channel_info(ws, &d, c)),
+        ItemKind::Schedule(sc) => out.push_str(&schedule_info(ws, &src, &d, sc)),
         _ => {}
+    }
+    if let Some(v) = view {
+        out.push_str(&format!("\n{v}"));
     }
     if d.path != path {
         out.push_str(&format!(
@@ -318,6 +368,138 @@ pub fn hover(ws: &Workspace, path: &str, offset: usize) -> Option<(String, (usiz
         ));
     }
     Some((out, (s, e)))
+}
+
+/// The estimated cost of one task of kernel `name` (full tiles), declared in `decl_path`, on
+/// the architecture of the file `path` (its schedule's `.target`, else ascend910b): the
+/// kernel's IR from the lowering (`wsp_lower::kernel_ir`) priced by the architecture model
+/// with `wsp_ir::cost::task_cost`, the simulator's figure. `None` when the kernel does not
+/// lower.
+fn kernel_cycles(
+    ws: &Workspace,
+    path: &str,
+    decl_path: &str,
+    name: &str,
+) -> Option<(String, wsp_ir::cost::TaskCost)> {
+    let file = ws.file_handle(path)?;
+    let k = wsp_lower::kernel_ir(ws.db(), ws.file_handle(decl_path)?, name)?;
+    let k = &k;
+    let arch_name = wsp_core::memory::file_target(ws.db(), file).clone();
+    let arch = wsp_arch::Arch::builtin(&arch_name).ok()?;
+    let cost = wsp_ir::cost::task_cost(&arch, k, &[]).ok()?;
+    Some((arch_name, cost))
+}
+
+/// A channel's depth (folded; 1 when not written) and the processes that produce and consume
+/// it (in any loaded file).
+fn channel_info(ws: &Workspace, d: &Decl, c: &wsp_syntax::ast::ChannelDecl) -> String {
+    let name = &c.name.name;
+    let consts = ws
+        .file_handle(&d.path)
+        .map(|f| wsp_core::db::const_values(ws.db(), f).clone())
+        .unwrap_or_default();
+    let depth = match c
+        .args
+        .iter()
+        .find(|a| a.name.as_ref().is_some_and(|n| n.name == "depth"))
+    {
+        Some(a) => match wsp_core::types::eval_int(&a.value, &consts) {
+            Some(0) => "0 (rendezvous)".to_string(),
+            Some(v) => v.to_string(),
+            None => "not a constant".to_string(),
+        },
+        None => "1 (the default)".to_string(),
+    };
+    let (mut producers, mut consumers) = (Vec::new(), Vec::new());
+    let mut files = ws.paths();
+    if !files.contains(&d.path) {
+        files.push(d.path.clone());
+    }
+    for p in files {
+        for x in decls(ws, &p) {
+            if let ItemKind::Process(pr) = &x.item.kind {
+                if pr.produces.iter().any(|n| n.name == *name) {
+                    producers.push(format!("`{}`", pr.name.name));
+                }
+                if pr.consumes.iter().any(|n| n.name == *name) {
+                    consumers.push(format!("`{}`", pr.name.name));
+                }
+            }
+        }
+    }
+    let list = |v: &Vec<String>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "\nchannel `{name}`: depth {depth}; produced by {}; consumed by {}\n",
+        list(&producers),
+        list(&consumers)
+    )
+}
+
+/// Each directive of a schedule: how it is written, and how every backend treats the form
+/// used (enforced, recorded, diagnosed or unsupported, with the reason), the checked target
+/// (`wsp check --target`) first when one is set.
+fn schedule_info(ws: &Workspace, src: &str, d: &Decl, sc: &wsp_syntax::ast::Schedule) -> String {
+    use wsp_arch::capabilities as caps;
+    let mut out =
+        String::from("\n| directive | form | sim | ascend | aie |\n|---|---|---|---|---|\n");
+    let target = ws.target().map(|t| t.backend);
+    let mut notes = Vec::new();
+    for dir in &sc.directives {
+        let name = dir.name.name.as_str();
+        let written = src
+            .get(d.range.0 + dir.span.start as usize..d.range.0 + dir.span.end as usize)
+            .unwrap_or(name)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let policy = dir.args.first().and_then(|a| match &a.value.kind {
+            wsp_syntax::ast::ExprKind::Name(n) => Some(n.name.clone()),
+            wsp_syntax::ast::ExprKind::Call { callee, .. } => match &callee.kind {
+                wsp_syntax::ast::ExprKind::Name(n) => Some(n.name.clone()),
+                _ => None,
+            },
+            _ => None,
+        });
+        let key = if matches!(name, "dispatch" | "timing" | "ready") {
+            policy
+                .as_deref()
+                .and_then(|p| caps::schedule_key(name, Some(p)))
+        } else {
+            caps::schedule_key(name, None)
+        };
+        let help = wsp_core::check::directive_help(name).replace('|', "\\|");
+        let cells: Vec<String> = match key.and_then(caps::capability) {
+            Some(cap) => caps::Backend::ALL
+                .iter()
+                .map(|b| {
+                    let e = cap.on(*b);
+                    if !e.reason.is_empty() && (target.is_none() || target == Some(*b)) {
+                        notes.push(format!("- `{written}` on {}: {}", b.name(), e.reason));
+                    }
+                    let mark = if target == Some(*b) { " (target)" } else { "" };
+                    format!("{}{mark}", e.support.name())
+                })
+                .collect(),
+            None => vec!["?".into(), "?".into(), "?".into()],
+        };
+        out.push_str(&format!(
+            "| `{}` | {help} | {} |\n",
+            written.replace('|', "\\|"),
+            cells.join(" | ")
+        ));
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+        out.push_str(&notes.join("\n"));
+        out.push('\n');
+    }
+    out
 }
 
 /// A document symbol: name, kind, item range, name range (byte offsets).
@@ -341,6 +523,50 @@ pub fn symbols(ws: &Workspace, path: &str) -> Vec<Symbol> {
             Some((d.item.name()?.name.clone(), kind, d.range, d.name))
         })
         .collect()
+}
+
+/// Whether a workspace-symbol query matches a name: its characters appear in order in the name,
+/// ignoring case (`wsym` matches `workspace_symbol`); an empty query matches everything.
+pub fn query_matches(query: &str, name: &str) -> bool {
+    let mut it = name.chars().flat_map(char::to_lowercase);
+    query
+        .chars()
+        .flat_map(char::to_lowercase)
+        .all(|q| it.any(|c| c == q))
+}
+
+/// Workspace symbols: the named items of every loaded user file matching `query`, as `(path,
+/// symbol)`, by file then source order.
+pub fn workspace_symbols(ws: &Workspace, query: &str) -> Vec<(String, Symbol)> {
+    let mut out = Vec::new();
+    for p in ws.paths() {
+        for s in symbols(ws, &p) {
+            if query_matches(query, &s.0) {
+                out.push((p.clone(), s));
+            }
+        }
+    }
+    out
+}
+
+/// Where the explanation of a diagnostic code is published: `$WSP_EXPLANATIONS_URL/<CODE>.md`
+/// when that is set (e.g. a repository's web view of `compiler/diagnostics/explanations`),
+/// else the `file://` URL of `compiler/diagnostics/explanations/<CODE>.md` in the source tree
+/// the server was built from, when it exists. `None` for codes without an explanation.
+pub fn explanation_url(code: &str) -> Option<lsp::Uri> {
+    static BASE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    wsp_diagnostics::explain(code)?;
+    let base = BASE.get_or_init(|| {
+        if let Some(base) = std::env::var_os("WSP_EXPLANATIONS_URL") {
+            return Some(base.to_string_lossy().trim_end_matches('/').to_string());
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../compiler/diagnostics/explanations")
+            .canonicalize()
+            .ok()?;
+        Some(lsp::Uri::from_file_path(dir)?.as_str().to_string())
+    });
+    format!("{}/{code}.md", base.as_ref()?).parse().ok()
 }
 
 /// Quick fixes: the machine-applicable fixes of the diagnostics overlapping a range, as
@@ -419,10 +645,129 @@ mod tests {
         );
         assert!(h.contains("doubles a tile"), "{h}");
         assert!(h.contains("UB 512 / 196,608 B"), "{h}");
+        // 8×8 f32 multiply on ascend910b, one tile in and one out: the figure the simulator
+        // prices the whole program's kernel with.
+        let program = wsp_lower::lower(&ws, "a.wsp").expect("lowers");
+        let k = program.kernels.iter().find(|k| k.name == "double").unwrap();
+        let arch = wsp_arch::Arch::builtin("ascend910b").unwrap();
+        let c = wsp_ir::cost::task_cost(&arch, k, &[]).unwrap();
+        assert!(c.compute > 0);
+        assert!(
+            h.contains(&format!(
+                "estimated per task on ascend910b: {} cycles of compute, 256 B loaded, 256 B stored",
+                c.compute
+            )),
+            "{h}"
+        );
         let at = SRC.find("workload w").unwrap() + 9;
         let (h, _) = hover(&ws, "a.wsp", at).unwrap();
         assert!(h.contains("Workload["), "{h}");
         assert!(hover(&ws, "a.wsp", 0).is_none(), "keywords have no hover");
+    }
+
+    const RICH: &str = "const N = 8\naxis rows = Dense[N / 2]\ninput X: f32[4, N, N] = random(seed: 1)\noutput Y: f32[4, 8, 8]\nkernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    let X = x * 2.0\n    y = X\n}\nchannel c: Channel[depth: 2]\nprocess prod produces c {\n    for i in P.seq(rows) { send c, double[i](x: X[i], y: Y[i]) }\n}\nprocess cons consumes c {\n    consume c as j { }\n}\nworkload w = connect(prod, cons)\nschedule s = w .dispatch(round_robin(4)) .task_window(8)\n";
+
+    fn rich_hover(needle: &str, plus: usize) -> String {
+        let mut ws = Workspace::new();
+        ws.set_file("r.wsp", RICH.to_string());
+        let at = RICH.find(needle).unwrap_or_else(|| panic!("{needle}")) + plus;
+        hover(&ws, "r.wsp", at).map(|h| h.0).unwrap_or_default()
+    }
+
+    #[test]
+    fn hover_of_local_tiles_shadows_items_and_names_the_buffer() {
+        for needle in ["X = x", "X\n}"] {
+            let h = rich_hover(needle, 0);
+            assert!(h.contains("let X: f32[8, 8]"), "{h}");
+            assert!(
+                h.contains("tile of kernel `double`: f32[8, 8], 256 B"),
+                "{h}"
+            );
+            assert!(h.contains("lives in UB on ascend910b"), "{h}");
+            assert!(!h.contains("input X"), "the tensor must not show: {h}");
+        }
+        let h = rich_hover("x * 2.0", 0);
+        assert!(
+            h.contains("x: in f32[8, 8]") && h.contains("parameter of kernel `double`"),
+            "{h}"
+        );
+        let h = rich_hover("i in P.seq", 0);
+        assert!(h.contains("local `i` of process `prod`"), "{h}");
+    }
+
+    #[test]
+    fn hover_of_views_tensors_axes_constants_channels_schedules() {
+        // The view at a task call: its shape against the parameter's.
+        let h = rich_hover("X[i]", 0);
+        assert!(h.contains("input X: f32[4, N, N]"), "{h}");
+        assert!(h.contains("`X: f32[4, 8, 8]`"), "constants folded: {h}");
+        assert!(h.contains("view `X[i]`: f32[8, 8]"), "{h}");
+        assert!(
+            h.contains("parameter `x` of kernel `double`: f32[8, 8]"),
+            "{h}"
+        );
+        let h = rich_hover("rows)", 0);
+        assert!(h.contains("`rows: Dense[4]`"), "{h}");
+        let h = rich_hover("N, N]", 0);
+        assert!(h.contains("`N = 8`"), "{h}");
+        let h = rich_hover("c, double", 0);
+        assert!(
+            h.contains("channel `c`: depth 2; produced by `prod`; consumed by `cons`"),
+            "{h}"
+        );
+        let h = rich_hover("schedule s", 9);
+        assert!(h.contains("| `.dispatch(round_robin(4))` |"), "{h}");
+        assert!(h.contains("round_robin(n)"), "directive help: {h}");
+        assert!(h.contains("| enforced | enforced | diagnosed |"), "{h}");
+        assert!(h.contains("AIE placement is static"), "reason: {h}");
+        assert!(h.contains("task_window"), "{h}");
+    }
+
+    #[test]
+    fn codes_link_to_their_explanation() {
+        let mut ws = ws();
+        ws.set_file("a.wsp", SRC.replace("y: Y[i]", "y: Yy[i]"));
+        let d = diagnostics(&ws, "a.wsp", &|_| None);
+        let href = d[0]
+            .code_description
+            .as_ref()
+            .map(|c| c.href.as_str().to_string())
+            .unwrap_or_default();
+        assert!(
+            href.starts_with("file://")
+                && href.ends_with("/compiler/diagnostics/explanations/E0101.md"),
+            "{href}"
+        );
+        assert!(explanation_url("E9999").is_none());
+    }
+
+    #[test]
+    fn workspace_symbols_filter_by_query() {
+        let mut ws = ws();
+        ws.set_file(
+            "b.wsp",
+            "kernel twice(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x\n}\n".to_string(),
+        );
+        let all = workspace_symbols(&ws, "");
+        assert_eq!(
+            all.len(),
+            6,
+            "{:?}",
+            all.iter().map(|s| &s.1 .0).collect::<Vec<_>>()
+        );
+        let names: Vec<(String, String)> = workspace_symbols(&ws, "DBL")
+            .into_iter()
+            .chain(workspace_symbols(&ws, "tw"))
+            .map(|(p, s)| (p, s.0))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a.wsp".into(), "double".into()),
+                ("b.wsp".into(), "twice".into())
+            ]
+        );
+        assert!(workspace_symbols(&ws, "zz").is_empty());
     }
 
     #[test]

@@ -359,6 +359,20 @@ pub fn references(
     out
 }
 
+/// Document highlights: the occurrences of the name at `offset` in its own file, each with
+/// whether it is the declaration (a write) rather than a use.
+pub fn highlights(ws: &Workspace, path: &str, offset: usize) -> Vec<(Range, bool)> {
+    let all = references(ws, path, offset, true);
+    let uses: BTreeSet<(String, Range)> = references(ws, path, offset, false).into_iter().collect();
+    all.into_iter()
+        .filter(|(p, _)| p == path)
+        .map(|(p, r)| {
+            let decl = !uses.contains(&(p, r));
+            (r, decl)
+        })
+        .collect()
+}
+
 /// Why a rename is refused, for the editor to show.
 pub fn prepare_rename(ws: &Workspace, path: &str, offset: usize) -> Result<Range, String> {
     let text = text_of(ws, path).ok_or("the file is not loaded")?;
@@ -419,7 +433,279 @@ pub fn rename(
     for (p, r) in references(ws, path, offset, true) {
         out.entry(p).or_default().push(r);
     }
+    if let Some(why) = clash(ws, path, offset, new_name, &out) {
+        return Err(format!("cannot rename to `{new_name}`: {why}"));
+    }
     Ok(out)
+}
+
+/// Why renaming the name at `offset` to `new_name` would change what some name means, if it
+/// would: for a top-level item, `new_name` is already declared in a file the rename touches
+/// (or the item's own file), or a local binding of it would shadow a renamed use; for a local
+/// (a kernel parameter, `let`/`var`/loop binding), `new_name` is already used in the
+/// enclosing item (bound there, or a top-level name the item refers to).
+fn clash(
+    ws: &Workspace,
+    path: &str,
+    offset: usize,
+    new_name: &str,
+    edits: &BTreeMap<String, Vec<Range>>,
+) -> Option<String> {
+    let (name, _, t) = target(ws, path, offset)?;
+    if name == new_name {
+        return None;
+    }
+    match t {
+        Target::Global(d) => {
+            let mut files: Vec<&str> = edits.keys().map(String::as_str).collect();
+            if !files.contains(&d.path.as_str()) {
+                files.push(&d.path);
+            }
+            for f in &files {
+                if let Some(x) = decls(ws, f)
+                    .into_iter()
+                    .find(|x| x.item.name().is_some_and(|n| n.name == new_name))
+                {
+                    let line = text_of(ws, f)
+                        .and_then(|t| t.get(..x.name.0).map(|b| b.matches('\n').count() + 1))
+                        .unwrap_or(0);
+                    return Some(format!(
+                        "`{new_name}` is already declared in `{f}` ({} on line {line})",
+                        crate::analysis::kind_word(&x.item),
+                    ));
+                }
+            }
+            for (f, ranges) in edits {
+                let Some(text) = text_of(ws, f) else { continue };
+                let items = decls(ws, f);
+                for r in ranges {
+                    if let Some(it) = items
+                        .iter()
+                        .find(|it| it.range.0 <= r.0 && r.0 <= it.range.1)
+                    {
+                        if binds_locally(&text, it, new_name) {
+                            return Some(format!(
+                                "`{new_name}` is already declared inside `{}` in `{f}`, where it \
+                                 would shadow the renamed `{name}`",
+                                it.item.name().map(|n| n.name.as_str()).unwrap_or("?")
+                            ));
+                        }
+                    }
+                }
+            }
+            None
+        }
+        Target::Local { item, kernel } => {
+            let decl_path = kernel
+                .as_deref()
+                .and_then(|k| k.split('\0').next())
+                .unwrap_or(path)
+                .to_string();
+            let text = text_of(ws, &decl_path)?;
+            let it = decls(ws, &decl_path)
+                .into_iter()
+                .find(|d| d.range == item)?;
+            let owner = it.item.name().map(|n| n.name.clone()).unwrap_or_default();
+            if binds_locally(&text, &it, new_name) {
+                return Some(format!(
+                    "`{new_name}` is already declared in `{owner}` (a parameter or a local binding)"
+                ));
+            }
+            let body = text.get(item.0..item.1).unwrap_or("");
+            let named = all_named_args(&text);
+            let used = lex(body).iter().any(|t| {
+                t.kind == Token::Ident
+                    && &body[span(t).0..span(t).1] == new_name
+                    && !named.contains(&(item.0 + span(t).0))
+            });
+            if used {
+                return Some(format!(
+                    "`{new_name}` is already used in `{owner}`: the renamed `{name}` would \
+                     capture or shadow it"
+                ));
+            }
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hover of names local to an item, and of views at task calls
+
+/// Hover text for a name bound inside its item (a kernel parameter or `let`/`var` tile, a loop
+/// variable): for a kernel tile its dtype, shape and the on-chip buffer it lives in on the
+/// file's architecture. Local names shadow top-level items of the same name.
+pub fn local_hover(
+    ws: &Workspace,
+    path: &str,
+    text: &str,
+    name: &str,
+    at: usize,
+) -> Option<String> {
+    let item = enclosing(ws, path, at)?;
+    if item.name.0 == at || all_named_args(text).contains(&at) || !binds_locally(text, &item, name)
+    {
+        return None;
+    }
+    let owner = item.item.name()?.name.clone();
+    let ItemKind::Kernel(k) = &item.item.kind else {
+        let what = match &item.item.kind {
+            ItemKind::Workload(_) => "workload",
+            ItemKind::Process(_) => "process",
+            _ => "item",
+        };
+        return Some(format!(
+            "```wsp\n{name}\n```\n\nlocal `{name}` of {what} `{owner}` (a loop, `let` or `consume` binding)\n"
+        ));
+    };
+    let file = ws.file_handle(&item.path)?;
+    let consts = wsp_core::db::const_values(ws.db(), file);
+    let shapes = wsp_core::types::kernel_tile_shapes(k, consts);
+    let src = text.get(item.range.0..item.range.1)?;
+    // The binding in effect: the last one of that name at or before the cursor, else the first.
+    let rel = (at - item.range.0) as u32;
+    let named: Vec<(u32, &(String, i64, i64))> = shapes
+        .iter()
+        .filter(|(o, _)| {
+            let o = **o as usize;
+            src.get(o..o + name.len()) == Some(name)
+                && !src[o + name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+        })
+        .map(|(o, t)| (*o, t))
+        .collect();
+    let param = k.params.iter().find(|p| p.name.name == name);
+    let binding = named
+        .iter()
+        .rev()
+        .find(|(o, _)| *o <= rel)
+        .or(named.first())
+        .copied();
+    let mut out = String::new();
+    match (param, binding) {
+        (Some(p), _) => {
+            let ps = src
+                .get(p.span.start as usize..p.span.end as usize)
+                .unwrap_or(name);
+            out.push_str(&format!(
+                "```wsp\n{ps}\n```\n\nparameter of kernel `{owner}`"
+            ));
+        }
+        (None, Some((_, (dt, r, c)))) => {
+            out.push_str(&format!(
+                "```wsp\nlet {name}: {dt}[{r}, {c}]\n```\n\ntile of kernel `{owner}`"
+            ));
+        }
+        (None, None) => {
+            out.push_str(&format!(
+                "```wsp\n{name}\n```\n\nlocal of kernel `{owner}` (its shape is not a constant)"
+            ));
+        }
+    }
+    if let Some((o, (dt, r, c))) = binding {
+        let bytes = wsp_core::memory::dtype_bytes(dt) * (*r).max(0) as u64 * (*c).max(0) as u64;
+        out.push_str(&format!(": {dt}[{r}, {c}], {bytes} B"));
+        let fp = ws
+            .kernel_footprints(&item.path)
+            .into_iter()
+            .find(|(n, _)| *n == owner)
+            .map(|(_, fp)| fp);
+        if let Some(fp) = fp {
+            match fp.tiles.iter().find(|t| t.1.start == o) {
+                Some((_, _, _, bufs)) if !bufs.is_empty() => {
+                    out.push_str(&format!("; lives in {} on {}", bufs.join(" and "), fp.arch))
+                }
+                Some(_) => out.push_str(&format!("; held in global memory on {}", fp.arch)),
+                None => {}
+            }
+        }
+    }
+    out.push('\n');
+    Some(out)
+}
+
+/// Hover text for a tensor view passed to a kernel at a task call (`k[i](x: X[i, 0..8])`,
+/// the cursor on `X`): the view's resolved shape against the parameter's tile shape.
+pub fn view_hover(ws: &Workspace, path: &str, text: &str, at: usize) -> Option<String> {
+    let toks = significant(&lex(text));
+    let i = toks.iter().position(|t| t.span.start as usize == at)?;
+    // `name: X[` or `name: X` directly inside a call's parentheses.
+    if i < 2 || toks[i - 1].kind != Token::Colon || toks[i - 2].kind != Token::Ident {
+        return None;
+    }
+    if !all_named_args(text).contains(&(toks[i - 2].span.start as usize)) {
+        return None;
+    }
+    let param = &text[span(&toks[i - 2]).0..span(&toks[i - 2]).1];
+    // The call's `(`.
+    let mut depth = 0i32;
+    let mut j = i - 2;
+    while j > 0 {
+        j -= 1;
+        match toks[j].kind {
+            Token::RParen | Token::RBracket | Token::RBrace => depth += 1,
+            Token::LParen if depth == 0 => break,
+            Token::LParen | Token::LBracket | Token::LBrace => depth -= 1,
+            _ => {}
+        }
+    }
+    let c = callee(&toks, j)?;
+    let kname = &text[span(&toks[c]).0..span(&toks[c]).1];
+    // The view's text: the name and its brackets.
+    let mut end = span(&toks[i]).1;
+    if toks.get(i + 1).is_some_and(|t| t.kind == Token::LBracket) {
+        let mut d = 0i32;
+        for t in &toks[i + 1..] {
+            match t.kind {
+                Token::LBracket => d += 1,
+                Token::RBracket => {
+                    d -= 1;
+                    if d == 0 {
+                        end = span(t).1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let view = text.get(at..end)?;
+    let file = ws.file_handle(path)?;
+    let scope = wsp_core::resolve::scope(ws.db(), file);
+    let consts = wsp_core::db::const_values(ws.db(), file);
+    let wsp_core::db::Symbol::Tensor { dtype, dims, .. } =
+        &scope.get(&text[span(&toks[i]).0..span(&toks[i]).1])?.symbol
+    else {
+        return None;
+    };
+    let wsp_core::db::Symbol::Kernel(params) = &scope.get(kname)?.symbol else {
+        return None;
+    };
+    let p = params.iter().find(|p| p.name == param)?;
+    // Parse the view as an expression (`const v = X[i]`) to fold its indices.
+    let parsed = wsp_syntax::parse(&format!("const v = {view}\n"));
+    let idx: Vec<wsp_syntax::ast::Expr> = match parsed.file.items.first().map(|n| &n.item.kind) {
+        Some(ItemKind::Const(c)) => match &c.value.kind {
+            wsp_syntax::ast::ExprKind::Index { indices, .. } => indices.clone(),
+            _ => Vec::new(),
+        },
+        _ => return None,
+    };
+    let shape = match dims {
+        Some(d) => match wsp_core::types::view_shape(d, &idx, consts) {
+            Ok(v) => format!("{dtype}{}", wsp_core::types::show(&v)),
+            Err(m) if !m.is_empty() => format!("invalid: {m}"),
+            Err(_) => format!("{dtype}[?] (an extent is not constant)"),
+        },
+        None => format!("{dtype}[?]"),
+    };
+    let pshape = match &p.dims {
+        Some(d) => format!("{}{}", p.dtype, wsp_core::types::show(d)),
+        None => p.dtype.clone(),
+    };
+    Some(format!(
+        "view `{}`: {shape}\n\nparameter `{param}` of kernel `{kname}`: {pshape}\n",
+        view.split_whitespace().collect::<Vec<_>>().join(" ")
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -516,6 +802,34 @@ fn simple(list: &[&str], kind: lsp::CompletionItemKind, detail: &str) -> Vec<Com
 /// parameter names not yet given; at the start of a top-level line, the item keywords;
 /// elsewhere the declared names in scope (and statement keywords inside bodies).
 pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> {
+    completion_with(ws, path, offset, &[])
+}
+
+/// The modules `import` can name from `path`: the std modules (`std.nn`), the loaded files
+/// in its directory or below, and `nearby` (module names the caller found on disk).
+pub fn importable_modules(ws: &Workspace, path: &str, nearby: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = wsp_core::std_lib::modules();
+    for p in ws.paths() {
+        if p != path {
+            if let Some(m) = wsp_core::check::import_module_name(path, &p) {
+                out.push(m);
+            }
+        }
+    }
+    out.extend(nearby.iter().cloned());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// [`completion`], with the module names found next to the file on disk (`nearby`) offered
+/// after `import`.
+pub fn completion_with(
+    ws: &Workspace,
+    path: &str,
+    offset: usize,
+    nearby: &[String],
+) -> Vec<Completion> {
     let Some(text) = text_of(ws, path) else {
         return Vec::new();
     };
@@ -561,6 +875,74 @@ pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> 
             lsp::CompletionItemKind::METHOD,
             "schedule directive",
         );
+    }
+    // Module paths after `import` (`import std.` → the std modules; `import a.` → the
+    // modules under `a`).
+    if matches!(item_kw, Some((_, Token::Import))) {
+        let i = item_kw.map(|x| x.0).unwrap_or(0);
+        let written: String = before[i + 1..]
+            .iter()
+            .filter(|t| t.kind != Token::Newline)
+            .map(|t| &text[span(t).0..span(t).1])
+            .collect();
+        if !written.contains('{') && (written.is_empty() || written.ends_with('.')) {
+            return importable_modules(ws, path, nearby)
+                .into_iter()
+                .filter_map(|m| {
+                    let rest = m.strip_prefix(written.as_str())?;
+                    let label = rest.split('.').next()?.to_string();
+                    let kind = if rest.contains('.') || (m.starts_with("std") && written.is_empty())
+                    {
+                        lsp::CompletionItemKind::FOLDER
+                    } else {
+                        lsp::CompletionItemKind::MODULE
+                    };
+                    Some((
+                        label.clone(),
+                        (label.clone(), kind, format!("module {m}"), label),
+                    ))
+                })
+                .collect::<BTreeMap<String, Completion>>()
+                .into_values()
+                .collect();
+        }
+    }
+    // Policies inside `.dispatch(`, `.timing(`, `.ready(`.
+    if matches!(item_kw, Some((_, Token::Schedule))) && prev == Some(Token::LParen) {
+        let n = sig.len();
+        if n >= 3 && sig[n - 3].kind == Token::Dot && sig[n - 2].kind == Token::Ident {
+            let directive = &text[span(&sig[n - 2]).0..span(&sig[n - 2]).1];
+            let policies = wsp_core::check::directive_policies(directive);
+            if !policies.is_empty() {
+                return policies
+                    .iter()
+                    .map(|(name, written)| {
+                        (
+                            name.to_string(),
+                            lsp::CompletionItemKind::ENUM_MEMBER,
+                            format!(".{directive}({written})"),
+                            name.to_string(),
+                        )
+                    })
+                    .collect();
+            }
+        }
+    }
+    // Axis constructors after `axis x =`.
+    if prev == Some(Token::Assign) && prev2 == Some(Token::Ident) && prev3 == Some(Token::Axis) {
+        return AXIS_CTORS
+            .iter()
+            .map(|c| {
+                (
+                    c.to_string(),
+                    lsp::CompletionItemKind::CONSTRUCTOR,
+                    wsp_core::check::axis_ctor_signature(c)
+                        .unwrap_or("axis")
+                        .to_string(),
+                    c.to_string(),
+                )
+            })
+            .collect();
     }
     // Dtypes in types.
     let in_kernel_header = match item_kw {
@@ -642,6 +1024,32 @@ pub fn completion(ws: &Workspace, path: &str, offset: usize) -> Vec<Completion> 
         }
     }
     if depth > 0 {
+        // In a kernel body: its parameters and the tile operations with their signatures.
+        if let Some(k) = enclosing(ws, path, start)
+            .filter(|d| matches!(d.item.kind, ItemKind::Kernel(_)) && !in_kernel_header)
+        {
+            for p in kernel_params(&k) {
+                let ps = text
+                    .get(k.range.0 + p.span.start as usize..k.range.0 + p.span.end as usize)
+                    .unwrap_or("");
+                out.push((
+                    p.name.name.clone(),
+                    lsp::CompletionItemKind::VARIABLE,
+                    ps.to_string(),
+                    p.name.name.clone(),
+                ));
+            }
+            for f in KERNEL_FUNCTIONS {
+                out.push((
+                    f.to_string(),
+                    lsp::CompletionItemKind::FUNCTION,
+                    wsp_core::check::kernel_function_signature(f)
+                        .unwrap_or("tile operation")
+                        .to_string(),
+                    f.to_string(),
+                ));
+            }
+        }
         out.extend(simple(
             BODY_KEYWORDS,
             lsp::CompletionItemKind::KEYWORD,
@@ -1042,6 +1450,55 @@ mod tests {
         assert!(e.contains("not an identifier"), "{e}");
     }
 
+    #[test]
+    fn highlights_mark_the_declaration() {
+        let ws = ws();
+        let h = highlights(&ws, "a.wsp", at("double[i]", 1));
+        assert_eq!(
+            h,
+            [
+                ((at("double(", 0), at("double(", 6)), true),
+                ((at("double[i]", 0), at("double[i]", 6)), false)
+            ]
+        );
+        // A local: the `let` binding and its use.
+        let h = highlights(&ws, "a.wsp", at("t\n}", 0));
+        assert_eq!(
+            h.iter().map(|x| (x.0 .0, x.1)).collect::<Vec<_>>(),
+            [(at("t = x", 0), true), (at("t\n}", 0), false)]
+        );
+    }
+
+    #[test]
+    fn rename_refuses_clashes() {
+        let mut ws = ws();
+        let other =
+            "import a\naxis cols = Dense[2]\nworkload v {\n    for j in P(rows) { double[j](x: X[j], y: Y[j]) }\n}\n";
+        ws.set_file("b.wsp", other.to_string());
+        // A top-level name already declared in the same file …
+        let e = rename(&ws, "a.wsp", at("X[i]", 0), "Y").unwrap_err();
+        assert!(
+            e.contains("`Y` is already declared in `a.wsp` (tensor on line 4)"),
+            "{e}"
+        );
+        // … or in another file the rename touches (b.wsp uses `double`).
+        let e = rename(&ws, "a.wsp", at("double(", 0), "cols").unwrap_err();
+        assert!(e.contains("already declared in `b.wsp`"), "{e}");
+        // A top-level name that a local binding would shadow at a renamed use.
+        let e = rename(&ws, "a.wsp", at("X[i]", 0), "i").unwrap_err();
+        assert!(e.contains("shadow"), "{e}");
+        // A local: the loop variable cannot take a name the workload uses.
+        let e = rename(&ws, "a.wsp", at("i in P", 0), "rows").unwrap_err();
+        assert!(e.contains("already used in `w`"), "{e}");
+        // A `let` cannot take a parameter's name.
+        let e = rename(&ws, "a.wsp", at("t = x", 0), "y").unwrap_err();
+        assert!(e.contains("already declared in `double`"), "{e}");
+        // Free names still rename; a named argument is not a use.
+        assert!(rename(&ws, "a.wsp", at("X[i]", 0), "Xin").is_ok());
+        assert!(rename(&ws, "a.wsp", at("i in P", 0), "x").is_ok());
+        assert!(rename(&ws, "a.wsp", at("t = x", 0), "u").is_ok());
+    }
+
     fn labels(c: Vec<Completion>) -> Vec<String> {
         c.into_iter().map(|c| c.0).collect()
     }
@@ -1077,6 +1534,74 @@ mod tests {
         let c = completion(&ws, "a.wsp", src.find("X[i], ").unwrap() + 6);
         assert_eq!(labels(c.clone()), ["y"]);
         assert_eq!(c[0].2, "y: out f32[8, 8]");
+    }
+
+    #[test]
+    fn completion_of_tile_operations_axis_constructors_policies_and_modules() {
+        let mut ws = ws();
+        // In a kernel body: tile operations with signatures, and the kernel's parameters.
+        let c = completion(&ws, "a.wsp", at("x * 2.0", 0));
+        let mm = c.iter().find(|c| c.0 == "matmul").expect("matmul");
+        assert_eq!(mm.2, "matmul(a: [M, K], b: [K, N], acc: c?) -> [M, N]");
+        assert!(
+            c.iter().any(|c| c.0 == "x" && c.2 == "x: in f32[8, 8]"),
+            "{c:?}"
+        );
+        // Outside kernels, no tile operations.
+        let l = labels(completion(&ws, "a.wsp", at("X[i], y", 0)));
+        assert!(!l.contains(&"matmul".into()), "{l:?}");
+        // Axis constructors after `axis x =`.
+        let src = format!("{SRC}axis cols = ");
+        ws.set_file("a.wsp", src.clone());
+        let c = completion(&ws, "a.wsp", src.len());
+        assert_eq!(labels(c.clone()), ["Dense", "DenseDyn", "Ragged", "Sparse"]);
+        assert!(c[0].2.contains("constant size"), "{c:?}");
+        // Policies inside `.dispatch(`, `.timing(`, `.ready(`.
+        for (d, want) in [
+            ("dispatch", "round_robin"),
+            ("timing", "batched"),
+            ("ready", "priority"),
+        ] {
+            let src = SRC.replace(".dispatch(round_robin)", &format!(".{d}("));
+            ws.set_file("a.wsp", src.clone());
+            let at = src.find(&format!(".{d}(")).unwrap() + d.len() + 2;
+            let l = labels(completion(&ws, "a.wsp", at));
+            assert!(l.contains(&want.to_string()), "{d}: {l:?}");
+            assert!(
+                !l.contains(&"fifo".to_string()) || d == "ready",
+                "{d}: {l:?}"
+            );
+        }
+        // Module paths after `import` and `import std.`: the std modules (whatever
+        // std_lib::modules() holds) and the files next to this one.
+        ws.set_file("dir/main.wsp", "import ".into());
+        ws.set_file("dir/layers/norm.wsp", "const K = 1\n".into());
+        ws.set_file("dir/util.wsp", "const U = 1\n".into());
+        let l = labels(completion_with(&ws, "dir/main.wsp", 7, &["disk".into()]));
+        assert!(
+            l.contains(&"layers".into())
+                && l.contains(&"util".into())
+                && l.contains(&"disk".into()),
+            "{l:?}"
+        );
+        assert_eq!(
+            l.contains(&"std".into()),
+            !wsp_core::std_lib::modules().is_empty(),
+            "{l:?}"
+        );
+        ws.set_file("dir/main.wsp", "import layers.".into());
+        assert_eq!(labels(completion(&ws, "dir/main.wsp", 14)), ["norm"]);
+        ws.set_file("dir/main.wsp", "import std.".into());
+        let want: Vec<String> = wsp_core::std_lib::modules()
+            .iter()
+            .filter_map(|m| {
+                m.strip_prefix("std.")
+                    .map(|r| r.split('.').next().unwrap_or("").to_string())
+            })
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(labels(completion(&ws, "dir/main.wsp", 11)), want);
     }
 
     #[test]

@@ -69,9 +69,16 @@ pub struct Backend {
     generation: Arc<AtomicU64>,
     /// The newest generation whose publication task has finished (burst detection).
     finished: Arc<AtomicU64>,
-    /// Testing hook: when set (`WSP_LSP_INJECT_PANIC=1`), every handler panics before doing
-    /// its work, to prove that panics are contained.
-    inject_panic: bool,
+    /// Testing hook: `WSP_LSP_INJECT_PANIC=1` makes every handler panic before doing its work,
+    /// `WSP_LSP_INJECT_PANIC=codeAction,inlayHint` only the named ones, to prove that panics
+    /// are contained and the server keeps serving.
+    inject_panic: Option<Vec<String>>,
+    /// Edits per document (open, change, close), counted before they are applied: a request
+    /// whose document's count moved while it ran answers `ContentModified`.
+    edits: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Testing hook: `WSP_LSP_REQUEST_DELAY_MS=n` makes every document request wait n ms
+    /// before it starts, so that a test can change the document meanwhile.
+    request_delay: Option<Duration>,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -131,13 +138,62 @@ impl Backend {
             })),
             generation: Arc::new(AtomicU64::new(0)),
             finished: Arc::new(AtomicU64::new(0)),
-            inject_panic: std::env::var_os("WSP_LSP_INJECT_PANIC").is_some_and(|v| v == "1"),
+            inject_panic: std::env::var("WSP_LSP_INJECT_PANIC")
+                .ok()
+                .filter(|v| !v.is_empty() && v != "0")
+                .map(|v| v.split(',').map(|s| s.trim().to_string()).collect()),
+            edits: Arc::new(Mutex::new(BTreeMap::new())),
+            request_delay: std::env::var("WSP_LSP_REQUEST_DELAY_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_millis),
         }
+    }
+
+    /// How many edits `path` has had.
+    fn edit_count(&self, path: &str) -> u64 {
+        let m = self.edits.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(path).copied().unwrap_or(0)
+    }
+
+    /// Counts an edit of `uri`'s document (before it is applied).
+    fn count_edit(&self, uri: &Uri) {
+        let mut m = self.edits.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(path_of(uri)).or_default() += 1;
+    }
+
+    /// [`Backend::with`] for a request about the document `uri`: when the document changed
+    /// while the request ran, the answer (computed for the old text) is dropped and the
+    /// request answers `ContentModified`, for the client to ask again.
+    async fn with_doc<T>(
+        &self,
+        what: &str,
+        uri: Uri,
+        f: impl FnOnce(&mut State) -> T,
+    ) -> Result<T> {
+        let path = path_of(&uri);
+        let before = self.edit_count(&path);
+        if let Some(d) = self.request_delay {
+            tokio::time::sleep(d).await;
+        }
+        let r = self.with(what, f)?;
+        if self.edit_count(&path) != before {
+            return Err(Error {
+                code: ErrorCode::ContentModified,
+                message: format!("wsp lsp: the document changed while answering {what}; ask again")
+                    .into(),
+                data: None,
+            });
+        }
+        Ok(r)
     }
 
     /// Runs `f` on the state, containing panics.
     fn with<T>(&self, what: &str, f: impl FnOnce(&mut State) -> T) -> Result<T> {
-        let inject = self.inject_panic;
+        let inject = self
+            .inject_panic
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|n| n == "1" || n == what));
         catch_unwind(AssertUnwindSafe(|| {
             if inject {
                 panic!("injected panic in {what}");
@@ -263,6 +319,8 @@ impl LanguageServer for Backend {
                     ),
                 ),
                 folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
+                document_highlight_provider: Some(OneOf::Left(true)),
+                workspace_symbol_provider: Some(OneOf::Left(true)),
                 ..Default::default()
             },
             server_info: Some(ServerInfo {
@@ -278,6 +336,7 @@ impl LanguageServer for Backend {
     }
 
     async fn did_open(&self, p: DidOpenTextDocumentParams) {
+        self.count_edit(&p.text_document.uri);
         let r = self.with("didOpen", |st| {
             let path = path_of(&p.text_document.uri);
             st.ws.set_file(&path, p.text_document.text);
@@ -291,6 +350,7 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change(&self, p: DidChangeTextDocumentParams) {
+        self.count_edit(&p.text_document.uri);
         let r = self.with("didChange", |st| {
             let path = path_of(&p.text_document.uri);
             // Full sync: the last change holds the whole text.
@@ -308,6 +368,7 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, p: DidCloseTextDocumentParams) {
+        self.count_edit(&p.text_document.uri);
         let r = self.with("didClose", |st| {
             let path = path_of(&p.text_document.uri);
             st.open.remove(&path);
@@ -320,44 +381,54 @@ impl LanguageServer for Backend {
     }
 
     async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
-        self.with("hover", |st| {
-            let path = path_of(&p.text_document_position_params.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let idx = LineIndex::new(&text);
-            let at = idx.offset(p.text_document_position_params.position);
-            let (md, (s, e)) = analysis::hover(&st.ws, &path, at)?;
-            Some(Hover {
-                contents: HoverContents::Markup(MarkupContent {
-                    kind: MarkupKind::Markdown,
-                    value: md,
-                }),
-                range: Some(idx.range(s, e)),
-            })
-        })
+        self.with_doc(
+            "hover",
+            p.text_document_position_params.text_document.uri.clone(),
+            |st| {
+                let path = path_of(&p.text_document_position_params.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let idx = LineIndex::new(&text);
+                let at = idx.offset(p.text_document_position_params.position);
+                let (md, (s, e)) = analysis::hover(&st.ws, &path, at)?;
+                Some(Hover {
+                    contents: HoverContents::Markup(MarkupContent {
+                        kind: MarkupKind::Markdown,
+                        value: md,
+                    }),
+                    range: Some(idx.range(s, e)),
+                })
+            },
+        )
+        .await
     }
 
     async fn goto_definition(
         &self,
         p: GotoDefinitionParams,
     ) -> Result<Option<GotoDefinitionResponse>> {
-        self.with("definition", |st| {
-            let path = path_of(&p.text_document_position_params.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
-            let (name, _, _) = analysis::ident_at(&text, at)?;
-            let d = analysis::find_decl(&st.ws, &path, &name)?;
-            let target = st.ws.text(&FileName::new(d.path.as_str()))?;
-            let uri = uri_of(&d.path)?;
-            let range = LineIndex::new(&target).range(d.name.0, d.name.1);
-            Some(GotoDefinitionResponse::Scalar(Location::new(uri, range)))
-        })
+        self.with_doc(
+            "definition",
+            p.text_document_position_params.text_document.uri.clone(),
+            |st| {
+                let path = path_of(&p.text_document_position_params.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
+                let (name, _, _) = analysis::ident_at(&text, at)?;
+                let d = analysis::find_decl(&st.ws, &path, &name)?;
+                let target = st.ws.text(&FileName::new(d.path.as_str()))?;
+                let uri = uri_of(&d.path)?;
+                let range = LineIndex::new(&target).range(d.name.0, d.name.1);
+                Some(GotoDefinitionResponse::Scalar(Location::new(uri, range)))
+            },
+        )
+        .await
     }
 
     async fn document_symbol(
         &self,
         p: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
-        self.with("documentSymbol", |st| {
+        self.with_doc("documentSymbol", p.text_document.uri.clone(), |st| {
             let path = path_of(&p.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -377,19 +448,22 @@ impl LanguageServer for Backend {
                 .collect();
             Some(DocumentSymbolResponse::Nested(syms))
         })
+        .await
     }
 
     async fn formatting(&self, p: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
-        let r = self.with("formatting", |st| {
-            let path = path_of(&p.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let idx = LineIndex::new(&text);
-            Some(match wsp_fmt::format(&text) {
-                Ok(out) if out == *text => Ok(Vec::new()),
-                Ok(out) => Ok(vec![TextEdit::new(idx.range(0, text.len()), out)]),
-                Err(e) => Err(e.to_string()),
+        let r = self
+            .with_doc("formatting", p.text_document.uri.clone(), |st| {
+                let path = path_of(&p.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let idx = LineIndex::new(&text);
+                Some(match wsp_fmt::format(&text) {
+                    Ok(out) if out == *text => Ok(Vec::new()),
+                    Ok(out) => Ok(vec![TextEdit::new(idx.range(0, text.len()), out)]),
+                    Err(e) => Err(e.to_string()),
+                })
             })
-        })?;
+            .await?;
         match r {
             None => Ok(None),
             Some(Ok(edits)) => Ok(Some(edits)),
@@ -403,7 +477,7 @@ impl LanguageServer for Backend {
     }
 
     async fn code_action(&self, p: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        self.with("codeAction", |st| {
+        self.with_doc("codeAction", p.text_document.uri.clone(), |st| {
             let path = path_of(&p.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -437,15 +511,77 @@ impl LanguageServer for Backend {
             }
             Some(actions)
         })
+        .await
     }
 
     async fn references(&self, p: ReferenceParams) -> Result<Option<Vec<Location>>> {
-        self.with("references", |st| {
-            let path = path_of(&p.text_document_position.text_document.uri);
+        self.with_doc(
+            "references",
+            p.text_document_position.text_document.uri.clone(),
+            |st| {
+                let path = path_of(&p.text_document_position.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let at = LineIndex::new(&text).offset(p.text_document_position.position);
+                let refs = features::references(&st.ws, &path, at, p.context.include_declaration);
+                Some(locations(&st.ws, refs))
+            },
+        )
+        .await
+    }
+
+    async fn document_highlight(
+        &self,
+        p: DocumentHighlightParams,
+    ) -> Result<Option<Vec<DocumentHighlight>>> {
+        let uri = p.text_document_position_params.text_document.uri.clone();
+        self.with_doc("documentHighlight", uri, |st| {
+            let path = path_of(&p.text_document_position_params.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let at = LineIndex::new(&text).offset(p.text_document_position.position);
-            let refs = features::references(&st.ws, &path, at, p.context.include_declaration);
-            Some(locations(&st.ws, refs))
+            let idx = LineIndex::new(&text);
+            let at = idx.offset(p.text_document_position_params.position);
+            let hl = features::highlights(&st.ws, &path, at)
+                .into_iter()
+                .map(|((a, b), decl)| DocumentHighlight {
+                    range: idx.range(a, b),
+                    kind: Some(if decl {
+                        DocumentHighlightKind::WRITE
+                    } else {
+                        DocumentHighlightKind::READ
+                    }),
+                })
+                .collect();
+            Some(hl)
+        })
+        .await
+    }
+
+    async fn symbol(&self, p: WorkspaceSymbolParams) -> Result<Option<WorkspaceSymbolResponse>> {
+        self.with("workspaceSymbol", |st| {
+            let mut out = Vec::new();
+            let mut index: BTreeMap<String, (Uri, std::sync::Arc<str>)> = BTreeMap::new();
+            for (path, (name, kind, _, sel)) in analysis::workspace_symbols(&st.ws, &p.query) {
+                if !index.contains_key(&path) {
+                    let (Some(uri), Some(t)) =
+                        (uri_of(&path), st.ws.text(&FileName::new(path.as_str())))
+                    else {
+                        continue;
+                    };
+                    index.insert(path.clone(), (uri, t));
+                }
+                let Some((uri, text)) = index.get(&path) else {
+                    continue;
+                };
+                #[allow(deprecated)]
+                out.push(SymbolInformation {
+                    name,
+                    kind,
+                    tags: None,
+                    deprecated: None,
+                    location: Location::new(uri.clone(), LineIndex::new(text).range(sel.0, sel.1)),
+                    container_name: Some(path.clone()),
+                });
+            }
+            Some(WorkspaceSymbolResponse::Flat(out))
         })
     }
 
@@ -453,13 +589,15 @@ impl LanguageServer for Backend {
         &self,
         p: TextDocumentPositionParams,
     ) -> Result<Option<PrepareRenameResponse>> {
-        let r = self.with("prepareRename", |st| {
-            let path = path_of(&p.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let idx = LineIndex::new(&text);
-            let at = idx.offset(p.position);
-            Some(features::prepare_rename(&st.ws, &path, at).map(|(s, e)| idx.range(s, e)))
-        })?;
+        let r = self
+            .with_doc("prepareRename", p.text_document.uri.clone(), |st| {
+                let path = path_of(&p.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let idx = LineIndex::new(&text);
+                let at = idx.offset(p.position);
+                Some(features::prepare_rename(&st.ws, &path, at).map(|(s, e)| idx.range(s, e)))
+            })
+            .await?;
         match r {
             None => Ok(None),
             Some(Ok(range)) => Ok(Some(PrepareRenameResponse::Range(range))),
@@ -468,33 +606,39 @@ impl LanguageServer for Backend {
     }
 
     async fn rename(&self, p: RenameParams) -> Result<Option<WorkspaceEdit>> {
-        let r = self.with("rename", |st| {
-            let path = path_of(&p.text_document_position.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let at = LineIndex::new(&text).offset(p.text_document_position.position);
-            Some(
-                features::rename(&st.ws, &path, at, &p.new_name).map(|edits| {
-                    let mut changes = std::collections::HashMap::new();
-                    for (file, ranges) in edits {
-                        let (Some(uri), Some(t)) =
-                            (uri_of(&file), st.ws.text(&FileName::new(file.as_str())))
-                        else {
-                            continue;
-                        };
-                        let li = LineIndex::new(&t);
-                        let v: Vec<TextEdit> = ranges
-                            .into_iter()
-                            .map(|(a, b)| TextEdit::new(li.range(a, b), p.new_name.clone()))
-                            .collect();
-                        changes.insert(uri, v);
-                    }
-                    WorkspaceEdit {
-                        changes: Some(changes),
-                        ..Default::default()
-                    }
-                }),
+        let r = self
+            .with_doc(
+                "rename",
+                p.text_document_position.text_document.uri.clone(),
+                |st| {
+                    let path = path_of(&p.text_document_position.text_document.uri);
+                    let text = st.ws.text(&FileName::new(path.as_str()))?;
+                    let at = LineIndex::new(&text).offset(p.text_document_position.position);
+                    Some(
+                        features::rename(&st.ws, &path, at, &p.new_name).map(|edits| {
+                            let mut changes = std::collections::HashMap::new();
+                            for (file, ranges) in edits {
+                                let (Some(uri), Some(t)) =
+                                    (uri_of(&file), st.ws.text(&FileName::new(file.as_str())))
+                                else {
+                                    continue;
+                                };
+                                let li = LineIndex::new(&t);
+                                let v: Vec<TextEdit> = ranges
+                                    .into_iter()
+                                    .map(|(a, b)| TextEdit::new(li.range(a, b), p.new_name.clone()))
+                                    .collect();
+                                changes.insert(uri, v);
+                            }
+                            WorkspaceEdit {
+                                changes: Some(changes),
+                                ..Default::default()
+                            }
+                        }),
+                    )
+                },
             )
-        })?;
+            .await?;
         match r {
             None => Ok(None),
             Some(Ok(edit)) => Ok(Some(edit)),
@@ -503,53 +647,64 @@ impl LanguageServer for Backend {
     }
 
     async fn completion(&self, p: CompletionParams) -> Result<Option<CompletionResponse>> {
-        self.with("completion", |st| {
-            let path = path_of(&p.text_document_position.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let at = LineIndex::new(&text).offset(p.text_document_position.position);
-            let items = features::completion(&st.ws, &path, at)
-                .into_iter()
-                .map(|(label, kind, detail, insert)| CompletionItem {
-                    label,
-                    kind: Some(kind),
-                    detail: Some(detail),
-                    insert_text: Some(insert),
-                    ..Default::default()
-                })
-                .collect();
-            Some(CompletionResponse::Array(items))
-        })
+        self.with_doc(
+            "completion",
+            p.text_document_position.text_document.uri.clone(),
+            |st| {
+                let path = path_of(&p.text_document_position.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let at = LineIndex::new(&text).offset(p.text_document_position.position);
+                let nearby = modules_next_to(&path);
+                let items = features::completion_with(&st.ws, &path, at, &nearby)
+                    .into_iter()
+                    .map(|(label, kind, detail, insert)| CompletionItem {
+                        label,
+                        kind: Some(kind),
+                        detail: Some(detail),
+                        insert_text: Some(insert),
+                        ..Default::default()
+                    })
+                    .collect();
+                Some(CompletionResponse::Array(items))
+            },
+        )
+        .await
     }
 
     async fn signature_help(&self, p: SignatureHelpParams) -> Result<Option<SignatureHelp>> {
-        self.with("signatureHelp", |st| {
-            let path = path_of(&p.text_document_position_params.text_document.uri);
-            let text = st.ws.text(&FileName::new(path.as_str()))?;
-            let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
-            let (label, ranges, active) = features::signature_help(&st.ws, &path, at)?;
-            let utf16 = |b: usize| label[..b].encode_utf16().count() as u32;
-            let parameters = ranges
-                .iter()
-                .map(|(a, b)| ParameterInformation {
-                    label: ParameterLabel::LabelOffsets([utf16(*a), utf16(*b)]),
-                    documentation: None,
-                })
-                .collect();
-            Some(SignatureHelp {
-                signatures: vec![SignatureInformation {
-                    label: label.clone(),
-                    documentation: None,
-                    parameters: Some(parameters),
+        self.with_doc(
+            "signatureHelp",
+            p.text_document_position_params.text_document.uri.clone(),
+            |st| {
+                let path = path_of(&p.text_document_position_params.text_document.uri);
+                let text = st.ws.text(&FileName::new(path.as_str()))?;
+                let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
+                let (label, ranges, active) = features::signature_help(&st.ws, &path, at)?;
+                let utf16 = |b: usize| label[..b].encode_utf16().count() as u32;
+                let parameters = ranges
+                    .iter()
+                    .map(|(a, b)| ParameterInformation {
+                        label: ParameterLabel::LabelOffsets([utf16(*a), utf16(*b)]),
+                        documentation: None,
+                    })
+                    .collect();
+                Some(SignatureHelp {
+                    signatures: vec![SignatureInformation {
+                        label: label.clone(),
+                        documentation: None,
+                        parameters: Some(parameters),
+                        active_parameter: Some(active),
+                    }],
+                    active_signature: Some(0),
                     active_parameter: Some(active),
-                }],
-                active_signature: Some(0),
-                active_parameter: Some(active),
-            })
-        })
+                })
+            },
+        )
+        .await
     }
 
     async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
-        self.with("inlayHint", |st| {
+        self.with_doc("inlayHint", p.text_document.uri.clone(), |st| {
             let path = path_of(&p.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -570,13 +725,14 @@ impl LanguageServer for Backend {
                 .collect();
             Some(hints)
         })
+        .await
     }
 
     async fn semantic_tokens_full(
         &self,
         p: SemanticTokensParams,
     ) -> Result<Option<SemanticTokensResult>> {
-        self.with("semanticTokens", |st| {
+        self.with_doc("semanticTokens", p.text_document.uri.clone(), |st| {
             let path = path_of(&p.text_document.uri);
             st.ws.text(&FileName::new(path.as_str()))?;
             Some(SemanticTokensResult::Tokens(SemanticTokens {
@@ -584,10 +740,11 @@ impl LanguageServer for Backend {
                 data: features::semantic_tokens(&st.ws, &path),
             }))
         })
+        .await
     }
 
     async fn folding_range(&self, p: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
-        self.with("foldingRange", |st| {
+        self.with_doc("foldingRange", p.text_document.uri.clone(), |st| {
             let path = path_of(&p.text_document.uri);
             st.ws.text(&FileName::new(path.as_str()))?;
             let ranges = features::folding_ranges(&st.ws, &path)
@@ -605,7 +762,44 @@ impl LanguageServer for Backend {
                 .collect();
             Some(ranges)
         })
+        .await
     }
+}
+
+/// The modules next to a file on disk, as `import` names them: `x` for `x.wsp` in its
+/// directory, `d.x` for `d/x.wsp` one level down.
+fn modules_next_to(path: &str) -> Vec<String> {
+    let dir = Path::new(path).parent().unwrap_or(Path::new(""));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut out = Vec::new();
+    let scan = |d: &Path, prefix: &str, deeper: bool, out: &mut Vec<String>| {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            return Vec::new();
+        };
+        let mut subdirs = Vec::new();
+        for e in rd.flatten().take(500) {
+            let p = e.path();
+            let Some(stem) = p.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if p.is_dir() && deeper {
+                subdirs.push((p.clone(), format!("{prefix}{stem}.")));
+            } else if p.extension().is_some_and(|x| x == "wsp") {
+                out.push(format!("{prefix}{stem}"));
+            }
+        }
+        subdirs
+    };
+    for (sub, prefix) in scan(dir, "", true, &mut out) {
+        scan(&sub, &prefix, false, &mut out);
+    }
+    let own = Path::new(path).file_stem().and_then(|s| s.to_str());
+    out.retain(|m| Some(m.as_str()) != own);
+    out
 }
 
 /// Converts `(path, byte range)` pairs to locations (files without a URI are left out).

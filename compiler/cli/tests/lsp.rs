@@ -19,6 +19,13 @@ fn a_session_with_a_real_server() {
     let d = c.diagnostics(&uri);
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0]["code"], "E0101");
+    // The code links to its explanation.
+    let href = d[0]["codeDescription"]["href"].as_str().unwrap_or_default();
+    assert!(
+        href.ends_with("/compiler/diagnostics/explanations/E0101.md"),
+        "{}",
+        d[0]
+    );
     assert_eq!(d[0]["range"]["start"], json!({"line": 8, "character": 45}));
 
     // Hover on `double` in the task call: declaration, doc, footprint.
@@ -32,6 +39,16 @@ fn a_session_with_a_real_server() {
         "{h}"
     );
     assert!(md.contains("UB 512 / 196,608 B"), "{md}");
+    assert!(md.contains("estimated per task on ascend910b: "), "{md}");
+    // Hover on the parameter `x` in the kernel body: the tile and its buffer.
+    let h = c.request("textDocument/hover", pos(5, 8, &uri));
+    let md = h["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        md.contains("x: in f32[8, 8]") && md.contains("lives in UB on ascend910b"),
+        "{h}"
+    );
 
     // Definition of `X` in the view.
     let r = c.request("textDocument/definition", pos(8, 36, &uri));
@@ -116,13 +133,100 @@ fn panics_in_handlers_are_contained() {
         "textDocument/definition",
         "textDocument/documentSymbol",
         "textDocument/formatting",
+        "textDocument/codeAction",
+        "textDocument/inlayHint",
+        "textDocument/references",
+        "textDocument/documentHighlight",
+        "textDocument/completion",
+        "textDocument/signatureHelp",
+        "textDocument/semanticTokens/full",
+        "textDocument/foldingRange",
+        "textDocument/prepareRename",
+        "textDocument/rename",
+        "workspace/symbol",
     ] {
-        let mut params = pos(0, 0, &uri);
-        params["options"] = json!({"tabSize": 4, "insertSpaces": true});
-        let r = c.request(method, params);
+        let r = c.request(method, any_params(&uri));
         assert_eq!(r["error"]["code"], -32603, "{method}: {r}");
     }
     // Still serving.
+    c.stop();
+}
+
+/// Parameters every document request accepts (the extra fields are ignored).
+fn any_params(uri: &str) -> Value {
+    let mut params = pos(0, 0, uri);
+    let range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}});
+    params["options"] = json!({"tabSize": 4, "insertSpaces": true});
+    params["range"] = range;
+    params["context"] = json!({"diagnostics": [], "includeDeclaration": true, "triggerKind": 1, "isRetrigger": false});
+    params["newName"] = json!("z");
+    params["query"] = json!("");
+    params
+}
+
+#[test]
+fn a_panic_in_one_handler_leaves_the_others_serving() {
+    let (dir, uri) = setup("panic-some");
+    let mut c = Client::start_with(
+        &dir,
+        &[(
+            "WSP_LSP_INJECT_PANIC",
+            "codeAction,inlayHint,documentHighlight",
+        )],
+    );
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    assert_eq!(c.diagnostics(&uri).len(), 1);
+    for method in [
+        "textDocument/codeAction",
+        "textDocument/inlayHint",
+        "textDocument/documentHighlight",
+    ] {
+        let r = c.request(method, any_params(&uri));
+        assert_eq!(r["error"]["code"], -32603, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("the server keeps running"),
+            "{r}"
+        );
+        // A normal request right after is answered normally.
+        let h = c.request("textDocument/hover", pos(8, 25, &uri));
+        let md = h["result"]["contents"]["value"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(md.contains("kernel double("), "after {method}: {h}");
+    }
+    c.stop();
+}
+
+#[test]
+fn a_request_whose_document_changes_meanwhile_answers_content_modified() {
+    let (dir, uri) = setup("modified");
+    let mut c = Client::start_with(&dir, &[("WSP_LSP_REQUEST_DELAY_MS", "400")]);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    assert_eq!(c.diagnostics(&uri).len(), 1);
+    // The hover waits 400 ms before it starts; the edit arrives meanwhile.
+    let id = c.send_request("textDocument/hover", pos(8, 25, &uri));
+    let edited = format!("// a new first line\n{SRC}");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]}),
+    );
+    let r = c.reply(id);
+    assert_eq!(r["error"]["code"], -32801, "{r}");
+    // Asked again, it is answered (for the new text: the call moved down a line).
+    let h = c.request("textDocument/hover", pos(9, 25, &uri));
+    let md = h["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(md.contains("kernel double("), "{h}");
     c.stop();
 }
 
@@ -166,5 +270,145 @@ fn an_edit_republishes_the_files_that_import_it() {
     );
     assert!(c.diagnostics(&lib_uri).is_empty());
     assert_eq!(codes(c.diagnostics(&uri)), ["E0104", "E0101"]);
+    c.stop();
+}
+
+/// The quick fixes offered over `range` of `uri`: `(title, edits per URI)`.
+fn code_actions(c: &mut Client, uri: &str, line: u32) -> Vec<(String, Value)> {
+    let r = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 200}}, "context": {"diagnostics": []}}),
+    );
+    r["result"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| {
+            (
+                a["title"].as_str().unwrap_or_default().to_string(),
+                a["edit"]["changes"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Applies one URI's text edits (LSP ranges, ASCII text) to `text`.
+fn apply_edits(text: &str, edits: &Value) -> String {
+    let offset = |p: &Value| -> usize {
+        let line = p["line"].as_u64().unwrap_or(0) as usize;
+        let ch = p["character"].as_u64().unwrap_or(0) as usize;
+        let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+        start + ch
+    };
+    let mut list: Vec<(usize, usize, String)> = edits
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                offset(&e["range"]["start"]),
+                offset(&e["range"]["end"]),
+                e["newText"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    list.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (a, b, t) in list {
+        out.replace_range(a..b, &t);
+    }
+    out
+}
+
+fn open_and_fix(c: &mut Client, uri: &str, src: &str, code: &str, line: u32) -> String {
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": src}}),
+    );
+    let d = c.diagnostics(uri);
+    assert!(d.iter().any(|x| x["code"] == code), "{d:?}");
+    let actions = code_actions(c, uri, line);
+    let (title, changes) = actions
+        .iter()
+        .find(|(t, _)| t.ends_with(&format!("({code})")))
+        .unwrap_or_else(|| panic!("no {code} quick fix: {actions:?}"));
+    assert!(!title.is_empty());
+    let fixed = apply_edits(src, &changes[uri]);
+    // The fixed text checks clean.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let left = c.diagnostics(uri);
+    assert!(left.is_empty(), "{left:?}\n{fixed}");
+    fixed
+}
+
+#[test]
+fn quick_fix_imports_a_name_another_file_declares() {
+    let (dir, uri) = setup("fix-import");
+    let lib = "kernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x * 2.0\n}\n";
+    std::fs::write(dir.join("helpers.wsp"), lib).unwrap();
+    let lib_uri = format!("file://{}/helpers.wsp", dir.display());
+    let main = "axis rows = Dense[4]\ninput X: f32[4, 8, 8] = random(seed: 1)\noutput Y: f32[4, 8, 8]\nworkload w {\n    for i in P(rows) { double[i](x: X[i], y: Y[i]) }\n}\n";
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": lib_uri, "languageId": "wsp", "version": 1, "text": lib}}),
+    );
+    assert!(c.diagnostics(&lib_uri).is_empty());
+    let fixed = open_and_fix(&mut c, &uri, main, "E0101", 4);
+    assert!(
+        fixed.starts_with("import helpers.{double}\naxis rows"),
+        "{fixed}"
+    );
+    c.stop();
+}
+
+#[test]
+fn quick_fix_slices_a_view_to_the_tile_shape() {
+    let (dir, uri) = setup("fix-view");
+    let src = "axis batch = Dense[2]\naxis tiles = Dense[2]\ninput X: f32[2, 128, 64] = random(seed: 1)\noutput Y: f32[2, 128, 64]\nkernel copy(x: in f32[64, 64], y: out f32[64, 64]) {\n    y = x\n}\nworkload w {\n    for b, i in P(batch, tiles) {\n        copy[b, i](x: X[b, i*64 .. i*64+32, :], y: Y[b, i*64 .. i*64 + 64, :])\n    }\n}\n";
+    let mut c = Client::start(&dir, false);
+    let fixed = open_and_fix(&mut c, &uri, src, "E0209", 9);
+    assert!(fixed.contains("x: X[b, i*64 .. i*64+64, :]"), "{fixed}");
+    c.stop();
+}
+
+#[test]
+fn quick_fix_raises_a_deadlocking_channel_depth() {
+    let (dir, uri) = setup("fix-depth");
+    // `split` sends all of `a` before `b`; `join` takes one `b`, then drains `a`.
+    let src = "axis tiles = Dense[4]\ninput X: f32[4, 4, 4] = random(seed: 1)\ntensor T: f32[4, 4, 4]\noutput Y: f32[4, 4, 4]\nkernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }\nchannel a: Channel[depth: 1]\nchannel b: Channel[depth: 1]\nprocess split produces a, b {\n    for i in P.seq(tiles) { send a, copy[i](src: X[i], dst: T[i]) }\n    for i in P.seq(tiles) { send b, i }\n}\nprocess join consumes a, b {\n    consume b as i {\n        consume a as j { copy[j](src: T[j], dst: Y[j]) }\n    }\n}\nworkload w = connect(split, join)\n";
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": src}}),
+    );
+    let d = c.diagnostics(&uri);
+    let w = d
+        .iter()
+        .find(|x| x["code"] == "W0504")
+        .unwrap_or_else(|| panic!("no W0504: {d:?}"));
+    let line = w["range"]["start"]["line"].as_u64().unwrap_or(0) as u32;
+    let actions = code_actions(&mut c, &uri, line);
+    let (_, changes) = actions
+        .iter()
+        .find(|(t, _)| t.ends_with("(W0504)"))
+        .unwrap_or_else(|| panic!("no W0504 quick fix: {actions:?}"));
+    let fixed = apply_edits(src, &changes[uri.as_str()]);
+    assert!(
+        fixed.contains("channel a: Channel[depth: 4]")
+            && fixed.contains("channel b: Channel[depth: 3]"),
+        "{fixed}"
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let left = c.diagnostics(&uri);
+    assert!(left.is_empty(), "{left:?}\n{fixed}");
     c.stop();
 }

@@ -28,6 +28,8 @@ fn the_server_announces_every_feature() {
         "inlayHintProvider",
         "semanticTokensProvider",
         "foldingRangeProvider",
+        "documentHighlightProvider",
+        "workspaceSymbolProvider",
     ] {
         assert!(
             !caps[cap].is_null() && caps[cap] != json!(false),
@@ -89,7 +91,7 @@ fn references_and_rename() {
     assert_eq!(edits.len(), 2, "{r}");
     assert!(edits.iter().all(|e| e["newText"] == "twice"));
     p["newName"] = json!("workload");
-    let r = c.request("textDocument/rename", p);
+    let r = c.request("textDocument/rename", p.clone());
     assert!(
         r["error"]["message"]
             .as_str()
@@ -97,6 +99,70 @@ fn references_and_rename() {
             .contains("keyword"),
         "{r}"
     );
+    // Clashes are refused: the kernel cannot take the tensor `X`'s name, nor the loop
+    // variable `i` the axis `rows` it iterates.
+    p["newName"] = json!("X");
+    let r = c.request("textDocument/rename", p);
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("cannot rename to `X`: `X` is already declared"),
+        "{r}"
+    );
+    assert!(r["result"].is_null(), "{r}");
+    let mut p = pos(10, 8, &uri);
+    p["newName"] = json!("rows");
+    let r = c.request("textDocument/rename", p);
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("already used in `w`"), "{r}");
+    c.stop();
+}
+
+#[test]
+fn document_highlight_and_workspace_symbols() {
+    let (dir, uri) = setup("highlight");
+    let mut c = Client::start(&dir, false);
+    open(&mut c, &uri, SRC);
+    // `double` at its call on line 10: the declaration (write) and the call (read).
+    let r = c.request("textDocument/documentHighlight", pos(10, 24, &uri));
+    let hl = r["result"].as_array().cloned().unwrap_or_default();
+    assert_eq!(hl.len(), 2, "{r}");
+    assert_eq!(hl[0]["range"]["start"], json!({"line": 5, "character": 7}));
+    assert_eq!(hl[0]["kind"], 3, "the declaration is a write: {r}");
+    assert_eq!(
+        hl[1]["range"]["start"],
+        json!({"line": 10, "character": 23})
+    );
+    assert_eq!(hl[1]["kind"], 2, "{r}");
+    // Workspace symbols over the loaded files, filtered by the query.
+    let other = format!("file://{}/b.wsp", dir.display());
+    open(&mut c, &other, "const Rows = 4\n");
+    let names = |q: &str, c: &mut Client| -> Vec<(String, String)> {
+        let r = c.request("workspace/symbol", json!({"query": q}));
+        r["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap_or_default().to_string(),
+                    s["location"]["uri"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        names("rows", &mut c),
+        [
+            ("rows".to_string(), uri.clone()),
+            ("Rows".to_string(), other.clone())
+        ]
+    );
+    assert_eq!(names("", &mut c).len(), 7);
+    assert!(names("nothing", &mut c).is_empty());
     c.stop();
 }
 
@@ -138,6 +204,39 @@ fn completion_and_signature_help() {
     );
     assert_eq!(r["result"]["activeParameter"], 1, "{r}");
     assert_eq!(sig["parameters"][1]["label"], json!([24, 40]), "{r}");
+
+    // Policies inside `.dispatch(`.
+    let l = labels(&c.request("textDocument/completion", pos(12, 25, &uri)));
+    assert!(
+        l.contains(&"round_robin".to_string()) && l.contains(&"work_steal".to_string()),
+        "{l:?}"
+    );
+    assert!(!l.contains(&"fifo".to_string()), "{l:?}");
+    // In the kernel body: tile operations with their signatures.
+    let r = c.request("textDocument/completion", pos(6, 12, &uri));
+    let items = r["result"].as_array().cloned().unwrap_or_default();
+    let rowsum = items.iter().find(|i| i["label"] == "rowsum");
+    assert_eq!(
+        rowsum.map(|i| i["detail"].clone()),
+        Some(json!("rowsum(x) -> [R, 1]")),
+        "{r}"
+    );
+    // After `import `: the modules next to the file on disk.
+    std::fs::write(dir.join("helpers.wsp"), "const H = 1\n").unwrap();
+    let other = format!("file://{}/c.wsp", dir.display());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": other, "languageId": "wsp", "version": 1, "text": "import "}}),
+    );
+    let l = labels(&c.request("textDocument/completion", pos(0, 7, &other)));
+    assert!(l.contains(&"helpers".to_string()), "{l:?}");
+    // After `axis x =`: the axis constructors.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": other, "version": 2}, "contentChanges": [{"text": "axis z = "}]}),
+    );
+    let l = labels(&c.request("textDocument/completion", pos(0, 9, &other)));
+    assert_eq!(l, ["Dense", "DenseDyn", "Ragged", "Sparse"]);
     c.stop();
 }
 

@@ -56,6 +56,84 @@ pub const KERNEL_FUNCTIONS: &[&str] = &[
     "tfree",
 ];
 
+/// How each of [`KERNEL_FUNCTIONS`] is called (completion, signature help).
+pub fn kernel_function_signature(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "max" => "max(a, b)",
+        "min" => "min(a, b)",
+        "pow" => "pow(a, b)",
+        "select" => "select(mask, a, b)",
+        "exp" => "exp(x)",
+        "log" => "log(x)",
+        "sqrt" => "sqrt(x)",
+        "rsqrt" => "rsqrt(x)",
+        "recip" => "recip(x)",
+        "tanh" => "tanh(x)",
+        "sigmoid" => "sigmoid(x)",
+        "sin" => "sin(x)",
+        "cos" => "cos(x)",
+        "relu" => "relu(x)",
+        "gelu" => "gelu(x)",
+        "silu" => "silu(x)",
+        "abs" => "abs(x)",
+        "neg" => "neg(x)",
+        "rowsum" => "rowsum(x) -> [R, 1]",
+        "rowmax" => "rowmax(x) -> [R, 1]",
+        "rowmin" => "rowmin(x) -> [R, 1]",
+        "rowmean" => "rowmean(x) -> [R, 1]",
+        "colsum" => "colsum(x) -> [1, C]",
+        "colmax" => "colmax(x) -> [1, C]",
+        "colmin" => "colmin(x) -> [1, C]",
+        "matmul" => "matmul(a: [M, K], b: [K, N], acc: c?) -> [M, N]",
+        "transpose" => "transpose(x: [R, C]) -> [C, R]",
+        "cast" => "cast(x, dtype)",
+        "full" => "full([R, C], value)",
+        "iota" => "iota([R, C])",
+        "rowtopk" => "rowtopk(x, k) -> (values, indices)",
+        "talloc" => "talloc(pipe) -> slot",
+        "tpush" => "tpush(pipe, slot)",
+        "tpop" => "tpop(pipe) -> tile",
+        "tfree" => "tfree(pipe, tile)",
+        _ => return None,
+    })
+}
+
+/// How each of [`AXIS_CTORS`] is written (completion).
+pub fn axis_ctor_signature(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Dense" => "Dense[n]: a constant size",
+        "DenseDyn" => "DenseDyn(size): a runtime size (a param)",
+        "Ragged" => "Ragged(outer, lens): per outer index, lens[i] rows",
+        "Sparse" => "Sparse(outer, indptr, indices): CSR rows of selected columns",
+        _ => return None,
+    })
+}
+
+/// The policies each policy-taking schedule directive accepts, with how each is written.
+pub fn directive_policies(directive: &str) -> &'static [(&'static str, &'static str)] {
+    match directive {
+        "dispatch" => &[
+            ("round_robin", "round_robin(n)"),
+            ("affinity", "affinity(axis)"),
+            ("hash", "hash(expr)"),
+            ("work_steal", "work_steal"),
+            ("by", "by(expr)"),
+        ],
+        "timing" => &[
+            ("immediate", "immediate"),
+            ("batched", "batched(n)"),
+            ("interleaved", "interleaved(n)"),
+            ("rate_limit", "rate_limit(n)"),
+        ],
+        "ready" => &[
+            ("fifo", "fifo"),
+            ("lifo", "lifo"),
+            ("priority", "priority(expr)"),
+        ],
+        _ => &[],
+    }
+}
+
 /// Initialisers of global tensors.
 pub const INITIALISERS: &[&str] = &["load", "random", "zeros", "ones", "full"];
 
@@ -1754,7 +1832,8 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
     }
 }
 
-fn directive_help(name: &str) -> &'static str {
+/// How a schedule directive is written (for messages and hovers).
+pub fn directive_help(name: &str) -> &'static str {
     match name {
         "dispatch" => {
             "`.dispatch(round_robin(n) | affinity(axis) | hash(expr) | work_steal | by(expr))`"
@@ -1864,4 +1943,123 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+/// The module path an `import` in `importer` must name to reach the file `target`
+/// (`std/nn.wsp` → `std.nn`; `dir/layers/norm.wsp` from `dir/main.wsp` → `layers.norm`), when
+/// one can (the target lies in the importer's directory or below, every segment a name).
+pub fn import_module_name(importer: &str, target: &str) -> Option<String> {
+    let stem = target.strip_suffix(".wsp")?;
+    let rel = if crate::resolve::is_std(target) {
+        stem
+    } else {
+        let dir = importer.rfind('/').map(|i| &importer[..=i]).unwrap_or("");
+        stem.strip_prefix(dir)?
+    };
+    let segs: Vec<&str> = rel.split('/').collect();
+    let ident = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    segs.iter().all(|s| ident(s)).then(|| segs.join("."))
+}
+
+/// Adds "import it" fixes to the unknown-name errors (E0101) of `file` whose name another
+/// loaded file or a std module declares: one fix per such module, adding the name to an
+/// existing `import m.{…}` of that module, else inserting `import m.{name}` after the last
+/// import (or at the top). Runs only when the file has such an error.
+pub fn add_import_fixes(db: &dyn Db, file: File, diags: &mut [Diagnostic]) {
+    let text = file.text(db).clone();
+    let path = file.path(db).clone();
+    let fname = FileName::new(path.as_str());
+    let nodes = &parse_file(db, file).file.items;
+    let imports: Vec<(&ItemNode, &Import)> = nodes
+        .iter()
+        .filter_map(|n| match &n.item.kind {
+            ItemKind::Import(i) => Some((n, i)),
+            _ => None,
+        })
+        .collect();
+    // Where a new import line goes: the line after the last import, else the file's start.
+    let new_line_at = match imports.last() {
+        Some((n, _)) => {
+            let end = (n.range.end as usize).min(text.len());
+            let end = text[..end].trim_end().len();
+            match text[end..].find('\n') {
+                Some(i) => (end + i + 1, false),
+                None => (text.len(), true),
+            }
+        }
+        None => (0, false),
+    };
+    let files = db.file_set().files(db);
+    for d in diags.iter_mut() {
+        if d.code != "E0101" || d.primary.file != fname {
+            continue;
+        }
+        let (s, e) = (d.primary.span.start as usize, d.primary.span.end as usize);
+        let Some(name) = text.get(s..e) else { continue };
+        for (other, f) in files.iter() {
+            if *other == path || !crate::db::own_symbols(db, *f).contains_key(name) {
+                continue;
+            }
+            let Some(module) = import_module_name(&path, other) else {
+                continue;
+            };
+            let existing = imports.iter().find_map(|(n, imp)| {
+                let names = imp.names.as_ref()?;
+                (crate::resolve::module_path(&path, imp) == *other)
+                    .then(|| names.last().map(|l| n.range.start + l.span.end))
+                    .flatten()
+            });
+            let edit = match existing {
+                Some(at) => Edit {
+                    file: fname.clone(),
+                    span: Span::new(at, at),
+                    replacement: format!(", {name}"),
+                },
+                None => {
+                    let (at, nl_first) = new_line_at;
+                    Edit {
+                        file: fname.clone(),
+                        span: Span::new(at as u32, at as u32),
+                        replacement: if nl_first {
+                            format!("\nimport {module}.{{{name}}}\n")
+                        } else {
+                            format!("import {module}.{{{name}}}\n")
+                        },
+                    }
+                }
+            };
+            d.fixes.push(Fix {
+                title: format!("import `{name}` from `{module}`"),
+                edits: vec![edit],
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod signature_tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_has_a_signature() {
+        for f in KERNEL_FUNCTIONS {
+            assert!(kernel_function_signature(f).is_some(), "{f}");
+        }
+        for c in AXIS_CTORS {
+            assert!(axis_ctor_signature(c).is_some(), "{c}");
+        }
+        let mut all: Vec<&str> = ["dispatch", "timing", "ready"]
+            .iter()
+            .flat_map(|d| directive_policies(d).iter().map(|p| p.0))
+            .collect();
+        all.sort_unstable();
+        let mut want = SCHEDULE_POLICIES.to_vec();
+        want.sort_unstable();
+        assert_eq!(all, want);
+    }
 }

@@ -162,6 +162,11 @@ impl Workspace {
         Ok(())
     }
 
+    /// The backend capability checks are made for (see [`Workspace::set_target`]).
+    pub fn target(&self) -> Option<capabilities::Target> {
+        *self.files.target(&self.db)
+    }
+
     /// Records that `path` could not be read; importing it reports the error.
     pub fn set_unreadable(&mut self, path: &str, error: String) {
         let mut unreadable = self.files.unreadable(&self.db).clone();
@@ -249,6 +254,9 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
         for d in capabilities::item_capabilities(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));
         }
+    }
+    if out.iter().any(|d| d.code == "E0101") {
+        check::add_import_fixes(db, file, &mut out);
     }
     out.sort_by(|a, b| {
         (a.primary.span.start, a.primary.span.end, a.code).cmp(&(

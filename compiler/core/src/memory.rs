@@ -90,6 +90,9 @@ pub struct BufferPeak {
 pub struct Footprint {
     pub arch: String,
     pub buffers: Vec<BufferPeak>,
+    /// Where each tile lives: name, definition span (item-relative), bytes, and the buffers it
+    /// occupies (in placement order; empty for a pipe crossing cores through global memory).
+    pub tiles: Vec<(String, Span, u64, Vec<String>)>,
 }
 
 impl Footprint {
@@ -122,7 +125,8 @@ fn thousands(v: u64) -> String {
     out
 }
 
-fn dtype_bytes(d: &str) -> u64 {
+/// The size in bytes of one element of a dtype.
+pub fn dtype_bytes(d: &str) -> u64 {
     match d {
         "f64" | "i64" | "u64" => 8,
         "f32" | "i32" | "u32" => 4,
@@ -663,12 +667,27 @@ pub fn footprint(k: &Kernel, consts: &BTreeMap<String, i64>, arch: &Arch) -> Opt
             }
         }
     }
+    let tiles = w
+        .vals
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut bufs: Vec<String> = Vec::new();
+            for (buf, _, _, j) in &spans {
+                if *j == i && !bufs.iter().any(|b| b == buf) {
+                    bufs.push(buf.to_string());
+                }
+            }
+            (v.name.clone(), v.span, v.bytes, bufs)
+        })
+        .collect();
     let order = ["UB", "L1", "L0A", "L0B", "L0C", "DM"];
     let mut out: Vec<BufferPeak> = buffers.into_values().collect();
     out.sort_by_key(|b| order.iter().position(|o| *o == b.buffer));
     Some(Footprint {
         arch: arch.name.clone(),
         buffers: out,
+        tiles,
     })
 }
 

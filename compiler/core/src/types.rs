@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use wsp_diagnostics::{Diagnostic, FileName, Label};
+use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label};
 use wsp_syntax::ast::*;
 use wsp_syntax::Span;
 
@@ -826,7 +826,11 @@ pub fn kernel_tile_shapes(
 
 /// The shape of a view `T[i, a..b, :]` of a tensor with shape `dims`: integer indices drop a
 /// dimension, slices keep `end - start`, remaining dimensions are kept. `None` when unknown.
-fn view_shape(dims: &[D], idx: &[Expr], consts: &BTreeMap<String, i64>) -> Result<Vec<D>, String> {
+pub fn view_shape(
+    dims: &[D],
+    idx: &[Expr],
+    consts: &BTreeMap<String, i64>,
+) -> Result<Vec<D>, String> {
     if idx.len() > dims.len() {
         return Err(format!(
             "{} indices for a tensor with {} dimensions",
@@ -863,6 +867,74 @@ fn view_shape(dims: &[D], idx: &[Expr], consts: &BTreeMap<String, i64>) -> Resul
     }
     out.extend(dims[idx.len()..].iter().cloned());
     Ok(out)
+}
+
+/// For each dimension of a view (as [`view_shape`] builds it), the index of the range that
+/// made it (`None` for a full slice `:` or a dimension the view leaves unindexed).
+fn view_sources(rank: usize, idx: &[Expr]) -> Vec<Option<usize>> {
+    let mut out = Vec::new();
+    for (j, ix) in idx.iter().enumerate().take(rank) {
+        match &ix.kind {
+            ExprKind::FullSlice => out.push(None),
+            ExprKind::Range { .. } => out.push(Some(j)),
+            _ => {}
+        }
+    }
+    out.extend(std::iter::repeat_n(None, rank.saturating_sub(idx.len())));
+    out
+}
+
+/// Edits making a view's shape `v` the tile shape `p` by changing the end of each slice
+/// whose extent differs (`i*64 .. i*64 + 32` → `… + 64`, `0..32` → `0..64`, `..32` →
+/// `..64`), when that is unambiguous: the ranks agree, every differing dimension comes from a
+/// slice with a constant extent, and the tile's extent there is a constant.
+fn slice_fix(
+    file: &FileName,
+    idx: &[Expr],
+    src: &[Option<usize>],
+    v: &[D],
+    p: &[D],
+    consts: &BTreeMap<String, i64>,
+) -> Option<Vec<Edit>> {
+    if v.len() != p.len() || src.len() != v.len() {
+        return None;
+    }
+    let mut edits = Vec::new();
+    for k in 0..v.len() {
+        if v[k] == p[k] {
+            continue;
+        }
+        let D::K(want) = p[k] else { return None };
+        let ExprKind::Range { start, end } = &idx[src[k]?].kind else {
+            return None;
+        };
+        let end = end.as_ref()?;
+        let (span, text) = match start {
+            None => (end.span, want.to_string()),
+            Some(s) => match &end.kind {
+                ExprKind::Binary {
+                    op: BinOp::Add,
+                    lhs,
+                    rhs,
+                } if (**lhs == **s || strip_spans_eq(lhs, s))
+                    && eval_int(rhs, consts).is_some() =>
+                {
+                    (rhs.span, want.to_string())
+                }
+                _ => {
+                    let a = eval_int(s, consts)?;
+                    eval_int(end, consts)?;
+                    (end.span, (a + want).to_string())
+                }
+            },
+        };
+        edits.push(Edit {
+            file: file.clone(),
+            span,
+            replacement: text,
+        });
+    }
+    (!edits.is_empty()).then_some(edits)
 }
 
 /// `end - start` for affine bounds that differ by a constant (`i*64 .. i*64 + 64` → 64).
@@ -960,31 +1032,41 @@ pub fn check_view(
         Ok(v) => {
             // Leading unit dimensions of the view are dropped to match the tile's rank.
             let mut v = v;
+            let mut src = view_sources(tdims.len(), idx);
             while v.len() > pdims.len() && v.first() == Some(&D::K(1)) {
                 v.remove(0);
+                src.remove(0);
             }
             let mut p = pdims.clone();
             while p.len() > v.len() && p.first() == Some(&D::K(1)) {
                 p.remove(0);
             }
             if v != p {
-                out.push(
-                    Diagnostic::new(
-                        "E0209",
-                        format!(
-                            "the view `{}` is {} but `{kernel}`'s parameter `{}` is a {} tile",
-                            expr_text(&arg.value),
-                            show(&v),
-                            param.name,
-                            show(pdims)
-                        ),
-                        label(arg.value.span, format!("view shape {}", show(&v))),
-                    )
-                    .with_note(format!("`{}` is {dtype}{}", name.name, show(tdims)))
-                    .with_help(
-                        "index the leading dimensions and slice the rest to the tile's shape",
+                let fix = slice_fix(file, idx, &src, &v, &p, consts).map(|edits| Fix {
+                    title: format!(
+                        "slice `{}` to `{kernel}`'s {} tile",
+                        expr_text(&arg.value),
+                        show(pdims)
                     ),
-                );
+                    edits,
+                });
+                let mut d = Diagnostic::new(
+                    "E0209",
+                    format!(
+                        "the view `{}` is {} but `{kernel}`'s parameter `{}` is a {} tile",
+                        expr_text(&arg.value),
+                        show(&v),
+                        param.name,
+                        show(pdims)
+                    ),
+                    label(arg.value.span, format!("view shape {}", show(&v))),
+                )
+                .with_note(format!("`{}` is {dtype}{}", name.name, show(tdims)))
+                .with_help("index the leading dimensions and slice the rest to the tile's shape");
+                if let Some(fix) = fix {
+                    d = d.with_fix(fix);
+                }
+                out.push(d);
             }
         }
         Err(msg) if !msg.is_empty() => out.push(

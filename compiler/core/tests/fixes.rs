@@ -126,3 +126,121 @@ fn deadlocking_depths_are_raised_to_the_smallest_that_complete() {
         assert!(left.is_empty(), "{left:?}\n{fixed}");
     }
 }
+
+const LIB: &str = "/// y = 2x
+kernel double(x: in f32[8, 8], y: out f32[8, 8]) {
+    y = x * 2.0
+}
+output Z: f32[4, 8, 8]
+";
+
+fn main_using(header: &str) -> String {
+    format!(
+        "{header}axis rows = Dense[4]
+input X: f32[4, 8, 8] = random(seed: 1)
+output Y: f32[4, 8, 8]
+workload w {{
+    for i in P(rows) {{ double[i](x: X[i], y: Y[i]) }}
+}}
+"
+    )
+}
+
+#[test]
+fn an_unknown_name_another_file_declares_is_imported() {
+    // No import yet: a line `import lib.{double}` at the top; an import of the module with a
+    // name list: the name joins the list; another import only: the new line goes after it.
+    for (header, fixed) in [
+        ("", "import lib.{double}\naxis rows"),
+        ("import lib.{Z}\n", "import lib.{Z, double}\naxis rows"),
+        (
+            "import other.{K}\n",
+            "import other.{K}\nimport lib.{double}\naxis rows",
+        ),
+    ] {
+        let mut ws = Workspace::new();
+        ws.set_file("dir/lib.wsp", LIB.to_string());
+        ws.set_file("dir/other.wsp", "const K = 1\n".to_string());
+        let text = main_using(header);
+        ws.set_file("dir/main.wsp", text.clone());
+        let diags = ws.check("dir/main.wsp");
+        let d = diags
+            .iter()
+            .find(|d| d.code == "E0101")
+            .unwrap_or_else(|| panic!("no E0101: {diags:#?}"));
+        assert_eq!(d.fixes.len(), 1, "{d:#?}");
+        assert_eq!(d.fixes[0].title, "import `double` from `lib`");
+        let text = apply(&text, d);
+        assert!(text.starts_with(fixed), "{text}");
+        ws.set_file("dir/main.wsp", text.clone());
+        assert!(codes(&ws, "dir/main.wsp").is_empty(), "{text}");
+    }
+    // A module outside the file's directory cannot be imported: no fix.
+    let mut ws = Workspace::new();
+    ws.set_file("elsewhere/lib.wsp", LIB.to_string());
+    ws.set_file("dir/main.wsp", main_using(""));
+    let diags = ws.check("dir/main.wsp");
+    let d = diags.iter().find(|d| d.code == "E0101").unwrap();
+    assert!(d.fixes.is_empty(), "{d:#?}");
+    assert_eq!(
+        wsp_core::check::import_module_name("main.wsp", "std/nn.wsp").as_deref(),
+        Some("std.nn")
+    );
+    assert_eq!(
+        wsp_core::check::import_module_name("a/main.wsp", "a/layers/norm.wsp").as_deref(),
+        Some("layers.norm")
+    );
+}
+
+const VIEWS: &str = "axis batch = Dense[2]
+axis tiles = Dense[2]
+input X: f32[2, 128, 64] = random(seed: 1)
+output Y: f32[2, 128, 64]
+kernel copy(x: in f32[64, 64], y: out f32[64, 64]) {
+    y = x
+}
+workload w {
+    for b, i in P(batch, tiles) {
+        copy[b, i](x: VIEW, y: Y[b, i*64 .. i*64 + 64, :])
+    }
+}
+";
+
+#[test]
+fn a_view_slice_is_fixed_to_the_tile_shape() {
+    let mut ws = Workspace::new();
+    for (broken, fixed) in [
+        ("X[b, i*64 .. i*64+32, :]", "X[b, i*64 .. i*64+64, :]"),
+        ("X[b, 0..16, :]", "X[b, 0..64, :]"),
+        ("X[b, ..16, :]", "X[b, ..64, :]"),
+        ("X[b, 64..96, 0..32]", "X[b, 64..128, 0..64]"),
+    ] {
+        let text = VIEWS.replace("VIEW", broken);
+        ws.set_file("v.wsp", text.clone());
+        let diags = ws.check("v.wsp");
+        let d = diags
+            .iter()
+            .find(|d| d.code == "E0209")
+            .unwrap_or_else(|| panic!("no E0209: {diags:#?}"));
+        assert_eq!(
+            d.fixes[0].title,
+            format!(
+                "slice `{}` to `copy`'s [64, 64] tile",
+                d.message.split('`').nth(1).unwrap_or("")
+            )
+        );
+        let text = apply(&text, d);
+        assert_eq!(text, VIEWS.replace("VIEW", fixed));
+        ws.set_file("v.wsp", text.clone());
+        assert!(
+            codes(&ws, "v.wsp").is_empty(),
+            "{:?}\n{text}",
+            codes(&ws, "v.wsp")
+        );
+    }
+    // Ambiguous: a dimension the view leaves whole (`X[b]` is [128, 64]): no fix.
+    ws.set_file("v.wsp", VIEWS.replace("VIEW", "X[b]"));
+    let diags = ws.check("v.wsp");
+    let d = diags.iter().find(|d| d.code == "E0209").expect("E0209");
+    assert!(d.fixes.is_empty(), "{d:#?}");
+}

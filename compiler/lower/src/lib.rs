@@ -168,6 +168,41 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
     Ok(l.p)
 }
 
+/// The IR of the kernel `name` declared in `file`, lowered on its own after the file's
+/// constants and params, so that a kernel can be priced (language server hovers) while the
+/// rest of the program does not lower. `None` when the kernel is not in the file or does not
+/// lower.
+pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
+    let mut l = Lowerer {
+        p: wsp_ir::Program::new(),
+        consts: BTreeMap::new(),
+        params: BTreeMap::new(),
+        axes: BTreeMap::new(),
+        tensors: BTreeMap::new(),
+        kernels: BTreeMap::new(),
+        workloads: BTreeMap::new(),
+        channels: BTreeMap::new(),
+        processes: BTreeMap::new(),
+        file: FileName::new(file.path(db).as_str()),
+        offset: 0,
+    };
+    let nodes = &wsp_core::db::parse_file(db, file).file.items;
+    for n in nodes {
+        if matches!(n.item.kind, ItemKind::Const(_) | ItemKind::Param(_)) {
+            l.offset = n.range.start;
+            // A constant that does not lower leaves its uses unlowerable, nothing more.
+            let _ = l.item(&n.item);
+        }
+    }
+    nodes.iter().find_map(|n| match &n.item.kind {
+        ItemKind::Kernel(kd) if kd.name.name == name => {
+            l.offset = n.range.start;
+            l.kernel(kd).ok()
+        }
+        _ => None,
+    })
+}
+
 type R<T> = Result<T, Diagnostic>;
 
 struct Lowerer {

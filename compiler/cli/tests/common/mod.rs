@@ -54,14 +54,24 @@ pub fn reader(out: ChildStdout) -> Receiver<Value> {
 
 impl Client {
     pub fn start(dir: &Path, inject_panic: bool) -> Client {
+        let env: &[(&str, &str)] = if inject_panic {
+            &[("WSP_LSP_INJECT_PANIC", "1")]
+        } else {
+            &[]
+        };
+        Client::start_with(dir, env)
+    }
+
+    /// Starts the server with extra environment variables (the testing hooks).
+    pub fn start_with(dir: &Path, env: &[(&str, &str)]) -> Client {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_wsp"));
         cmd.arg("lsp")
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        if inject_panic {
-            cmd.env("WSP_LSP_INJECT_PANIC", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("start wsp lsp");
         let stdin = child.stdin.take().unwrap();
@@ -94,9 +104,20 @@ impl Client {
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.reply(id)
+    }
+
+    /// Sends a request without waiting for its reply; returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         let id = self.next;
         self.next += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The reply to request `id` (other messages before it are dropped).
+    pub fn reply(&mut self, id: i64) -> Value {
         loop {
             let v = self
                 .rx

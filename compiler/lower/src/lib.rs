@@ -71,21 +71,8 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         }
         return Err(diags);
     }
-    let cur = Rc::new(Cell::new(0));
-    let mut l = Lowerer {
-        p: wsp_ir::Program::new(),
-        consts: Scoped::new(&cur),
-        params: Scoped::new(&cur),
-        axes: Scoped::new(&cur),
-        tensors: Scoped::new(&cur),
-        kernels: Scoped::new(&cur),
-        workloads: Scoped::new(&cur),
-        channels: Scoped::new(&cur),
-        processes: Scoped::new(&cur),
-        file: FileName::new(root.path(db).as_str()),
-        offset: 0,
-        cur: cur.clone(),
-    };
+    let mut l = Lowerer::new(FileName::new(root.path(db).as_str()));
+    let cur = l.cur.clone();
     let files = wsp_core::lower::program_files(db, root);
     let file_index = |id: ItemId| {
         let f = id.file(db);
@@ -173,19 +160,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
 /// rest of the program does not lower. `None` when the kernel is not in the file or does not
 /// lower.
 pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
-    let mut l = Lowerer {
-        p: wsp_ir::Program::new(),
-        consts: BTreeMap::new(),
-        params: BTreeMap::new(),
-        axes: BTreeMap::new(),
-        tensors: BTreeMap::new(),
-        kernels: BTreeMap::new(),
-        workloads: BTreeMap::new(),
-        channels: BTreeMap::new(),
-        processes: BTreeMap::new(),
-        file: FileName::new(file.path(db).as_str()),
-        offset: 0,
-    };
+    let mut l = Lowerer::new(FileName::new(file.path(db).as_str()));
     let nodes = &wsp_core::db::parse_file(db, file).file.items;
     for n in nodes {
         if matches!(n.item.kind, ItemKind::Const(_) | ItemKind::Param(_)) {
@@ -219,6 +194,26 @@ struct Lowerer {
     offset: u32,
     /// The index (in program order, root first) of the file whose item is being lowered.
     cur: Rc<Cell<u32>>,
+}
+
+impl Lowerer {
+    fn new(file: FileName) -> Lowerer {
+        let cur = Rc::new(Cell::new(0));
+        Lowerer {
+            p: wsp_ir::Program::new(),
+            consts: Scoped::new(&cur),
+            params: Scoped::new(&cur),
+            axes: Scoped::new(&cur),
+            tensors: Scoped::new(&cur),
+            kernels: Scoped::new(&cur),
+            workloads: Scoped::new(&cur),
+            channels: Scoped::new(&cur),
+            processes: Scoped::new(&cur),
+            file,
+            offset: 0,
+            cur,
+        }
+    }
 }
 
 /// Names of the program's files, each declaration tagged with its file. A name resolves to

@@ -44,6 +44,34 @@ struct State {
 }
 
 impl State {
+    /// Applies the client's settings — `{"arch": NAME, "target": "sim" | "ascend" | "aie",
+    /// "strict": bool}`, at the top level, under `"wsp"` or under `"wsp"."check"` (VS Code's
+    /// `wsp.check.*` section; initialization options, or `workspace/didChangeConfiguration`)
+    /// — as `wsp check --arch/--target/--strict` would. Returns the problems with the
+    /// settings (unknown names); the rest still applies.
+    fn configure(&mut self, settings: &LSPAny) -> Vec<String> {
+        let v = settings.get("wsp").unwrap_or(settings);
+        let v = v.get("check").unwrap_or(v);
+        let mut problems = Vec::new();
+        let text = |key: &str| {
+            v.get(key)
+                .and_then(|x| x.as_str())
+                .filter(|s| !s.is_empty())
+        };
+        if v.get("arch").is_some() {
+            if let Err(e) = self.ws.set_arch(text("arch")) {
+                problems.push(format!("wsp lsp: setting `arch`: {e}"));
+            }
+        }
+        if v.get("target").is_some() || v.get("strict").is_some() {
+            let strict = v.get("strict").and_then(|x| x.as_bool()).unwrap_or(false);
+            if let Err(e) = self.ws.set_target(text("target"), strict) {
+                problems.push(format!("wsp lsp: setting `target`: {e}"));
+            }
+        }
+        problems
+    }
+
     /// Reads files imported by loaded files from disk until the import graph is closed.
     fn load_imports(&mut self) {
         for _ in 0..64 {
@@ -279,7 +307,13 @@ impl Backend {
 }
 
 impl LanguageServer for Backend {
-    async fn initialize(&self, _: InitializeParams) -> Result<InitializeResult> {
+    async fn initialize(&self, p: InitializeParams) -> Result<InitializeResult> {
+        if let Some(opts) = &p.initialization_options {
+            let problems = self.with("initialize", |st| st.configure(opts))?;
+            for m in problems {
+                self.client.show_message(MessageType::ERROR, m).await;
+            }
+        }
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 text_document_sync: Some(TextDocumentSyncCapability::Kind(
@@ -333,6 +367,20 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         Ok(())
+    }
+
+    async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
+        let r = self.with("didChangeConfiguration", |st| st.configure(&p.settings));
+        match r {
+            Ok(problems) => {
+                for m in problems {
+                    self.client.show_message(MessageType::ERROR, m).await;
+                }
+            }
+            Err(e) => self.notify_failure(Err(e)).await,
+        }
+        // Every open file's diagnostics may change (buffers, capabilities).
+        self.schedule_publish(String::new(), true);
     }
 
     async fn did_open(&self, p: DidOpenTextDocumentParams) {

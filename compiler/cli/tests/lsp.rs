@@ -412,3 +412,54 @@ fn quick_fix_raises_a_deadlocking_channel_depth() {
     assert!(left.is_empty(), "{left:?}\n{fixed}");
     c.stop();
 }
+
+/// A schedule AIE cannot express in full, and a kernel that fits Ascend's UB but not AIE-ML's
+/// 64 KB data memory.
+const CAPS: &str = "axis batch = Dense[2]\ninput X: f32[2, 80, 256] = random(seed: 1)\noutput Y: f32[2, 80, 256]\nkernel copy(x: in f32[80, 256], y: out f32[80, 256]) { y = x }\nworkload w {\n    for b in P(batch) { copy[b](x: X[b], y: Y[b]) }\n}\nschedule main = w\n    .timing(batched(8))\n    .streams(2)\n";
+
+fn codes(d: &[Value]) -> Vec<String> {
+    let mut c: Vec<String> = d
+        .iter()
+        .map(|x| x["code"].as_str().unwrap_or_default().to_string())
+        .collect();
+    c.sort();
+    c
+}
+
+#[test]
+fn settings_choose_the_target_backend_and_architecture_like_wsp_check() {
+    let (dir, uri) = setup("settings");
+    let open =
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": CAPS}});
+    // No settings: the simulator's view, no capability or AIE memory diagnostics.
+    let mut c = Client::start(&dir, false);
+    c.notify("textDocument/didOpen", open.clone());
+    assert!(c.diagnostics(&uri).is_empty());
+    // `wsp check --target aie --arch aie-ml`: a recorded directive warns, an unsupported one
+    // is an error, and the tile overflows the data memory.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"wsp": {"target": "aie", "arch": "aie-ml"}}}),
+    );
+    let d = c.diagnostics(&uri);
+    assert_eq!(codes(&d), ["E0701", "E0712", "W0710"], "{d:?}");
+    // Back to the defaults.
+    // VS Code's shape: the whole `wsp` section, the check settings under `check`.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"wsp": {"server": {"path": "wsp"}, "check": {"target": "", "arch": "", "strict": false}}}}),
+    );
+    assert!(c.diagnostics(&uri).is_empty());
+    c.stop();
+
+    // The same as initialization options, strict: the warning becomes an error.
+    let mut c = Client::start_configured(
+        &dir,
+        &[],
+        json!({"target": "aie", "strict": true, "arch": "aie-ml"}),
+    );
+    c.notify("textDocument/didOpen", open);
+    let d = c.diagnostics(&uri);
+    assert_eq!(codes(&d), ["E0701", "E0711", "E0712"], "{d:?}");
+    c.stop();
+}

@@ -9,7 +9,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind } from 'vscode-languageclient/node';
 import { graphHtml } from './dot';
-import { findExecutable, graphArgs, missingServerMessage, runCommandLine, serverCommand, ServerState, statusText } from './logic';
+import { checkSettings, findExecutable, graphArgs, missingServerMessage, runCommandLine, serverCommand, ServerState, statusText } from './logic';
 
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
@@ -66,9 +66,15 @@ async function startClient(context: vscode.ExtensionContext) {
     run: { command: wsp, args, transport: TransportKind.stdio },
     debug: { command: wsp, args, transport: TransportKind.stdio },
   };
+  const c = config();
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file', language: 'wsp' }, { scheme: 'untitled', language: 'wsp' }],
-    synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{wsp,npy}') },
+    initializationOptions: checkSettings(c.get('check.target'), c.get('check.arch'), c.get('check.strict')),
+    synchronize: {
+      fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{wsp,npy}'),
+      // Changes of `wsp.*` reach the server as workspace/didChangeConfiguration.
+      configurationSection: 'wsp',
+    },
   };
   client = new LanguageClient('wsp', 'wsp language server', serverOptions, clientOptions);
   context.subscriptions.push(

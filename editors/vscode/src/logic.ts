@@ -98,3 +98,16 @@ export function statusText(server: ServerState, check: CheckState): { text: stri
   const icon = check.errors > 0 ? '$(error)' : '$(warning)';
   return { text: `${icon} wsp: ${parts.join(', ')}`, tooltip: `wsp check: ${parts.join(', ')}` };
 }
+
+/** The server's check settings (initialization options and `wsp` configuration): the backend,
+ * the architecture model and strictness of `wsp check --target/--arch/--strict`. */
+export interface CheckSettings {
+  target: string;
+  arch: string;
+  strict: boolean;
+}
+
+export function checkSettings(target: unknown, arch: unknown, strict: unknown): CheckSettings {
+  const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
+  return { target: text(target), arch: text(arch), strict: strict === true };
+}

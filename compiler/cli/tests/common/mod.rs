@@ -64,6 +64,11 @@ impl Client {
 
     /// Starts the server with extra environment variables (the testing hooks).
     pub fn start_with(dir: &Path, env: &[(&str, &str)]) -> Client {
+        Client::start_configured(dir, env, Value::Null)
+    }
+
+    /// Starts the server with environment variables and `initializationOptions` (settings).
+    pub fn start_configured(dir: &Path, env: &[(&str, &str)], options: Value) -> Client {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_wsp"));
         cmd.arg("lsp")
             .current_dir(dir)
@@ -83,7 +88,11 @@ impl Client {
             next: 1,
             capabilities: Value::Null,
         };
-        let r = c.request("initialize", json!({"capabilities": {}}));
+        let mut params = json!({"capabilities": {}});
+        if !options.is_null() {
+            params["initializationOptions"] = options;
+        }
+        let r = c.request("initialize", params);
         assert!(
             r["result"]["capabilities"]["hoverProvider"] == json!(true),
             "{r}"

@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { test } from 'node:test';
-import { findExecutable, graphArgs, missingServerMessage, runCommandLine, serverCommand, shellQuote, statusText } from '../../src/logic';
+import { checkSettings, findExecutable, graphArgs, missingServerMessage, runCommandLine, serverCommand, shellQuote, statusText } from '../../src/logic';
 
 test('server command defaults to wsp on PATH and appends lsp', () => {
   assert.deepEqual(serverCommand(undefined), { command: 'wsp', args: ['lsp'] });
@@ -53,4 +53,9 @@ test('status text reflects server state and diagnostic counts', () => {
   assert.equal(statusText('running', { errors: 0, warnings: 1 }).text, '$(warning) wsp: 1 warning');
   assert.match(statusText('missing', { errors: 0, warnings: 0 }).text, /not installed/);
   assert.match(statusText('stopped', { errors: 3, warnings: 0 }).text, /stopped/);
+});
+
+test('check settings pass strings trimmed and strict only when true', () => {
+  assert.deepEqual(checkSettings(' aie ', 'aie-ml', true), { target: 'aie', arch: 'aie-ml', strict: true });
+  assert.deepEqual(checkSettings(undefined, 42, 'yes'), { target: '', arch: '', strict: false });
 });

@@ -463,3 +463,25 @@ fn settings_choose_the_target_backend_and_architecture_like_wsp_check() {
     assert_eq!(codes(&d), ["E0701", "E0711", "E0712"], "{d:?}");
     c.stop();
 }
+
+#[test]
+fn unused_imports_are_tagged_unnecessary() {
+    let (dir, uri) = setup("unused");
+    let mut c = Client::start(&dir, false);
+    let src = "import std.nn.{rmsnorm, softmax}\naxis tiles = Dense[2]\ninput X: f32[2, 64, 128] = random(seed: 1)\ninput W: f32[1, 128] = ones\noutput Y: f32[2, 64, 128]\nworkload w {\n    for t in P(tiles) { rmsnorm[t](x: X[t], w: W, out: Y[t]) }\n}\n";
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": src}}),
+    );
+    let d = c.diagnostics(&uri);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "W0103");
+    assert_eq!(
+        d[0]["tags"],
+        json!([1]),
+        "DiagnosticTag.Unnecessary: {}",
+        d[0]
+    );
+    assert_eq!(d[0]["range"]["start"], json!({"line": 0, "character": 24}));
+    c.stop();
+}

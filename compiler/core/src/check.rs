@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label};
+use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label, Tag};
 use wsp_syntax::ast::*;
 use wsp_syntax::Span;
 
@@ -1873,6 +1873,22 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             }
         }
     }
+    // Names used outside the imports (by token, so a local of the same name counts as a use:
+    // an unused-import warning is never wrong, at worst missing).
+    let text = file.text(db);
+    let used: BTreeSet<&str> = parse
+        .tokens
+        .iter()
+        .filter(|t| t.kind == wsp_syntax::Token::Ident)
+        .filter(|t| {
+            !parse.file.items.iter().any(|n| {
+                matches!(n.item.kind, ItemKind::Import(_))
+                    && n.range.start <= t.span.start
+                    && t.span.end <= n.range.end
+            })
+        })
+        .filter_map(|t| text.get(t.span.start as usize..t.span.end as usize))
+        .collect();
     let imports = imports_of(db, file);
     let import_nodes = parse.file.items.iter().filter_map(|n| match &n.item.kind {
         ItemKind::Import(i) => Some((n, i)),
@@ -1894,7 +1910,10 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             ImportTarget::Loaded(m) => {
                 if let Some(names) = &imp.names {
                     let theirs = crate::db::own_symbols(db, *m);
-                    for n in names {
+                    for (i, n) in names.iter().enumerate() {
+                        if theirs.contains_key(&n.name) && !used.contains(n.name.as_str()) {
+                            diags.push(unused_import(&fname, node, names, i));
+                        }
                         if !theirs.contains_key(&n.name) {
                             let mut d = Diagnostic::new(
                                 "E0104",
@@ -1943,6 +1962,46 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+/// W0103: the `i`-th name of `import m.{..}` is never used; the fix removes it (the whole
+/// import when it is the only name).
+fn unused_import(
+    fname: &FileName,
+    node: &wsp_syntax::ast::ItemNode,
+    names: &[wsp_syntax::ast::Ident],
+    i: usize,
+) -> Diagnostic {
+    let off = node.range.start;
+    let n = &names[i];
+    let (span, title) = if names.len() == 1 {
+        (node.range, "remove the unused import".to_string())
+    } else if i + 1 < names.len() {
+        (
+            Span::new(n.span.start, names[i + 1].span.start).shift(off),
+            format!("remove `{}` from the import", n.name),
+        )
+    } else {
+        (
+            Span::new(names[i - 1].span.end, n.span.end).shift(off),
+            format!("remove `{}` from the import", n.name),
+        )
+    };
+    Diagnostic::new(
+        "W0103",
+        format!("`{}` is imported but never used", n.name),
+        Label::new(fname.clone(), n.span.shift(off), "never used in this file"),
+    )
+    .with_help(format!("remove `{}` from the import", n.name))
+    .with_tag(Tag::Unnecessary)
+    .with_fix(Fix {
+        title,
+        edits: vec![Edit {
+            file: fname.clone(),
+            span,
+            replacement: String::new(),
+        }],
+    })
 }
 
 /// The module path an `import` in `importer` must name to reach the file `target`

@@ -173,7 +173,14 @@ fn an_unknown_name_another_file_declares_is_imported() {
         let text = apply(&text, d);
         assert!(text.starts_with(fixed), "{text}");
         ws.set_file("dir/main.wsp", text.clone());
-        assert!(codes(&ws, "dir/main.wsp").is_empty(), "{text}");
+        // Only the header's own names (`Z`, `K`) are left over: unused, W0103.
+        let left = codes(&ws, "dir/main.wsp");
+        assert!(left.iter().all(|c| c == "W0103"), "{left:?}\n{text}");
+        assert_eq!(
+            left.len(),
+            usize::from(!header.is_empty()),
+            "{left:?}\n{text}"
+        );
     }
     // A module outside the file's directory cannot be imported: no fix.
     let mut ws = Workspace::new();
@@ -243,4 +250,33 @@ fn a_view_slice_is_fixed_to_the_tile_shape() {
     let diags = ws.check("v.wsp");
     let d = diags.iter().find(|d| d.code == "E0209").expect("E0209");
     assert!(d.fixes.is_empty(), "{d:#?}");
+}
+
+#[test]
+fn unused_imported_names_are_removed() {
+    let lib = "kernel a(x: in f32[4, 4], y: out f32[4, 4]) { y = x }\nkernel b(x: in f32[4, 4], y: out f32[4, 4]) { y = x }\nkernel c(x: in f32[4, 4], y: out f32[4, 4]) { y = x }\n";
+    let body =
+        "input X: f32[4, 4] = ones\noutput Y: f32[4, 4]\nworkload w {\n    b[0](x: X, y: Y)\n}\n";
+    for (import, fixed) in [
+        ("import lib.{a, b, c}\n", "import lib.{b}\n"),
+        ("import lib.{b, c}\n", "import lib.{b}\n"),
+        ("import lib.{a, b}\nimport lib.{c}\n", "import lib.{b}\n\n"),
+    ] {
+        let mut ws = Workspace::new();
+        ws.set_file("lib.wsp", lib.to_string());
+        let mut text = format!("{import}{body}");
+        // Apply one fix at a time, as an editor would.
+        for _ in 0..3 {
+            ws.set_file("main.wsp", text.clone());
+            let diags = ws.check("main.wsp");
+            let Some(d) = diags.iter().find(|d| d.code == "W0103") else {
+                break;
+            };
+            assert_eq!(d.tags, vec![wsp_diagnostics::Tag::Unnecessary]);
+            text = apply(&text, d);
+        }
+        assert_eq!(text, format!("{fixed}{body}"));
+        ws.set_file("main.wsp", text.clone());
+        assert!(codes(&ws, "main.wsp").is_empty(), "{text}");
+    }
 }

@@ -7,15 +7,29 @@
 //!    keyword (`kernel`, `workload`, `input`, ...) that is the first token of its line, together
 //!    with the `///` doc comment lines right above it. Because no item keyword can appear at the
 //!    start of a line inside a body, an unclosed `{` in one item never swallows the next item.
-//! 3. Each item's tokens are parsed by a recursive-descent [`Parser`] whose spans are rebased to
-//!    the item's start (see the span convention in [`crate::ast`]).
+//! 3. Each item's tokens go through [`significant_newlines`] (newlines inside `()`/`[]` and before
+//!    a continuation line vanish), spans become relative to the item's start (see the span
+//!    convention in [`crate::ast`]), and an item nested deeper than [`MAX_DEPTH`] is an error
+//!    (E0006) without being parsed, so deep input never reaches the parser's recursion.
+//! 4. A chumsky 0.13 grammar ([`item_parser`]) parses the item's `(Token, span)` pairs: items,
+//!    kernels, processes, schedules, type expressions, blocks and statements are combinators;
+//!    expressions are a `pratt` parser over postfix chains, ranges binding loosest. The grammar is
+//!    built once per file and run on every item with the item's text as parser state; the span
+//!    of the innermost open delimiter is the parser context (for "unclosed `(`", E0002).
 //!
-//! Recovery happens at three levels: a failed item becomes `ItemKind::Error`; a failed statement
-//! becomes `StmtKind::Error` and parsing resumes at the next line (or `;`/`}`) of the enclosing
-//! block; a failed call argument or list element becomes `ExprKind::Error` and parsing resumes at
-//! the next `,` or closing bracket. Each statement reports at most one error, so one mistake never
-//! hides the next and never produces a cascade. Nesting deeper than [`MAX_DEPTH`] is an error, not
-//! a stack overflow.
+//! Recovery is `recover_with(via_parser(...))` at three levels: a failed item becomes
+//! `ItemKind::Error`; a failed statement becomes `StmtKind::Error` and parsing resumes at the end
+//! of the line (or `;`/`}`) where it failed; a failed call argument, list element or kernel
+//! parameter becomes `ExprKind::Error` (or is dropped) and parsing resumes at the next `,` or
+//! closing bracket. Each statement reports at most one error, so one mistake never hides the next
+//! and never produces a cascade.
+//!
+//! Errors are [`PErr`], our implementation of chumsky's error traits: a failed expectation of ours
+//! carries the finished [`SyntaxError`] (our code and wording, "expected `)`, found `,`"), a failed
+//! chumsky primitive inside an alternative costs nothing. chumsky keeps the furthest failure.
+//! Because chumsky's alternatives backtrack, the state also remembers the furthest failed
+//! expectation: a construct that stops short of it (a call whose `(` never closed) fails with it
+//! ([`committed`]) instead of ending quietly before it.
 
 use chumsky::error::LabelError;
 use chumsky::extra::SimpleState;
@@ -855,7 +869,7 @@ fn separators<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
 fn name<'a>() -> impl Parser<'a, In<'a>, Ident, Ex<'a>> + Clone {
     one_of([Token::Ident, Token::Out, Token::InOut]).map_with(|_, e: &mut Mx<'a, '_>| {
         let span: CSpan = e.span();
-        let st: &mut St = &mut **e.state();
+        let st: &mut St = e.state();
         Ident {
             name: st.text.get(span.start..span.end).unwrap_or("").to_string(),
             span: to_span(span),
@@ -872,7 +886,7 @@ fn name_or<'a>(what: &'static str) -> impl Parser<'a, In<'a>, Ident, Ex<'a>> + C
 fn word<'a>(word: &'static str) -> impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clone {
     just(Token::Ident).map_with(|_, e| e.span()).try_map_with(
         move |span: CSpan, e: &mut Mx<'a, '_>| {
-            let st: &mut St = &mut **e.state();
+            let st: &mut St = e.state();
             if st.text.get(span.start..span.end) == Some(word) {
                 Ok(span)
             } else {
@@ -930,7 +944,7 @@ fn unescape(raw: &str) -> String {
 fn string<'a>() -> impl Parser<'a, In<'a>, StrLit, Ex<'a>> + Clone {
     one_of([Token::Str, Token::UnterminatedStr]).map_with(|_, e: &mut Mx<'a, '_>| {
         let span: CSpan = e.span();
-        let st: &mut St = &mut **e.state();
+        let st: &mut St = e.state();
         StrLit {
             value: unescape(st.text.get(span.start..span.end).unwrap_or("")),
             span: to_span(span),
@@ -1056,7 +1070,7 @@ fn expressions<'a>() -> ExprParsers<'a> {
 
     let int = just(Token::Int).map_with(|_, e: &mut Mx<'a, '_>| {
         let span: CSpan = e.span();
-        let st: &mut St = &mut **e.state();
+        let st: &mut St = e.state();
         let text = st
             .text
             .get(span.start..span.end)
@@ -1081,7 +1095,7 @@ fn expressions<'a>() -> ExprParsers<'a> {
     });
     let float = just(Token::Float).map_with(|_, e: &mut Mx<'a, '_>| {
         let span: CSpan = e.span();
-        let st: &mut St = &mut **e.state();
+        let st: &mut St = e.state();
         let text = st
             .text
             .get(span.start..span.end)

@@ -133,25 +133,37 @@ pub fn parse(src: &str) -> Parse {
         let base = *base;
         let text = src.get(base as usize..).unwrap_or("");
         let eoi = pairs.last().map_or(0, |p| p.1.end);
-        let kind = if let Some(e) = too_deep(pairs) {
-            errors.push(shifted(e, base));
-            ItemKind::Error
-        } else {
-            let mut state = SimpleState(St {
-                text,
-                eoi,
-                hard_at: None,
-                fail_at: 0,
-            });
-            let input = pairs.as_slice().split_token_span(CSpan::from(eoi..eoi));
-            let (out, errs) = parser
-                .parse_with_state(input, &mut state)
-                .into_output_errors();
-            errors.extend(
-                errs.into_iter()
-                    .map(|e| shifted(to_syntax_error(e, text, pairs), base)),
-            );
-            out.unwrap_or(ItemKind::Error)
+        let kind = match nesting(pairs) {
+            Err(e) => {
+                errors.push(shifted(e, base));
+                ItemKind::Error
+            }
+            Ok(depth) => {
+                let mut state = SimpleState(St {
+                    text,
+                    eoi,
+                    hard_at: None,
+                    fail_at: 0,
+                });
+                let input = pairs.as_slice().split_token_span(CSpan::from(eoi..eoi));
+                let mut run = || {
+                    parser
+                        .parse_with_state(input, &mut state)
+                        .into_output_errors()
+                };
+                // Each nesting level costs the grammar some stack (tens of KiB unoptimised): an
+                // item nested beyond a few levels gets a stack of its own.
+                let (out, errs) = if depth > SHALLOW {
+                    stacker::grow(DEEP_STACK, run)
+                } else {
+                    run()
+                };
+                errors.extend(
+                    errs.into_iter()
+                        .map(|e| shifted(to_syntax_error(e, text, pairs), base)),
+                );
+                out.unwrap_or(ItemKind::Error)
+            }
         };
         let start = pairs.first().map_or(0, |p| p.1.start);
         items.push(ItemNode {
@@ -219,10 +231,16 @@ fn to_syntax_error(e: PErr, text: &str, pairs: &[Pair]) -> SyntaxError {
     }
 }
 
-/// Nesting deeper than [`MAX_DEPTH`] (open brackets plus runs of prefix operators) is an
-/// error before parsing: the item is not parsed at all, so deep input never reaches the
-/// parser's recursion.
-fn too_deep(pairs: &[Pair]) -> Option<SyntaxError> {
+/// Items nested at most this deep are parsed on the caller's stack.
+const SHALLOW: u32 = 8;
+/// The stack for parsing a more deeply nested item (at most [`MAX_DEPTH`] levels).
+const DEEP_STACK: usize = 64 << 20;
+
+/// The item's nesting depth (open brackets plus runs of prefix operators). Nesting deeper than
+/// [`MAX_DEPTH`] is an error before parsing: the item is not parsed at all, so deep input never
+/// reaches the parser's recursion.
+fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
+    let mut max = 0;
     let mut depth = 0u32;
     let mut unary = 0u32;
     let mut prev: Option<Token> = None;
@@ -254,8 +272,9 @@ fn too_deep(pairs: &[Pair]) -> Option<SyntaxError> {
             }
             _ => {}
         }
+        max = max.max(depth + unary);
         if depth + unary > MAX_DEPTH {
-            return Some(SyntaxError {
+            return Err(SyntaxError {
                 code: codes::TOO_DEEP,
                 span: to_span(*s),
                 message: format!("nesting deeper than {MAX_DEPTH} levels"),
@@ -265,7 +284,7 @@ fn too_deep(pairs: &[Pair]) -> Option<SyntaxError> {
         }
         prev = Some(*t);
     }
-    None
+    Ok(max)
 }
 
 /// The item's doc comment: the `///` lines between the item's start and its first token.
@@ -1019,7 +1038,15 @@ fn args<'a>(expr: Boxed<'a, Expr>, close: Token) -> Boxed<'a, Vec<Arg>> {
         }),
     ));
     let arg = not_at_or_end(close)
-        .ignore_then(name().then_ignore(just(Token::Colon)).or_not())
+        .ignore_then(
+            // `name:` (looked at before building the name, which most arguments lack).
+            one_of([Token::Ident, Token::Out, Token::InOut])
+                .then(just(Token::Colon))
+                .rewind()
+                .ignore_then(name())
+                .then_ignore(just(Token::Colon))
+                .or_not(),
+        )
         .then(value)
         .map_with(|(name, value): (Option<Ident>, Expr), e| {
             let start = e.span().start as u32;

@@ -7,15 +7,38 @@
 //!    keyword (`kernel`, `workload`, `input`, ...) that is the first token of its line, together
 //!    with the `///` doc comment lines right above it. Because no item keyword can appear at the
 //!    start of a line inside a body, an unclosed `{` in one item never swallows the next item.
-//! 3. Each item's tokens are parsed by a recursive-descent [`Parser`] whose spans are rebased to
-//!    the item's start (see the span convention in [`crate::ast`]).
+//! 3. Each item's tokens go through [`significant_newlines`] (newlines inside `()`/`[]` and before
+//!    a continuation line vanish), spans become relative to the item's start (see the span
+//!    convention in [`crate::ast`]), and an item nested deeper than [`MAX_DEPTH`] is an error
+//!    (E0006) without being parsed, so deep input never reaches the parser's recursion.
+//! 4. A chumsky 0.13 grammar ([`item_parser`]) parses the item's `(Token, span)` pairs: items,
+//!    kernels, processes, schedules, type expressions, blocks and statements are combinators;
+//!    expressions are a `pratt` parser over postfix chains, ranges binding loosest. The grammar is
+//!    built once per file and run on every item with the item's text as parser state; the span
+//!    of the innermost open delimiter is the parser context (for "unclosed `(`", E0002).
 //!
-//! Recovery happens at three levels: a failed item becomes `ItemKind::Error`; a failed statement
-//! becomes `StmtKind::Error` and parsing resumes at the next line (or `;`/`}`) of the enclosing
-//! block; a failed call argument or list element becomes `ExprKind::Error` and parsing resumes at
-//! the next `,` or closing bracket. Each statement reports at most one error, so one mistake never
-//! hides the next and never produces a cascade. Nesting deeper than [`MAX_DEPTH`] is an error, not
-//! a stack overflow.
+//! Recovery is `recover_with(via_parser(...))` at three levels: a failed item becomes
+//! `ItemKind::Error`; a failed statement becomes `StmtKind::Error` and parsing resumes at the end
+//! of the line (or `;`/`}`) where it failed; a failed call argument, list element or kernel
+//! parameter becomes `ExprKind::Error` (or is dropped) and parsing resumes at the next `,` or
+//! closing bracket. Each statement reports at most one error, so one mistake never hides the next
+//! and never produces a cascade.
+//!
+//! Errors are [`PErr`], our implementation of chumsky's error traits: a failed expectation of ours
+//! carries the finished [`SyntaxError`] (our code and wording, "expected `)`, found `,`"), a failed
+//! chumsky primitive inside an alternative costs nothing. chumsky keeps the furthest failure.
+//! Because chumsky's alternatives backtrack, the state also remembers the furthest failed
+//! expectation: a construct that stops short of it (a call whose `(` never closed) fails with it
+//! ([`committed`]) instead of ending quietly before it.
+
+use chumsky::error::LabelError;
+use chumsky::extra::SimpleState;
+use chumsky::input::{InputRef, MapExtra, MappedInput};
+use chumsky::pratt::{infix, left, prefix};
+use chumsky::prelude::*;
+use chumsky::recursive::Indirect;
+use chumsky::util::MaybeRef;
+use chumsky::DefaultExpected;
 
 use crate::ast::*;
 use crate::lexer::{lex, Token, TokenInfo};
@@ -78,9 +101,11 @@ pub fn parse(src: &str) -> Parse {
         .filter(|t| t.kind != Token::Newline)
         .collect();
 
-    let mut items = Vec::new();
+    // Each item's tokens, with insignificant newlines and doc comments removed and spans made
+    // relative to the item's start: the pairs chumsky parses.
+    let mut prepared = Vec::new();
     for range in split_items(&tokens, src, &mut errors) {
-        let slice = &tokens[range.clone()];
+        let slice = &tokens[range];
         let Some(first) = slice.first() else { continue };
         let last = slice
             .iter()
@@ -89,13 +114,66 @@ pub fn parse(src: &str) -> Parse {
             .unwrap_or(first);
         let base = first.span.start;
         let abs = Span::new(base, last.span.end.max(base));
-        let mut p = Parser::new(src, slice, base);
-        let item = p.item();
-        errors.extend(p.errors.into_iter().map(|mut e| {
-            e.span = e.span.shift(base);
-            e
-        }));
-        items.push(ItemNode { range: abs, item });
+        let significant = significant_newlines(slice);
+        let docs = collect_docs(src, base, &significant);
+        let pairs: Vec<Pair> = significant
+            .iter()
+            .map(|t| {
+                let s = t.span.start.saturating_sub(base) as usize;
+                let e = t.span.end.saturating_sub(base) as usize;
+                (t.kind, CSpan::from(s..e.max(s)))
+            })
+            .collect();
+        prepared.push((base, abs, docs, pairs));
+    }
+
+    let parser = item_parser();
+    let mut items = Vec::with_capacity(prepared.len());
+    for (base, abs, docs, pairs) in prepared.iter() {
+        let base = *base;
+        let text = src.get(base as usize..).unwrap_or("");
+        let eoi = pairs.last().map_or(0, |p| p.1.end);
+        let kind = match nesting(pairs) {
+            Err(e) => {
+                errors.push(shifted(e, base));
+                ItemKind::Error
+            }
+            Ok(depth) => {
+                let mut state = SimpleState(St {
+                    text,
+                    eoi,
+                    hard_at: None,
+                    fail_at: 0,
+                });
+                let input = pairs.as_slice().split_token_span(CSpan::from(eoi..eoi));
+                let mut run = || {
+                    parser
+                        .parse_with_state(input, &mut state)
+                        .into_output_errors()
+                };
+                // Each nesting level costs the grammar some stack (tens of KiB unoptimised): an
+                // item nested beyond a few levels gets a stack of its own.
+                let (out, errs) = if depth > SHALLOW {
+                    stacker::grow(DEEP_STACK, run)
+                } else {
+                    run()
+                };
+                errors.extend(
+                    errs.into_iter()
+                        .map(|e| shifted(to_syntax_error(e, text, pairs), base)),
+                );
+                out.unwrap_or(ItemKind::Error)
+            }
+        };
+        let start = pairs.first().map_or(0, |p| p.1.start);
+        items.push(ItemNode {
+            range: *abs,
+            item: Item {
+                docs: docs.clone(),
+                kind,
+                span: Span::new(0, eoi.max(start) as u32),
+            },
+        });
     }
     // A lexical error (unknown character, unterminated string) already explains its line; the
     // parser errors it causes on the same line would only be noise.
@@ -115,6 +193,114 @@ pub fn parse(src: &str) -> Parse {
         file: SourceFile { items },
         errors,
         tokens: significant,
+    }
+}
+
+fn shifted(mut e: SyntaxError, base: u32) -> SyntaxError {
+    e.span = e.span.shift(base);
+    e
+}
+
+/// Maps a grammar error to the project's `SyntaxError` (item-relative spans).
+fn to_syntax_error(e: PErr, text: &str, pairs: &[Pair]) -> SyntaxError {
+    if let Some(msg) = e.msg {
+        return *msg;
+    }
+    // A bare primitive failure (none of our expectations applied): name what was found.
+    let tok = pairs
+        .iter()
+        .find(|p| p.1.start == e.span.start)
+        .map(|p| p.0);
+    let span = match tok {
+        Some(_) => e.span,
+        None => CSpan::from(e.span.start..e.span.start),
+    };
+    let st = St {
+        text,
+        eoi: 0,
+        hard_at: None,
+        fail_at: 0,
+    };
+    let found = found(&st, tok, span);
+    SyntaxError {
+        code: codes::UNEXPECTED,
+        span: to_span(span),
+        message: format!("unexpected {found}"),
+        label: "unexpected here".into(),
+        help: None,
+    }
+}
+
+/// Items nested at most this deep are parsed on the caller's stack.
+const SHALLOW: u32 = 8;
+/// The stack for parsing a more deeply nested item (at most [`MAX_DEPTH`] levels).
+const DEEP_STACK: usize = 64 << 20;
+
+/// The item's nesting depth (open brackets plus runs of prefix operators). Nesting deeper than
+/// [`MAX_DEPTH`] is an error before parsing: the item is not parsed at all, so deep input never
+/// reaches the parser's recursion.
+fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
+    let mut max = 0;
+    let mut depth = 0u32;
+    let mut unary = 0u32;
+    let mut prev: Option<Token> = None;
+    for (t, s) in pairs {
+        match t {
+            Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
+            Token::RParen | Token::RBracket | Token::RBrace => depth = depth.saturating_sub(1),
+            Token::Minus | Token::Bang
+                if !prev.is_some_and(|p| {
+                    matches!(
+                        p,
+                        Token::Ident
+                            | Token::Int
+                            | Token::Float
+                            | Token::Str
+                            | Token::True
+                            | Token::False
+                            | Token::RParen
+                            | Token::RBracket
+                            | Token::Out
+                            | Token::InOut
+                    )
+                }) =>
+            {
+                unary += 1
+            }
+            Token::Ident | Token::Int | Token::Float | Token::Str | Token::True | Token::False => {
+                unary = 0
+            }
+            _ => {}
+        }
+        max = max.max(depth + unary);
+        if depth + unary > MAX_DEPTH {
+            return Err(SyntaxError {
+                code: codes::TOO_DEEP,
+                span: to_span(*s),
+                message: format!("nesting deeper than {MAX_DEPTH} levels"),
+                label: "too deeply nested".into(),
+                help: Some("split the expression with `let` bindings".into()),
+            });
+        }
+        prev = Some(*t);
+    }
+    Ok(max)
+}
+
+/// The item's doc comment: the `///` lines between the item's start and its first token.
+fn collect_docs(src: &str, base: u32, significant: &[TokenInfo]) -> Option<String> {
+    let first = significant.first()?;
+    let region = src.get(base as usize..first.span.start as usize)?;
+    let lines: Vec<&str> = region
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("///"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect();
+    if lines.is_empty() {
+        None
+    } else {
+        Some(lines.join("\n"))
     }
 }
 
@@ -216,21 +402,6 @@ fn split_items(
         out.push(s..e);
     }
     out
-}
-
-/// Marker: an error was reported; the caller recovers.
-struct Fail;
-
-type PResult<T> = Result<T, Fail>;
-
-struct Parser<'a> {
-    src: &'a str,
-    /// The item's tokens with insignificant newlines removed and doc comments dropped.
-    toks: Vec<TokenInfo>,
-    pos: usize,
-    base: u32,
-    depth: u32,
-    errors: Vec<SyntaxError>,
 }
 
 fn is_binop_token(t: Token) -> bool {
@@ -388,1226 +559,1354 @@ fn describe(t: Token) -> &'static str {
     }
 }
 
-impl<'a> Parser<'a> {
-    fn new(src: &'a str, slice: &[TokenInfo], base: u32) -> Parser<'a> {
-        Parser {
-            src,
-            toks: significant_newlines(slice),
-            pos: 0,
-            base,
-            depth: 0,
-            errors: Vec::new(),
-        }
-    }
+// ---- the chumsky grammar ---------------------------------------------------------------
 
-    // ---- token access ----------------------------------------------------------------
+/// Spans inside the grammar: item-relative byte offsets.
+type CSpan = SimpleSpan;
+/// One token of an item with its item-relative span.
+type Pair = (Token, CSpan);
+/// The grammar's input: an item's `(Token, span)` pairs, split into tokens and spans.
+type In<'a> = MappedInput<'a, Token, CSpan, &'a [Pair]>;
+/// Errors, per-item state and context (the span of the innermost open delimiter).
+type Ex<'a> = extra::Full<PErr, SimpleState<St<'a>>, CSpan>;
+type Inp<'a, 'p> = InputRef<'a, 'p, In<'a>, Ex<'a>>;
+type Mx<'a, 'b> = MapExtra<'a, 'b, In<'a>, Ex<'a>>;
 
-    fn peek(&self) -> Option<Token> {
-        self.toks.get(self.pos).map(|t| t.kind)
-    }
+/// Per-item parser state.
+struct St<'a> {
+    /// The item's text: item-relative spans index it directly.
+    text: &'a str,
+    /// End offset of the item's last token (the end-of-input span).
+    eoi: usize,
+    /// Furthest position at which one of our expectations failed. A construct that stopped
+    /// before it did not end cleanly: something it began (a call's `(`, a `when`'s `else`)
+    /// failed, so the construct fails too (see [`committed`]).
+    hard_at: Option<usize>,
+    /// Position of the failure being recovered from (set by [`note_failure`]).
+    fail_at: usize,
+}
 
-    fn peek_at(&self, n: usize) -> Option<Token> {
-        self.toks.get(self.pos + n).map(|t| t.kind)
-    }
+/// The grammar's error type. chumsky's own `Rich` errors merge the expected sets of every
+/// alternative tried at a position (and reorder them) and allocate for every failed
+/// alternative; this type carries the project's own `SyntaxError` (code, wording) when one of
+/// our expectations failed, and is free to construct when a chumsky primitive fails.
+#[derive(Clone, Debug)]
+struct PErr {
+    /// Where the parser failed (item-relative offset of the offending token).
+    at: usize,
+    span: CSpan,
+    msg: Option<Box<SyntaxError>>,
+}
 
-    fn at(&self, k: Token) -> bool {
-        self.peek() == Some(k)
-    }
-
-    /// Relative span of the current token (or an empty span at the end).
-    fn span(&self) -> Span {
-        match self.toks.get(self.pos) {
-            Some(t) => self.rel(t.span),
-            None => self.end_span(),
-        }
-    }
-
-    fn end_span(&self) -> Span {
-        let end = self.toks.last().map(|t| t.span.end).unwrap_or(self.base);
-        let e = end.saturating_sub(self.base);
-        Span::new(e, e)
-    }
-
-    /// Relative span of the previous token.
-    fn prev_span(&self) -> Span {
-        match self.pos.checked_sub(1).and_then(|p| self.toks.get(p)) {
-            Some(t) => self.rel(t.span),
-            None => Span::new(0, 0),
-        }
-    }
-
-    fn rel(&self, s: Span) -> Span {
-        Span::new(
-            s.start.saturating_sub(self.base),
-            s.end.saturating_sub(self.base),
-        )
-    }
-
-    fn text(&self) -> &'a str {
-        match self.toks.get(self.pos) {
-            Some(t) => self.src.get(t.span.range()).unwrap_or(""),
-            None => "",
-        }
-    }
-
-    fn bump(&mut self) -> Span {
-        let s = self.span();
-        if self.pos < self.toks.len() {
-            self.pos += 1;
-        }
-        s
-    }
-
-    fn eat(&mut self, k: Token) -> bool {
-        if self.at(k) {
-            self.bump();
-            true
+impl<'a> chumsky::error::Error<'a, In<'a>> for PErr {
+    fn merge(self, other: Self) -> Self {
+        // Our message beats a bare primitive failure; between two of ours, the first wins.
+        if self.msg.is_none() && other.msg.is_some() {
+            other
         } else {
-            false
+            self
         }
     }
+}
 
-    fn found(&self) -> String {
-        match self.peek() {
-            None => "end of item".into(),
-            Some(Token::Newline) => "end of line".into(),
-            Some(Token::Ident) => format!("`{}`", self.text()),
-            Some(t) if t.is_keyword() => format!("keyword `{}`", self.text()),
-            Some(t) => describe(t).into(),
-        }
-    }
-
-    fn error_here(&mut self, expected: &str) -> Fail {
-        let span = self.span();
-        let found = self.found();
-        self.errors.push(SyntaxError {
-            code: codes::UNEXPECTED,
+impl<'a> LabelError<'a, In<'a>, DefaultExpected<'a, Token>> for PErr {
+    fn expected_found<E: IntoIterator<Item = DefaultExpected<'a, Token>>>(
+        _expected: E,
+        _found: Option<MaybeRef<'a, Token>>,
+        span: CSpan,
+    ) -> Self {
+        PErr {
+            at: span.start,
             span,
-            message: format!("expected {expected}, found {found}"),
+            msg: None,
+        }
+    }
+}
+
+fn to_span(s: CSpan) -> Span {
+    Span::new(s.start as u32, s.end.max(s.start) as u32)
+}
+
+/// The next token and its span, not consumed (at the end: `None` and the end span).
+fn peek_tok(inp: &mut Inp<'_, '_>) -> (Option<Token>, CSpan) {
+    let cp = inp.save();
+    let t = inp.next();
+    let span = inp.span_since(cp.cursor());
+    inp.rewind(cp);
+    (t, span)
+}
+
+fn found(st: &St, t: Option<Token>, span: CSpan) -> String {
+    let text = st.text.get(span.start..span.end).unwrap_or("");
+    match t {
+        None => "end of item".into(),
+        Some(Token::Newline) => "end of line".into(),
+        Some(Token::Ident) => format!("`{text}`"),
+        Some(k) if k.is_keyword() => format!("keyword `{text}`"),
+        Some(k) => describe(k).into(),
+    }
+}
+
+fn note_hard(st: &mut St, at: usize) {
+    st.hard_at = Some(st.hard_at.map_or(at, |h| h.max(at)));
+}
+
+/// "expected X, found Y" at the next token (E0001).
+fn unexpected_err(inp: &mut Inp<'_, '_>, expected: &str) -> PErr {
+    let (t, span) = peek_tok(inp);
+    let st: &mut St = inp.state();
+    let message = format!("expected {expected}, found {}", found(st, t, span));
+    note_hard(st, span.start);
+    PErr {
+        at: span.start,
+        span,
+        msg: Some(Box::new(SyntaxError {
+            code: codes::UNEXPECTED,
+            span: to_span(span),
+            message,
             label: format!("expected {expected}"),
             help: None,
-        });
-        Fail
+        })),
     }
+}
 
-    fn expect(&mut self, k: Token, expected: &str) -> PResult<Span> {
-        if self.at(k) {
-            Ok(self.bump())
+/// Always fails with "expected `expected`, found ...".
+fn fail<'a, O>(expected: &'static str) -> impl Parser<'a, In<'a>, O, Ex<'a>> + Clone {
+    custom(move |inp: &mut Inp<'a, '_>| Err(unexpected_err(inp, expected)))
+}
+
+/// One token of kind `k`, giving its span; failing quietly (for optional parts).
+fn tok<'a>(k: Token) -> impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clone {
+    just(k).map_with(|_, e| e.span())
+}
+
+/// One token of kind `k` or the error "expected `what`, found ...".
+fn expect<'a>(k: Token, what: &'static str) -> impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clone {
+    tok(k).or(fail(what))
+}
+
+/// Succeeds without consuming when the next token is not `k` (the end counts as not `k`).
+fn not_at<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    custom(move |inp: &mut Inp<'a, '_>| {
+        let (t, span) = peek_tok(inp);
+        if t == Some(k) {
+            Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            })
         } else {
-            Err(self.error_here(expected))
+            Ok(())
         }
-    }
+    })
+}
 
-    /// Expects the closer of a delimiter opened at `open`; reports an unclosed delimiter at the
-    /// opener when the item ends first.
-    fn expect_close(&mut self, k: Token, open: Span, what: &str) -> PResult<Span> {
-        if self.at(k) {
-            return Ok(self.bump());
+/// Succeeds without consuming when the next token is neither `k` nor the end.
+fn not_at_or_end<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    custom(move |inp: &mut Inp<'a, '_>| {
+        let (t, span) = peek_tok(inp);
+        if t.is_none() || t == Some(k) {
+            Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            })
+        } else {
+            Ok(())
         }
-        // The item, the line or the enclosing block ends before the closer: the opener is
-        // what is wrong, so point at it.
-        let ends_here = match self.peek() {
+    })
+}
+
+/// Fails when one of our expectations failed at or after the next token: the construct just
+/// parsed began something (a call, an `else`) that failed, and must not end quietly before it.
+fn committed<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    custom(|inp: &mut Inp<'a, '_>| {
+        let (_, span) = peek_tok(inp);
+        if inp.state().hard_at.is_some_and(|h| h >= span.start) {
+            Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            })
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// The closer `k` of the delimiter whose span is the context. When the item, the line or the
+/// enclosing block ends first, the opener is what is wrong: "unclosed `(`" at the opener (E0002).
+fn close<'a>(k: Token, what: &'static str) -> impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clone {
+    custom(move |inp: &mut Inp<'a, '_>| {
+        let open: CSpan = *inp.ctx();
+        let (t, span) = peek_tok(inp);
+        if t == Some(k) {
+            inp.skip();
+            return Ok(span);
+        }
+        let ends_here = match t {
             None => true,
             Some(Token::Newline | Token::RBrace | Token::Semi) => k != Token::RBrace,
             // An unexpected token on a later line than the opener: the line break was taken
             // as insignificant only because the opener was never closed.
             Some(_) => {
-                let from = (open.end + self.base) as usize;
-                let to = self
-                    .toks
-                    .get(self.pos)
-                    .map_or(from, |t| t.span.start as usize);
-                k != Token::RBrace && self.src.get(from..to).is_some_and(|g| g.contains('\n'))
+                k != Token::RBrace
+                    && inp
+                        .state()
+                        .text
+                        .get(open.end..span.start)
+                        .is_some_and(|g| g.contains('\n'))
             }
         };
-        if ends_here {
-            self.errors.push(SyntaxError {
-                code: codes::UNCLOSED,
-                span: open,
-                message: format!("unclosed {what}"),
-                label: format!("this {what} is never closed"),
-                help: Some(format!("add the matching {}", describe(k))),
-            });
-            return Err(Fail);
+        if !ends_here {
+            return Err(unexpected_err(inp, describe(k)));
         }
-        Err(self.error_here(describe(k)))
-    }
+        note_hard(inp.state(), span.start);
+        Err(PErr {
+            at: span.start,
+            span: open,
+            msg: Some(Box::new(unclosed(to_span(open), k, what))),
+        })
+    })
+}
 
-    /// Whether the current token can be a name. `out` and `inout` are keywords only in the
-    /// direction position of a kernel parameter; elsewhere they are ordinary names (the
-    /// language's own examples name tiles `out`).
-    fn at_name(&self) -> bool {
-        matches!(self.peek(), Some(Token::Ident | Token::Out | Token::InOut))
+fn unclosed(open: Span, k: Token, what: &str) -> SyntaxError {
+    SyntaxError {
+        code: codes::UNCLOSED,
+        span: open,
+        message: format!("unclosed {what}"),
+        label: format!("this {what} is never closed"),
+        help: Some(format!("add the matching {}", describe(k))),
     }
+}
 
-    fn ident(&mut self, what: &str) -> PResult<Ident> {
-        if self.at_name() {
-            let name = self.text().to_string();
-            let span = self.bump();
-            Ok(Ident { name, span })
-        } else {
-            Err(self.error_here(what))
-        }
-    }
+/// `open inner close`, giving the inner output and the span from opener to closer. The
+/// opener's span is the context of `inner` and of the closer (for "unclosed" errors).
+fn delim<'a, O, P>(
+    open: impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clone,
+    inner: P,
+    k: Token,
+    what: &'static str,
+) -> impl Parser<'a, In<'a>, (O, CSpan), Ex<'a>> + Clone
+where
+    O: 'a,
+    P: Parser<'a, In<'a>, O, Ex<'a>> + Clone,
+{
+    open.then_with_ctx(inner.then(close(k, what)))
+        .map(|(o, (x, c)): (CSpan, (O, CSpan))| (x, CSpan::from(o.start..c.end.max(o.start))))
+}
 
-    fn at_contextual(&self, word: &str) -> bool {
-        self.at(Token::Ident) && self.text() == word
-    }
+/// Remembers where `p` failed, for the recovery strategy that follows.
+fn note_failure<'a, O, P>(p: P) -> impl Parser<'a, In<'a>, O, Ex<'a>> + Clone
+where
+    P: Parser<'a, In<'a>, O, Ex<'a>> + Clone,
+{
+    p.map_err_with_state(|e: PErr, _, st: &mut SimpleState<St<'a>>| {
+        st.fail_at = e.at;
+        e
+    })
+}
 
-    fn enter(&mut self) -> PResult<()> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            let span = self.span();
-            // Report once per item.
-            if !self.errors.iter().any(|e| e.code == codes::TOO_DEEP) {
-                self.errors.push(SyntaxError {
-                    code: codes::TOO_DEEP,
-                    span,
-                    message: format!("nesting deeper than {MAX_DEPTH} levels"),
-                    label: "too deeply nested".into(),
-                    help: Some("split the expression with `let` bindings".into()),
-                });
+/// Statement recovery: skips to the failure point, then to the end of its line at the current
+/// bracket depth, stopping before a `}` that closes the enclosing block. Always makes progress.
+fn sync_statement<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    custom(|inp: &mut Inp<'a, '_>| {
+        let fail_at = inp.state().fail_at;
+        let mut moved = false;
+        loop {
+            let (t, span) = peek_tok(inp);
+            if t.is_none() || span.start >= fail_at {
+                break;
             }
-            // Skip the rest of the item: nothing sensible can be recovered inside.
-            self.pos = self.toks.len();
-            return Err(Fail);
+            inp.skip();
+            moved = true;
+        }
+        let mut depth = 0i32;
+        while let Some(k) = inp.peek() {
+            match k {
+                Token::Newline | Token::Semi if depth <= 0 => break,
+                Token::RBrace if depth <= 0 => break,
+                Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
+                Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
+                _ => {}
+            }
+            inp.skip();
+            moved = true;
+        }
+        if !moved && inp.peek().is_some() {
+            inp.skip();
         }
         Ok(())
-    }
+    })
+}
 
-    fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
-    }
-
-    /// Skips to the end of the current line at the current bracket depth, stopping before a
-    /// `}` that closes the enclosing block.
-    fn sync_statement(&mut self) {
-        let mut depth = 0i32;
-        while let Some(k) = self.peek() {
-            match k {
-                Token::Newline | Token::Semi if depth <= 0 => return,
-                Token::RBrace if depth <= 0 => return,
-                Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
-                Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
-                _ => {}
-            }
-            self.bump();
+/// List-element recovery: skips to the failure point, then to the next `,` or the closer
+/// `close` at the current depth (consuming neither). Gives the failure offset. Fails when the
+/// element failed at the end of the item: the enclosing construct fails with it.
+fn sync_list<'a>(close: Token) -> impl Parser<'a, In<'a>, usize, Ex<'a>> + Clone {
+    custom(move |inp: &mut Inp<'a, '_>| {
+        let (fail_at, eoi) = (inp.state().fail_at, inp.state().eoi);
+        if fail_at >= eoi {
+            let (_, span) = peek_tok(inp);
+            return Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            });
         }
-    }
-
-    /// Skips to the next `,` or the closer `close` at the current depth (not consuming either).
-    fn sync_list(&mut self, close: Token) {
+        loop {
+            let (t, span) = peek_tok(inp);
+            if t.is_none() || span.start >= fail_at {
+                break;
+            }
+            inp.skip();
+        }
         let mut depth = 0i32;
-        while let Some(k) = self.peek() {
+        while let Some(k) = inp.peek() {
             match k {
-                Token::Comma if depth <= 0 => return,
-                k if k == close && depth <= 0 => return,
+                Token::Comma if depth <= 0 => break,
+                k if k == close && depth <= 0 => break,
                 // A list never runs past the end of the enclosing block.
-                Token::RBrace if depth <= 0 => return,
+                Token::RBrace if depth <= 0 => break,
                 Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
                 Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
                 _ => {}
             }
-            self.bump();
+            inp.skip();
         }
-    }
+        Ok(fail_at)
+    })
+}
 
-    fn skip_newlines(&mut self) {
-        while self.eat(Token::Newline) || self.eat(Token::Semi) {}
-    }
+/// Newlines and `;` (between statements, inside braces of lists).
+fn separators<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    one_of([Token::Newline, Token::Semi]).repeated()
+}
 
-    // ---- items -----------------------------------------------------------------------
-
-    fn item(&mut self) -> Item {
-        // Doc comments were dropped by `significant_newlines`; collect them from the source.
-        let docs = self.collect_docs();
-        let start = self.span().start;
-        let kind = match self.item_kind() {
-            Ok(k) => k,
-            Err(Fail) => ItemKind::Error,
-        };
-        // Anything left over after a complete item is an error (once).
-        self.skip_newlines();
-        if self.peek().is_some() && !matches!(kind, ItemKind::Error) {
-            self.error_here("end of line after the item");
+/// A name: an identifier, or `out`/`inout`, which are keywords only in the direction position
+/// of a kernel parameter (the language's own examples name tiles `out`).
+fn name<'a>() -> impl Parser<'a, In<'a>, Ident, Ex<'a>> + Clone {
+    one_of([Token::Ident, Token::Out, Token::InOut]).map_with(|_, e: &mut Mx<'a, '_>| {
+        let span: CSpan = e.span();
+        let st: &mut St = e.state();
+        Ident {
+            name: st.text.get(span.start..span.end).unwrap_or("").to_string(),
+            span: to_span(span),
         }
-        let end = self.end_span().end.max(start);
-        Item {
-            docs,
-            kind,
-            span: Span::new(0, end),
-        }
-    }
+    })
+}
 
-    fn collect_docs(&self) -> Option<String> {
-        // The item's raw tokens start at `base`; doc comment text sits between `base` and the
-        // first significant token.
-        let first = self.toks.first()?;
-        let region = self
-            .src
-            .get(self.base as usize..first.span.start as usize)?;
-        let lines: Vec<&str> = region
-            .lines()
-            .map(str::trim)
-            .filter_map(|l| l.strip_prefix("///"))
-            .map(|l| l.strip_prefix(' ').unwrap_or(l))
-            .collect();
-        if lines.is_empty() {
-            None
-        } else {
-            Some(lines.join("\n"))
-        }
-    }
+/// A name or the error "expected `what`, found ...".
+fn name_or<'a>(what: &'static str) -> impl Parser<'a, In<'a>, Ident, Ex<'a>> + Clone {
+    name().or(fail(what))
+}
 
-    fn item_kind(&mut self) -> PResult<ItemKind> {
-        match self.peek() {
-            Some(Token::Import) => self.import().map(ItemKind::Import),
-            Some(Token::Const) => {
-                self.bump();
-                let name = self.ident("a constant name")?;
-                let ty = if self.eat(Token::Colon) {
-                    Some(self.type_expr()?)
-                } else {
-                    None
-                };
-                self.expect(Token::Assign, "`=`")?;
-                let value = self.expr()?;
-                Ok(ItemKind::Const(ConstDecl { name, ty, value }))
-            }
-            Some(Token::Param) => {
-                self.bump();
-                let name = self.ident("a parameter name")?;
-                self.expect(Token::Colon, "`:` and a type")?;
-                let ty = self.type_expr()?;
-                let default = if self.eat(Token::Assign) {
-                    Some(self.expr()?)
-                } else {
-                    None
-                };
-                Ok(ItemKind::Param(ParamDecl { name, ty, default }))
-            }
-            Some(Token::Axis) => {
-                self.bump();
-                let name = self.ident("an axis name")?;
-                self.expect(Token::Assign, "`=`")?;
-                let ctor = self.expr()?;
-                Ok(ItemKind::Axis(AxisDecl { name, ctor }))
-            }
-            Some(k @ (Token::Input | Token::Output | Token::Tensor)) => {
-                let kind_span = self.bump();
-                let kind = match k {
-                    Token::Input => TensorKind::Input,
-                    Token::Output => TensorKind::Output,
-                    _ => TensorKind::Scratch,
-                };
-                let name = self.ident("a tensor name")?;
-                self.expect(Token::Colon, "`:` and a tensor type")?;
-                let ty = self.type_expr()?;
-                let init = if self.eat(Token::Assign) {
-                    Some(self.expr()?)
-                } else {
-                    None
-                };
-                Ok(ItemKind::Tensor(TensorDecl {
-                    kind,
-                    kind_span,
-                    name,
-                    ty,
-                    init,
-                }))
-            }
-            Some(Token::Kernel | Token::Extern) => self.kernel().map(ItemKind::Kernel),
-            Some(Token::Workload) => {
-                self.bump();
-                let name = self.ident("a workload name")?;
-                let body = if self.eat(Token::Assign) {
-                    WorkloadBody::Expr(self.expr()?)
-                } else if self.at(Token::LBrace) {
-                    WorkloadBody::Block(self.block()?)
-                } else {
-                    return Err(self.error_here("`{` or `=`"));
-                };
-                Ok(ItemKind::Workload(Workload { name, body }))
-            }
-            Some(Token::Channel) => {
-                self.bump();
-                let name = self.ident("a channel name")?;
-                let mut ty_name = None;
-                let mut args = Vec::new();
-                if self.eat(Token::Colon) {
-                    ty_name = Some(self.ident("`Channel`")?);
-                    if self.at(Token::LBracket) {
-                        let open = self.bump();
-                        args = self.args(Token::RBracket)?;
-                        self.expect_close(Token::RBracket, open, "`[`")?;
-                    }
-                }
-                Ok(ItemKind::Channel(ChannelDecl {
-                    name,
-                    ty_name,
-                    args,
-                }))
-            }
-            Some(Token::Process) => self.process().map(ItemKind::Process),
-            Some(Token::Schedule) => self.schedule().map(ItemKind::Schedule),
-            Some(Token::Expect) => {
-                self.bump();
-                let expr = self.expr()?;
-                Ok(ItemKind::Expect(Expect { expr }))
-            }
-            _ => Err(self.error_here("an item")),
-        }
-    }
-
-    fn import(&mut self) -> PResult<Import> {
-        self.bump();
-        let mut path = vec![self.ident("a module name")?];
-        let mut names = None;
-        while self.eat(Token::Dot) {
-            if self.at(Token::LBrace) {
-                let open = self.bump();
-                let mut list = Vec::new();
-                loop {
-                    self.skip_newlines();
-                    if self.at(Token::RBrace) {
-                        break;
-                    }
-                    list.push(self.ident("a name to import")?);
-                    self.skip_newlines();
-                    if !self.eat(Token::Comma) {
-                        break;
-                    }
-                }
-                self.skip_newlines();
-                self.expect_close(Token::RBrace, open, "`{`")?;
-                names = Some(list);
-                break;
-            }
-            path.push(self.ident("a module name or `{`")?);
-        }
-        Ok(Import { path, names })
-    }
-
-    fn kernel(&mut self) -> PResult<Kernel> {
-        let extern_span = if self.at(Token::Extern) {
-            Some(self.bump())
-        } else {
-            None
-        };
-        self.expect(Token::Kernel, "`kernel`")?;
-        let name = self.ident("a kernel name")?;
-        let open = self.expect(Token::LParen, "`(`")?;
-        let mut params = Vec::new();
-        loop {
-            if self.at(Token::RParen) || self.peek().is_none() {
-                break;
-            }
-            match self.kernel_param() {
-                Ok(p) => params.push(p),
-                Err(Fail) => self.sync_list(Token::RParen),
-            }
-            if !self.eat(Token::Comma) {
-                break;
-            }
-        }
-        self.expect_close(Token::RParen, open, "`(`")?;
-        let body = if extern_span.is_some() {
-            let open = self.expect(Token::LBrace, "`{`")?;
-            let mut bindings = Vec::new();
-            loop {
-                self.skip_newlines();
-                if self.at(Token::RBrace) || self.peek().is_none() {
-                    break;
-                }
-                let target = self.ident("a target name (`ascend`, `aie`)")?;
-                self.expect(Token::Colon, "`:`")?;
-                if !self.at(Token::Str) && !self.at(Token::UnterminatedStr) {
-                    return Err(self.error_here("a file path string"));
-                }
-                let (value, span) = self.string_lit();
-                bindings.push(ExternBinding {
-                    target,
-                    path: StrLit { value, span },
-                });
-                self.skip_newlines();
-                if !self.eat(Token::Comma) {
-                    self.skip_newlines();
-                    break;
-                }
-            }
-            self.skip_newlines();
-            self.expect_close(Token::RBrace, open, "`{`")?;
-            KernelBody::Extern(bindings)
-        } else {
-            KernelBody::Block(self.block()?)
-        };
-        Ok(Kernel {
-            extern_span,
-            name,
-            params,
-            body,
-        })
-    }
-
-    fn kernel_param(&mut self) -> PResult<KernelParam> {
-        let name = self.ident("a parameter name")?;
-        let start = name.span.start;
-        self.expect(Token::Colon, "`:`")?;
-        let dir = match self.peek() {
-            Some(Token::In) => Some((Direction::In, self.bump())),
-            Some(Token::Out) if self.peek_at(1) == Some(Token::Ident) => {
-                Some((Direction::Out, self.bump()))
-            }
-            Some(Token::InOut) if self.peek_at(1) == Some(Token::Ident) => {
-                Some((Direction::InOut, self.bump()))
-            }
-            _ => None,
-        };
-        let ty = self.type_expr()?;
-        let default = if self.eat(Token::Assign) {
-            Some(self.expr()?)
-        } else {
-            None
-        };
-        let end = self.prev_span().end;
-        Ok(KernelParam {
-            name,
-            dir,
-            ty,
-            default,
-            span: Span::new(start, end),
-        })
-    }
-
-    fn process(&mut self) -> PResult<Process> {
-        self.bump();
-        let name = self.ident("a process name")?;
-        let mut consumes = Vec::new();
-        let mut produces = Vec::new();
-        loop {
-            let list = if self.at_contextual("consumes") {
-                &mut consumes
-            } else if self.at_contextual("produces") {
-                &mut produces
+/// The identifier `word` (a contextual keyword such as `pipe`, `cube`, `consumes`).
+fn word<'a>(word: &'static str) -> impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clone {
+    just(Token::Ident).map_with(|_, e| e.span()).try_map_with(
+        move |span: CSpan, e: &mut Mx<'a, '_>| {
+            let st: &mut St = e.state();
+            if st.text.get(span.start..span.end) == Some(word) {
+                Ok(span)
             } else {
-                break;
-            };
-            self.bump();
-            let mut names = vec![self.ident("a channel name")?];
-            while self.eat(Token::Comma) {
-                names.push(self.ident("a channel name")?);
-            }
-            list.extend(names);
-        }
-        if !self.at(Token::LBrace) {
-            return Err(self.error_here("`consumes`, `produces` or `{`"));
-        }
-        let body = self.block()?;
-        Ok(Process {
-            name,
-            consumes,
-            produces,
-            body,
-        })
-    }
-
-    fn schedule(&mut self) -> PResult<Schedule> {
-        self.bump();
-        let name = self.ident("a schedule name")?;
-        self.expect(Token::Assign, "`=`")?;
-        let workload = self.ident("a workload name")?;
-        let mut directives = Vec::new();
-        while self.at(Token::Dot) {
-            let dot = self.bump();
-            let dname = self.ident("a schedule directive")?;
-            let mut args = Vec::new();
-            if self.at(Token::LParen) {
-                let open = self.bump();
-                args = self.args(Token::RParen)?;
-                self.expect_close(Token::RParen, open, "`(`")?;
-            }
-            let end = self.prev_span().end;
-            directives.push(Directive {
-                name: dname,
-                args,
-                span: Span::new(dot.start, end),
-            });
-        }
-        Ok(Schedule {
-            name,
-            workload,
-            directives,
-        })
-    }
-
-    fn type_expr(&mut self) -> PResult<TypeExpr> {
-        let dtype = self.ident("a type such as `f32` or `f32[64, 64]`")?;
-        let start = dtype.span.start;
-        let dims = if self.at(Token::LBracket) {
-            let open = self.bump();
-            let mut dims = Vec::new();
-            loop {
-                if self.at(Token::RBracket) || self.peek().is_none() {
-                    break;
-                }
-                let dstart = self.span().start;
-                let partial = self.eat(Token::DotDot);
-                let size = self.expr_bp(BP_RANGE + 1)?;
-                let dend = self.prev_span().end;
-                dims.push(Dim {
-                    partial,
-                    size,
-                    span: Span::new(dstart, dend),
-                });
-                if !self.eat(Token::Comma) {
-                    break;
-                }
-            }
-            self.expect_close(Token::RBracket, open, "`[`")?;
-            Some(dims)
-        } else {
-            None
-        };
-        let end = self.prev_span().end;
-        Ok(TypeExpr {
-            dtype,
-            dims,
-            span: Span::new(start, end),
-        })
-    }
-
-    // ---- statements ------------------------------------------------------------------
-
-    fn block(&mut self) -> PResult<Block> {
-        let open = self.expect(Token::LBrace, "`{`")?;
-        self.enter()?;
-        let mut stmts = Vec::new();
-        loop {
-            self.skip_newlines();
-            match self.peek() {
-                None => {
-                    // Unclosed block: report at the opener but keep what was parsed.
-                    let _ = self.expect_close(Token::RBrace, open, "`{`");
-                    self.leave();
-                    let end = self.end_span().end.max(open.end);
-                    return Ok(Block {
-                        stmts,
-                        span: Span::new(open.start, end),
-                    });
-                }
-                Some(Token::RBrace) => break,
-                _ => {}
-            }
-            let start_pos = self.pos;
-            let sstart = self.span().start;
-            let stmt = match self.stmt() {
-                Ok(kind) => {
-                    // A statement ends at a newline, `;` or the block's `}`.
-                    if !matches!(
-                        self.peek(),
-                        None | Some(Token::Newline | Token::Semi | Token::RBrace)
-                    ) {
-                        self.error_here("end of statement (a new line or `;`)");
-                        self.sync_statement();
-                    }
-                    kind
-                }
-                Err(Fail) => {
-                    self.sync_statement();
-                    StmtKind::Error
-                }
-            };
-            if self.pos == start_pos {
-                // Guarantee progress.
-                self.bump();
-            }
-            let send = self.prev_span().end.max(sstart);
-            stmts.push(Stmt {
-                kind: stmt,
-                span: Span::new(sstart, send),
-            });
-            if self.depth > MAX_DEPTH {
-                break;
-            }
-        }
-        let close = self.bump();
-        self.leave();
-        Ok(Block {
-            stmts,
-            span: Span::new(open.start, close.end),
-        })
-    }
-
-    fn stmt(&mut self) -> PResult<StmtKind> {
-        match self.peek() {
-            Some(Token::Let) => {
-                self.bump();
-                let (names, tuple) = if self.at(Token::LParen) {
-                    let open = self.bump();
-                    let mut names = vec![self.ident("a name")?];
-                    while self.eat(Token::Comma) {
-                        if self.at(Token::RParen) {
-                            break;
-                        }
-                        names.push(self.ident("a name")?);
-                    }
-                    self.expect_close(Token::RParen, open, "`(`")?;
-                    (names, true)
-                } else {
-                    (vec![self.ident("a name")?], false)
-                };
-                let ty = if self.eat(Token::Colon) {
-                    Some(self.type_expr()?)
-                } else {
-                    None
-                };
-                self.expect(Token::Assign, "`=`")?;
-                let value = self.expr()?;
-                Ok(StmtKind::Let {
-                    names,
-                    tuple,
-                    ty,
-                    value,
-                })
-            }
-            Some(Token::Var) => {
-                self.bump();
-                let name = self.ident("a name")?;
-                let ty = if self.eat(Token::Colon) {
-                    Some(self.type_expr()?)
-                } else {
-                    None
-                };
-                self.expect(Token::Assign, "`=`")?;
-                let value = self.expr()?;
-                Ok(StmtKind::Var { name, ty, value })
-            }
-            Some(Token::For) => {
-                self.bump();
-                let mut vars = vec![self.ident("a loop variable")?];
-                while self.eat(Token::Comma) {
-                    vars.push(self.ident("a loop variable")?);
-                }
-                self.expect(Token::In, "`in`")?;
-                let iter = self.expr()?;
-                let body = self.block()?;
-                Ok(StmtKind::For { vars, iter, body })
-            }
-            Some(Token::When) => {
-                self.bump();
-                let mut branches = Vec::new();
-                let cond = self.expr()?;
-                let body = self.block()?;
-                branches.push((cond, body));
-                let mut otherwise = None;
-                while self.at(Token::Else)
-                    || (self.at(Token::Newline) && self.peek_at(1) == Some(Token::Else))
-                {
-                    self.eat(Token::Newline);
-                    self.bump();
-                    if self.eat(Token::When) {
-                        let cond = self.expr()?;
-                        let body = self.block()?;
-                        branches.push((cond, body));
-                    } else {
-                        otherwise = Some(self.block()?);
-                        break;
-                    }
-                }
-                Ok(StmtKind::When {
-                    branches,
-                    otherwise,
-                })
-            }
-            Some(Token::Send) => {
-                self.bump();
-                let channel = self.ident("a channel name")?;
-                self.expect(Token::Comma, "`,` and the task or value to send")?;
-                let value = self.expr()?;
-                Ok(StmtKind::Send { channel, value })
-            }
-            Some(Token::Consume) => {
-                self.bump();
-                let channel = self.ident("a channel name")?;
-                self.expect(Token::As, "`as`")?;
-                let bindings = if self.at(Token::LParen) {
-                    let open = self.bump();
-                    let mut names = vec![self.ident("a name")?];
-                    while self.eat(Token::Comma) {
-                        names.push(self.ident("a name")?);
-                    }
-                    self.expect_close(Token::RParen, open, "`(`")?;
-                    names
-                } else {
-                    vec![self.ident("a name")?]
-                };
-                let body = self.block()?;
-                Ok(StmtKind::Consume {
-                    channel,
-                    bindings,
-                    body,
-                })
-            }
-            Some(Token::Ident)
-                if self.text() == "pipe"
-                    && self.peek_at(1) == Some(Token::Ident)
-                    && self.peek_at(2) == Some(Token::Colon) =>
-            {
-                self.bump();
-                let name = self.ident("a pipe name")?;
-                self.expect(Token::Colon, "`:`")?;
-                let pipe_ty = self.ident("`Pipe`")?;
-                if pipe_ty.name != "Pipe" {
-                    self.errors.push(SyntaxError {
-                        code: codes::UNEXPECTED,
-                        span: pipe_ty.span,
-                        message: format!("expected `Pipe`, found `{}`", pipe_ty.name),
-                        label: "expected `Pipe[tile type, slots: n]`".into(),
-                        help: None,
-                    });
-                    return Err(Fail);
-                }
-                let open = self.expect(Token::LBracket, "`[`")?;
-                let elem = self.type_expr()?;
-                let mut args = Vec::new();
-                if self.eat(Token::Comma) {
-                    args = self.args(Token::RBracket)?;
-                }
-                self.expect_close(Token::RBracket, open, "`[`")?;
-                Ok(StmtKind::Pipe { name, elem, args })
-            }
-            Some(Token::Ident)
-                if (self.text() == "cube" || self.text() == "vector")
-                    && self.peek_at(1) == Some(Token::LBrace) =>
-            {
-                let kind = if self.text() == "cube" {
-                    SectionKind::Cube
-                } else {
-                    SectionKind::Vector
-                };
-                let kind_span = self.bump();
-                let body = self.block()?;
-                Ok(StmtKind::Section {
-                    kind,
-                    kind_span,
-                    body,
-                })
-            }
-            _ => {
-                let target = self.expr()?;
-                let op = match self.peek() {
-                    Some(Token::Assign) => Some(None),
-                    Some(Token::PlusAssign) => Some(Some(BinOp::Add)),
-                    Some(Token::MinusAssign) => Some(Some(BinOp::Sub)),
-                    Some(Token::StarAssign) => Some(Some(BinOp::Mul)),
-                    Some(Token::SlashAssign) => Some(Some(BinOp::Div)),
-                    _ => None,
-                };
-                match op {
-                    Some(op) => {
-                        self.bump();
-                        let value = self.expr()?;
-                        Ok(StmtKind::Assign { target, op, value })
-                    }
-                    None => Ok(StmtKind::Expr(target)),
-                }
-            }
-        }
-    }
-
-    // ---- expressions -----------------------------------------------------------------
-
-    fn expr(&mut self) -> PResult<Expr> {
-        self.expr_bp(0)
-    }
-
-    /// Pratt parser: `min_bp` is the lowest binding power accepted.
-    fn expr_bp(&mut self, min_bp: u8) -> PResult<Expr> {
-        self.enter()?;
-        let r = self.expr_bp_inner(min_bp);
-        self.leave();
-        r
-    }
-
-    fn expr_bp_inner(&mut self, min_bp: u8) -> PResult<Expr> {
-        // Prefix range `..b`.
-        let mut lhs = if self.at(Token::DotDot) && min_bp <= BP_RANGE {
-            let start = self.bump();
-            let end = if self.range_end_follows() {
-                None
-            } else {
-                Some(Box::new(self.expr_bp(BP_RANGE + 1)?))
-            };
-            let span = Span::new(start.start, self.prev_span().end);
-            return Ok(Expr {
-                kind: ExprKind::Range { start: None, end },
-                span,
-            });
-        } else {
-            self.unary()?
-        };
-        while let Some(tok) = self.peek() {
-            if tok == Token::DotDot {
-                if BP_RANGE < min_bp {
-                    break;
-                }
-                self.bump();
-                let end = if self.range_end_follows() {
-                    None
-                } else {
-                    Some(Box::new(self.expr_bp(BP_RANGE + 1)?))
-                };
-                let span = Span::new(lhs.span.start, self.prev_span().end);
-                lhs = Expr {
-                    kind: ExprKind::Range {
-                        start: Some(Box::new(lhs)),
-                        end,
-                    },
+                Err(PErr {
+                    at: span.start,
                     span,
-                };
-                continue;
+                    msg: None,
+                })
             }
-            let Some((op, bp)) = binop(tok) else { break };
-            if bp < min_bp {
-                break;
-            }
-            self.bump();
-            let rhs = self.expr_bp(bp + 1)?;
-            let span = lhs.span.cover(rhs.span);
-            lhs = Expr {
-                kind: ExprKind::Binary {
-                    op,
-                    lhs: Box::new(lhs),
-                    rhs: Box::new(rhs),
-                },
-                span,
-            };
-        }
-        Ok(lhs)
-    }
+        },
+    )
+}
 
-    /// Whether a range's end is omitted (`a..` before `,`, `]`, `)` or `{`).
-    fn range_end_follows(&self) -> bool {
-        matches!(
-            self.peek(),
-            None | Some(
-                Token::Comma
-                    | Token::RBracket
-                    | Token::RParen
-                    | Token::LBrace
-                    | Token::Newline
-                    | Token::Semi
-            )
-        )
-    }
-
-    fn unary(&mut self) -> PResult<Expr> {
-        let op = match self.peek() {
-            Some(Token::Minus) => Some(UnOp::Neg),
-            Some(Token::Bang) => Some(UnOp::Not),
-            _ => None,
-        };
-        if let Some(op) = op {
-            let start = self.bump();
-            self.enter()?;
-            let inner = self.unary();
-            self.leave();
-            let inner = inner?;
-            let span = Span::new(start.start, inner.span.end);
-            return Ok(Expr {
-                kind: ExprKind::Unary {
-                    op,
-                    expr: Box::new(inner),
-                },
-                span,
-            });
-        }
-        self.postfix()
-    }
-
-    fn postfix(&mut self) -> PResult<Expr> {
-        let mut e = self.primary()?;
-        loop {
-            match self.peek() {
-                Some(Token::Dot) => {
-                    self.bump();
-                    let field = self.ident("a name after `.`")?;
-                    let span = Span::new(e.span.start, field.span.end);
-                    e = Expr {
-                        kind: ExprKind::Field {
-                            base: Box::new(e),
-                            field,
-                        },
-                        span,
-                    };
-                }
-                Some(Token::LParen) => {
-                    let open = self.bump();
-                    let args = self.args(Token::RParen)?;
-                    let close = self.expect_close(Token::RParen, open, "`(`")?;
-                    let span = Span::new(e.span.start, close.end);
-                    // `k[coords](args)` is a task call.
-                    let (callee, coords) = match e.kind {
-                        ExprKind::Index { base, indices } => (base, Some(indices)),
-                        other => (
-                            Box::new(Expr {
-                                kind: other,
-                                span: e.span,
-                            }),
-                            None,
-                        ),
-                    };
-                    e = Expr {
-                        kind: ExprKind::Call {
-                            callee,
-                            coords,
-                            args,
-                        },
-                        span,
-                    };
-                }
-                Some(Token::LBracket) => {
-                    let open = self.bump();
-                    let indices = self.list(Token::RBracket, true)?;
-                    let close = self.expect_close(Token::RBracket, open, "`[`")?;
-                    let span = Span::new(e.span.start, close.end);
-                    e = Expr {
-                        kind: ExprKind::Index {
-                            base: Box::new(e),
-                            indices,
-                        },
-                        span,
-                    };
-                }
-                _ => break,
-            }
-        }
-        Ok(e)
-    }
-
-    fn primary(&mut self) -> PResult<Expr> {
-        let span = self.span();
-        let kind = match self.peek() {
-            Some(Token::Int) => {
-                let text = self.text().replace('_', "");
-                self.bump();
-                let parsed = if let Some(hex) =
-                    text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
-                {
-                    u64::from_str_radix(hex, 16)
-                } else {
-                    text.parse::<u64>()
-                };
-                match parsed {
-                    Ok(v) => ExprKind::Int(v),
-                    Err(_) => {
-                        self.bad_number(span, "integer literal is out of range or malformed");
-                        ExprKind::Error
-                    }
-                }
-            }
-            Some(Token::Float) => {
-                let text = self.text().replace('_', "");
-                self.bump();
-                match text.parse::<f64>() {
-                    Ok(v) if v.is_finite() => ExprKind::Float(FloatLit(v)),
-                    _ => {
-                        self.bad_number(span, "float literal is out of range or malformed");
-                        ExprKind::Error
-                    }
-                }
-            }
-            Some(Token::Str | Token::UnterminatedStr) => {
-                let (value, _) = self.string_lit();
-                ExprKind::Str(value)
-            }
-            Some(Token::True) => {
-                self.bump();
-                ExprKind::Bool(true)
-            }
-            Some(Token::False) => {
-                self.bump();
-                ExprKind::Bool(false)
-            }
-            Some(Token::Ident | Token::Out | Token::InOut) => {
-                let id = self.ident("a name")?;
-                ExprKind::Name(id)
-            }
-            Some(Token::LParen) => {
-                let open = self.bump();
-                let mut items = self.list(Token::RParen, false)?;
-                let close = self.expect_close(Token::RParen, open, "`(`")?;
-                if items.len() == 1 && !self.prev_was_trailing_comma(close) {
-                    let mut inner = items.remove(0);
-                    inner.span = Span::new(open.start, close.end);
-                    return Ok(inner);
-                }
-                return Ok(Expr {
-                    kind: ExprKind::Tuple(items),
-                    span: Span::new(open.start, close.end),
-                });
-            }
-            Some(Token::LBracket) => {
-                let open = self.bump();
-                let items = self.list(Token::RBracket, false)?;
-                let close = self.expect_close(Token::RBracket, open, "`[`")?;
-                return Ok(Expr {
-                    kind: ExprKind::List(items),
-                    span: Span::new(open.start, close.end),
-                });
-            }
-            _ => return Err(self.error_here("an expression")),
-        };
-        Ok(Expr {
-            kind,
-            span: Span::new(span.start, self.prev_span().end),
-        })
-    }
-
-    fn prev_was_trailing_comma(&self, close: Span) -> bool {
-        // The token before `)` is a comma: `(a,)` is a one-element tuple.
-        self.pos >= 2
-            && self
-                .toks
-                .get(self.pos - 2)
-                .is_some_and(|t| t.kind == Token::Comma && self.rel(t.span).end <= close.start)
-    }
-
-    fn bad_number(&mut self, span: Span, message: &str) {
-        self.errors.push(SyntaxError {
+fn bad_number(span: CSpan, message: &str) -> PErr {
+    PErr {
+        at: span.start,
+        span,
+        msg: Some(Box::new(SyntaxError {
             code: codes::BAD_NUMBER,
-            span,
+            span: to_span(span),
             message: message.into(),
             label: "invalid number".into(),
             help: Some(
                 "integers fit in 64 bits (`42`, `0x2a`, `1_024`); floats are finite (`1.0`, `1e-6`)"
                     .into(),
             ),
-        });
-    }
-
-    /// Consumes a string token and returns its unescaped value and span.
-    fn string_lit(&mut self) -> (String, Span) {
-        let raw = self.text();
-        let span = self.bump();
-        let inner = raw.strip_prefix('"').unwrap_or(raw);
-        let inner = inner.strip_suffix('"').unwrap_or(inner);
-        let mut out = String::with_capacity(inner.len());
-        let mut chars = inner.chars();
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                match chars.next() {
-                    Some('n') => out.push('\n'),
-                    Some('t') => out.push('\t'),
-                    Some('r') => out.push('\r'),
-                    Some('0') => out.push('\0'),
-                    Some(other) => out.push(other),
-                    None => {}
-                }
-            } else {
-                out.push(c);
-            }
-        }
-        (out, span)
-    }
-
-    /// A comma-separated list of expressions up to `close` (not consumed). Elements that fail
-    /// become `Error` expressions and parsing resumes at the next `,`.
-    fn list(&mut self, close: Token, slices: bool) -> PResult<Vec<Expr>> {
-        let mut items = Vec::new();
-        loop {
-            if self.at(close) || self.peek().is_none() {
-                break;
-            }
-            if slices && self.at(Token::Colon) {
-                let span = self.bump();
-                items.push(Expr {
-                    kind: ExprKind::FullSlice,
-                    span,
-                });
-            } else {
-                let start = self.span();
-                match self.expr() {
-                    Ok(e) => items.push(e),
-                    Err(Fail) => {
-                        if self.depth > MAX_DEPTH || self.pos >= self.toks.len() {
-                            return Err(Fail);
-                        }
-                        self.sync_list(close);
-                        items.push(Expr {
-                            kind: ExprKind::Error,
-                            span: Span::new(start.start, self.prev_span().end.max(start.start)),
-                        });
-                    }
-                }
-            }
-            if !self.eat(Token::Comma) {
-                break;
-            }
-        }
-        Ok(items)
-    }
-
-    /// Call arguments `a, name: b` up to `close` (not consumed), recovering per argument.
-    fn args(&mut self, close: Token) -> PResult<Vec<Arg>> {
-        let mut args = Vec::new();
-        loop {
-            if self.at(close) || self.peek().is_none() {
-                break;
-            }
-            let start = self.span().start;
-            let name = if self.at_name() && self.peek_at(1) == Some(Token::Colon) {
-                let id = self.ident("a name")?;
-                self.bump();
-                Some(id)
-            } else {
-                None
-            };
-            let value = match self.expr() {
-                Ok(e) => e,
-                Err(Fail) => {
-                    if self.depth > MAX_DEPTH || self.pos >= self.toks.len() {
-                        return Err(Fail);
-                    }
-                    let s = self.span().start;
-                    self.sync_list(close);
-                    Expr {
-                        kind: ExprKind::Error,
-                        span: Span::new(s, self.prev_span().end.max(s)),
-                    }
-                }
-            };
-            let end = value.span.end.max(start);
-            args.push(Arg {
-                name,
-                value,
-                span: Span::new(start, end),
-            });
-            if !self.eat(Token::Comma) {
-                break;
-            }
-        }
-        Ok(args)
+        })),
     }
 }
 
-const BP_RANGE: u8 = 1;
+/// The unescaped value of a string token's text.
+fn unescape(raw: &str) -> String {
+    let inner = raw.strip_prefix('"').unwrap_or(raw);
+    let inner = inner.strip_suffix('"').unwrap_or(inner);
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some('0') => out.push('\0'),
+                Some(other) => out.push(other),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
-fn binop(t: Token) -> Option<(BinOp, u8)> {
-    Some(match t {
-        Token::OrOr => (BinOp::Or, 2),
-        Token::AndAnd => (BinOp::And, 3),
-        Token::EqEq => (BinOp::Eq, 4),
-        Token::NotEq => (BinOp::Ne, 4),
-        Token::Lt => (BinOp::Lt, 4),
-        Token::Le => (BinOp::Le, 4),
-        Token::Gt => (BinOp::Gt, 4),
-        Token::Ge => (BinOp::Ge, 4),
-        Token::Plus => (BinOp::Add, 5),
-        Token::Minus => (BinOp::Sub, 5),
-        Token::Star => (BinOp::Mul, 6),
-        Token::Slash => (BinOp::Div, 6),
-        Token::Percent => (BinOp::Rem, 6),
-        _ => return None,
+/// A string literal (a value and its span).
+fn string<'a>() -> impl Parser<'a, In<'a>, StrLit, Ex<'a>> + Clone {
+    one_of([Token::Str, Token::UnterminatedStr]).map_with(|_, e: &mut Mx<'a, '_>| {
+        let span: CSpan = e.span();
+        let st: &mut St = e.state();
+        StrLit {
+            value: unescape(st.text.get(span.start..span.end).unwrap_or("")),
+            span: to_span(span),
+        }
     })
+}
+
+fn expr_at(kind: ExprKind, span: Span) -> Expr {
+    Expr { kind, span }
+}
+
+/// A postfix operation: `.field`, `(args)`, `[indices]`.
+enum Post {
+    Field(Ident),
+    Call(Vec<Arg>, CSpan),
+    Index(Vec<Expr>, CSpan),
+}
+
+fn binop_fold(lhs: Expr, op: BinOp, rhs: Expr, _: &mut Mx<'_, '_>) -> Expr {
+    let span = lhs.span.cover(rhs.span);
+    Expr {
+        kind: ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        },
+        span,
+    }
+}
+
+/// Whether a range's end is omitted (`a..` before `,`, `]`, `)`, `{`, a line end or the end).
+fn range_end_omitted<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    custom(|inp: &mut Inp<'a, '_>| {
+        let (t, span) = peek_tok(inp);
+        match t {
+            None
+            | Some(
+                Token::Comma
+                | Token::RBracket
+                | Token::RParen
+                | Token::LBrace
+                | Token::Newline
+                | Token::Semi,
+            ) => Ok(()),
+            _ => Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            }),
+        }
+    })
+}
+
+type Boxed<'a, O> = chumsky::Boxed<'a, 'a, In<'a>, O, Ex<'a>>;
+
+/// The expression parsers: `expr` (ranges included) and `binary` (no ranges: type dims and
+/// range ends).
+struct ExprParsers<'a> {
+    expr: Boxed<'a, Expr>,
+    binary: Boxed<'a, Expr>,
+    args_paren: Boxed<'a, Vec<Arg>>,
+    args_bracket: Boxed<'a, Vec<Arg>>,
+}
+
+/// Call arguments `a, name: b` up to `close` (not consumed), recovering per argument: a failed
+/// argument becomes an `Error` expression and parsing resumes at the next `,` or the closer.
+fn args<'a>(expr: Boxed<'a, Expr>, close: Token) -> Boxed<'a, Vec<Arg>> {
+    let value = note_failure(expr.then_ignore(committed())).recover_with(via_parser(
+        sync_list(close).map_with(|fail_at, e| {
+            let end = e.span().end.max(fail_at);
+            expr_at(ExprKind::Error, Span::new(fail_at as u32, end as u32))
+        }),
+    ));
+    let arg = not_at_or_end(close)
+        .ignore_then(
+            // `name:` (looked at before building the name, which most arguments lack).
+            one_of([Token::Ident, Token::Out, Token::InOut])
+                .then(just(Token::Colon))
+                .rewind()
+                .ignore_then(name())
+                .then_ignore(just(Token::Colon))
+                .or_not(),
+        )
+        .then(value)
+        .map_with(|(name, value): (Option<Ident>, Expr), e| {
+            let start = e.span().start as u32;
+            let end = value.span.end.max(start);
+            Arg {
+                name,
+                value,
+                span: Span::new(start, end),
+            }
+        });
+    arg.separated_by(just(Token::Comma))
+        .allow_trailing()
+        .collect::<Vec<_>>()
+        .boxed()
+}
+
+/// A comma-separated list of expressions up to `close` (not consumed), with `:` full slices
+/// when `slices`. Elements that fail become `Error` expressions; parsing resumes at the next
+/// `,`. Also tells whether the list ends with a comma (`(a,)` is a one-element tuple).
+fn list<'a>(expr: Boxed<'a, Expr>, close: Token, slices: bool) -> Boxed<'a, (Vec<Expr>, bool)> {
+    let value = note_failure(expr.then_ignore(committed())).recover_with(via_parser(
+        sync_list(close).map_with(|_, e| {
+            let s = e.span();
+            expr_at(ExprKind::Error, to_span(s))
+        }),
+    ));
+    let full_slice = just(Token::Colon)
+        .filter(move |_| slices)
+        .map_with(|_, e| expr_at(ExprKind::FullSlice, to_span(e.span())));
+    not_at_or_end(close)
+        .ignore_then(full_slice.or(value))
+        .separated_by(just(Token::Comma))
+        .collect::<Vec<_>>()
+        .then(just(Token::Comma).or_not().map(|c| c.is_some()))
+        .boxed()
+}
+
+fn expressions<'a>() -> ExprParsers<'a> {
+    let mut expr: Recursive<Indirect<'a, 'a, In<'a>, Expr, Ex<'a>>> = Recursive::declare();
+    let mut binary: Recursive<Indirect<'a, 'a, In<'a>, Expr, Ex<'a>>> = Recursive::declare();
+    let expr_b = expr.clone().boxed();
+
+    let args_paren = args(expr_b.clone(), Token::RParen);
+    let args_bracket = args(expr_b.clone(), Token::RBracket);
+    let list_paren = list(expr_b.clone(), Token::RParen, false);
+    let list_bracket = list(expr_b.clone(), Token::RBracket, false);
+    let list_index = list(expr_b.clone(), Token::RBracket, true);
+
+    let int = just(Token::Int).map_with(|_, e: &mut Mx<'a, '_>| {
+        let span: CSpan = e.span();
+        let st: &mut St = e.state();
+        let text = st
+            .text
+            .get(span.start..span.end)
+            .unwrap_or("")
+            .replace('_', "");
+        let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
+        {
+            u64::from_str_radix(hex, 16)
+        } else {
+            text.parse::<u64>()
+        };
+        match parsed {
+            Ok(v) => expr_at(ExprKind::Int(v), to_span(span)),
+            Err(_) => {
+                e.emit(bad_number(
+                    span,
+                    "integer literal is out of range or malformed",
+                ));
+                expr_at(ExprKind::Error, to_span(span))
+            }
+        }
+    });
+    let float = just(Token::Float).map_with(|_, e: &mut Mx<'a, '_>| {
+        let span: CSpan = e.span();
+        let st: &mut St = e.state();
+        let text = st
+            .text
+            .get(span.start..span.end)
+            .unwrap_or("")
+            .replace('_', "");
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => expr_at(ExprKind::Float(FloatLit(v)), to_span(span)),
+            _ => {
+                e.emit(bad_number(
+                    span,
+                    "float literal is out of range or malformed",
+                ));
+                expr_at(ExprKind::Error, to_span(span))
+            }
+        }
+    });
+    let string_e = string().map(|s| expr_at(ExprKind::Str(s.value), s.span));
+    let boolean = select! { Token::True => true, Token::False => false }
+        .map_with(|b, e| expr_at(ExprKind::Bool(b), to_span(e.span())));
+    let name_e = name().map(|id| {
+        let span = id.span;
+        expr_at(ExprKind::Name(id), span)
+    });
+    let paren = delim(tok(Token::LParen), list_paren, Token::RParen, "`(`").map(
+        |((mut items, trailing), span): ((Vec<Expr>, bool), CSpan)| {
+            if items.len() == 1 && !trailing {
+                let mut inner = items.remove(0);
+                inner.span = to_span(span);
+                inner
+            } else {
+                expr_at(ExprKind::Tuple(items), to_span(span))
+            }
+        },
+    );
+    let bracket = delim(tok(Token::LBracket), list_bracket, Token::RBracket, "`[`")
+        .map(|((items, _), span)| expr_at(ExprKind::List(items), to_span(span)));
+    let atom = choice((
+        int,
+        float,
+        string_e,
+        boolean,
+        name_e,
+        paren,
+        bracket,
+        fail("an expression"),
+    ));
+
+    let post = choice((
+        just(Token::Dot)
+            .ignore_then(name_or("a name after `.`"))
+            .map(Post::Field),
+        delim(tok(Token::LParen), args_paren.clone(), Token::RParen, "`(`")
+            .map(|(a, s)| Post::Call(a, s)),
+        delim(tok(Token::LBracket), list_index, Token::RBracket, "`[`")
+            .map(|((l, _), s)| Post::Index(l, s)),
+    ));
+    let postfix = atom.foldl(post.repeated(), |e: Expr, p| match p {
+        Post::Field(field) => {
+            let span = Span::new(e.span.start, field.span.end.max(e.span.start));
+            expr_at(
+                ExprKind::Field {
+                    base: Box::new(e),
+                    field,
+                },
+                span,
+            )
+        }
+        Post::Call(args, s) => {
+            let span = Span::new(e.span.start, (s.end as u32).max(e.span.start));
+            // `k[coords](args)` is a task call.
+            let (callee, coords) = match e.kind {
+                ExprKind::Index { base, indices } => (base, Some(indices)),
+                other => (Box::new(expr_at(other, e.span)), None),
+            };
+            expr_at(
+                ExprKind::Call {
+                    callee,
+                    coords,
+                    args,
+                },
+                span,
+            )
+        }
+        Post::Index(indices, s) => {
+            let span = Span::new(e.span.start, (s.end as u32).max(e.span.start));
+            expr_at(
+                ExprKind::Index {
+                    base: Box::new(e),
+                    indices,
+                },
+                span,
+            )
+        }
+    });
+
+    binary.define(postfix.pratt((
+        prefix(
+            7,
+            select! { Token::Minus => UnOp::Neg, Token::Bang => UnOp::Not }
+                .map_with(|op, e| (op, e.span())),
+            |(op, s): (UnOp, CSpan), rhs: Expr, _: &mut Mx<'a, '_>| {
+                let span = Span::new(s.start as u32, rhs.span.end.max(s.start as u32));
+                expr_at(
+                    ExprKind::Unary {
+                        op,
+                        expr: Box::new(rhs),
+                    },
+                    span,
+                )
+            },
+        ),
+        infix(
+            left(6),
+            select! { Token::Star => BinOp::Mul, Token::Slash => BinOp::Div, Token::Percent => BinOp::Rem },
+            binop_fold,
+        ),
+        infix(
+            left(5),
+            select! { Token::Plus => BinOp::Add, Token::Minus => BinOp::Sub },
+            binop_fold,
+        ),
+        infix(
+            left(4),
+            select! {
+                Token::EqEq => BinOp::Eq, Token::NotEq => BinOp::Ne, Token::Lt => BinOp::Lt,
+                Token::Le => BinOp::Le, Token::Gt => BinOp::Gt, Token::Ge => BinOp::Ge,
+            },
+            binop_fold,
+        ),
+        infix(left(3), just(Token::AndAnd).to(BinOp::And), binop_fold),
+        infix(left(2), just(Token::OrOr).to(BinOp::Or), binop_fold),
+    )));
+
+    // Ranges bind loosest: `a..b`, `..b`, `a..`, `..`.
+    let range_end = range_end_omitted().to(None).or(binary.clone().map(Some));
+    let prefix_range =
+        tok(Token::DotDot)
+            .then(range_end.clone())
+            .map(|(s, end): (CSpan, Option<Expr>)| {
+                let e = end.as_ref().map_or(s.end as u32, |x| x.span.end);
+                expr_at(
+                    ExprKind::Range {
+                        start: None,
+                        end: end.map(Box::new),
+                    },
+                    Span::new(s.start as u32, e.max(s.start as u32)),
+                )
+            });
+    let ranges = binary.clone().foldl(
+        tok(Token::DotDot).then(range_end).repeated(),
+        |lhs: Expr, (s, end): (CSpan, Option<Expr>)| {
+            let e = end.as_ref().map_or(s.end as u32, |x| x.span.end);
+            let span = Span::new(lhs.span.start, e.max(lhs.span.start));
+            expr_at(
+                ExprKind::Range {
+                    start: Some(Box::new(lhs)),
+                    end: end.map(Box::new),
+                },
+                span,
+            )
+        },
+    );
+    expr.define(prefix_range.or(ranges));
+
+    ExprParsers {
+        expr: expr.boxed(),
+        binary: binary.boxed(),
+        args_paren,
+        args_bracket,
+    }
+}
+
+/// `f32` or `f32[..16, 64]`.
+fn type_expr<'a>(binary: Boxed<'a, Expr>) -> Boxed<'a, TypeExpr> {
+    let dim = not_at_or_end(Token::RBracket)
+        .ignore_then(tok(Token::DotDot).or_not())
+        .then(binary)
+        .map_with(|(partial, size): (Option<CSpan>, Expr), e| Dim {
+            partial: partial.is_some(),
+            size,
+            span: to_span(e.span()),
+        });
+    let dims = delim(
+        tok(Token::LBracket),
+        dim.separated_by(just(Token::Comma))
+            .allow_trailing()
+            .collect::<Vec<_>>(),
+        Token::RBracket,
+        "`[`",
+    )
+    .map(|(d, _)| d);
+    name_or("a type such as `f32` or `f32[64, 64]`")
+        .then(dims.or_not())
+        .map_with(|(dtype, dims), e| TypeExpr {
+            dtype,
+            dims,
+            span: to_span(e.span()),
+        })
+        .boxed()
+}
+
+/// `( a, b )` names of a `let` tuple or a `consume` binding list.
+fn name_tuple<'a>(trailing: bool) -> impl Parser<'a, In<'a>, Vec<Ident>, Ex<'a>> + Clone {
+    let names = name_or("a name")
+        .then(
+            just(Token::Comma)
+                .ignore_then(if trailing {
+                    not_at(Token::RParen).boxed()
+                } else {
+                    empty().boxed()
+                })
+                .ignore_then(name_or("a name"))
+                .repeated()
+                .collect::<Vec<_>>(),
+        )
+        .then_ignore(if trailing {
+            just(Token::Comma).ignored().or_not().ignored().boxed()
+        } else {
+            empty().boxed()
+        })
+        .map(|(first, mut rest): (Ident, Vec<Ident>)| {
+            rest.insert(0, first);
+            rest
+        });
+    delim(tok(Token::LParen), names, Token::RParen, "`(`").map(|(n, _)| n)
+}
+
+fn assign_op<'a>() -> impl Parser<'a, In<'a>, Option<BinOp>, Ex<'a>> + Clone {
+    select! {
+        Token::Assign => None,
+        Token::PlusAssign => Some(BinOp::Add),
+        Token::MinusAssign => Some(BinOp::Sub),
+        Token::StarAssign => Some(BinOp::Mul),
+        Token::SlashAssign => Some(BinOp::Div),
+    }
+}
+
+/// A statement ends at a newline, `;`, the block's `}` or the end of the item. Anything else
+/// is reported once ("expected end of statement") and skipped, keeping the statement.
+fn statement_end<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    custom(|inp: &mut Inp<'a, '_>| {
+        let (t, span) = peek_tok(inp);
+        if matches!(t, None | Some(Token::Newline | Token::Semi | Token::RBrace)) {
+            return Ok(());
+        }
+        if inp.state().hard_at.is_some_and(|h| h >= span.start) {
+            return Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            });
+        }
+        let e = unexpected_err(inp, "end of statement (a new line or `;`)");
+        inp.emit(e);
+        inp.state().fail_at = span.start;
+        let mut depth = 0i32;
+        while let Some(k) = inp.peek() {
+            match k {
+                Token::Newline | Token::Semi if depth <= 0 => break,
+                Token::RBrace if depth <= 0 => break,
+                Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
+                Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
+                _ => {}
+            }
+            inp.skip();
+        }
+        Ok(())
+    })
+}
+
+/// `{ statements }`. An unclosed block is reported at its `{` and keeps what was parsed.
+fn block_parser<'a>(ex: &ExprParsers<'a>, ty: Boxed<'a, TypeExpr>) -> Boxed<'a, Block> {
+    let mut block: Recursive<Indirect<'a, 'a, In<'a>, Block, Ex<'a>>> = Recursive::declare();
+    let expr = ex.expr.clone();
+
+    let annotation = just(Token::Colon).ignore_then(ty.clone()).or_not();
+    let let_stmt = just(Token::Let)
+        .ignore_then(
+            name_tuple(true)
+                .map(|n| (n, true))
+                .or(name_or("a name").map(|n| (vec![n], false))),
+        )
+        .then(annotation.clone())
+        .then_ignore(expect(Token::Assign, "`=`"))
+        .then(expr.clone())
+        .map(|(((names, tuple), ty), value)| StmtKind::Let {
+            names,
+            tuple,
+            ty,
+            value,
+        });
+    let var_stmt = just(Token::Var)
+        .ignore_then(name_or("a name"))
+        .then(annotation)
+        .then_ignore(expect(Token::Assign, "`=`"))
+        .then(expr.clone())
+        .map(|((name, ty), value)| StmtKind::Var { name, ty, value });
+    let for_stmt = just(Token::For)
+        .ignore_then(
+            name_or("a loop variable")
+                .separated_by(just(Token::Comma))
+                .at_least(1)
+                .collect::<Vec<_>>(),
+        )
+        .then_ignore(expect(Token::In, "`in`"))
+        .then(expr.clone())
+        .then(block.clone())
+        .map(|((vars, iter), body)| StmtKind::For { vars, iter, body });
+    let else_part = just(Token::Newline)
+        .or_not()
+        .ignore_then(just(Token::Else))
+        .ignore_then(
+            just(Token::When)
+                .ignore_then(expr.clone())
+                .then(block.clone())
+                .map(|(c, b)| (Some(c), b))
+                .or(block.clone().map(|b| (None, b))),
+        );
+    let when_stmt = just(Token::When)
+        .ignore_then(expr.clone())
+        .then(block.clone())
+        .then(else_part.repeated().collect::<Vec<_>>())
+        .map(|(first, rest)| {
+            let mut branches = vec![first];
+            let mut otherwise = None;
+            for (cond, body) in rest {
+                if otherwise.is_some() {
+                    break;
+                }
+                match cond {
+                    Some(c) => branches.push((c, body)),
+                    None => otherwise = Some(body),
+                }
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            }
+        });
+    let send_stmt = just(Token::Send)
+        .ignore_then(name_or("a channel name"))
+        .then_ignore(expect(Token::Comma, "`,` and the task or value to send"))
+        .then(expr.clone())
+        .map(|(channel, value)| StmtKind::Send { channel, value });
+    let consume_stmt = just(Token::Consume)
+        .ignore_then(name_or("a channel name"))
+        .then_ignore(expect(Token::As, "`as`"))
+        .then(name_tuple(false).or(name_or("a name").map(|n| vec![n])))
+        .then(block.clone())
+        .map(|((channel, bindings), body)| StmtKind::Consume {
+            channel,
+            bindings,
+            body,
+        });
+    let pipe_ty = name_or("`Pipe`").try_map_with(|id: Ident, e| {
+        if id.name == "Pipe" {
+            return Ok(id);
+        }
+        let span: CSpan = e.span();
+        note_hard(e.state(), span.start);
+        Err(PErr {
+            at: span.start,
+            span,
+            msg: Some(Box::new(SyntaxError {
+                code: codes::UNEXPECTED,
+                span: id.span,
+                message: format!("expected `Pipe`, found `{}`", id.name),
+                label: "expected `Pipe[tile type, slots: n]`".into(),
+                help: None,
+            })),
+        })
+    });
+    let pipe_stmt = word("pipe")
+        .then(just(Token::Ident))
+        .then(just(Token::Colon))
+        .rewind()
+        .ignore_then(word("pipe"))
+        .ignore_then(name_or("a pipe name"))
+        .then_ignore(expect(Token::Colon, "`:`"))
+        .then_ignore(pipe_ty)
+        .then(delim(
+            expect(Token::LBracket, "`[`"),
+            ty.clone().then(
+                just(Token::Comma)
+                    .ignore_then(ex.args_bracket.clone())
+                    .or_not(),
+            ),
+            Token::RBracket,
+            "`[`",
+        ))
+        .map(|(name, ((elem, args), _))| StmtKind::Pipe {
+            name,
+            elem,
+            args: args.unwrap_or_default(),
+        });
+    let section_stmt = word("cube")
+        .to(SectionKind::Cube)
+        .or(word("vector").to(SectionKind::Vector))
+        .map_with(|k, e| (k, to_span(e.span())))
+        .then_ignore(just(Token::LBrace).rewind())
+        .then(block.clone())
+        .map(|((kind, kind_span), body)| StmtKind::Section {
+            kind,
+            kind_span,
+            body,
+        });
+    let expr_stmt = expr
+        .clone()
+        .then(assign_op().then(expr.clone()).or_not())
+        .map(|(target, rest)| match rest {
+            Some((op, value)) => StmtKind::Assign { target, op, value },
+            None => StmtKind::Expr(target),
+        });
+    let stmt_kind = choice((
+        let_stmt,
+        var_stmt,
+        for_stmt,
+        when_stmt,
+        send_stmt,
+        consume_stmt,
+        pipe_stmt,
+        section_stmt,
+        expr_stmt,
+    ))
+    .then_ignore(statement_end());
+    let stmt = not_at_or_end(Token::RBrace)
+        .ignore_then(
+            note_failure(stmt_kind).recover_with(via_parser(sync_statement().to(StmtKind::Error))),
+        )
+        .map_with(|kind, e| Stmt {
+            kind,
+            span: to_span(e.span()),
+        });
+    let close_block = custom(|inp: &mut Inp<'a, '_>| {
+        let (t, span) = peek_tok(inp);
+        match t {
+            Some(Token::RBrace) => {
+                inp.skip();
+                Ok(())
+            }
+            None => {
+                // Unclosed block: reported at the opener; what was parsed is kept.
+                let open: CSpan = *inp.ctx();
+                inp.emit(PErr {
+                    at: span.start,
+                    span: open,
+                    msg: Some(Box::new(unclosed(to_span(open), Token::RBrace, "`{`"))),
+                });
+                Ok(())
+            }
+            Some(_) => Err(unexpected_err(inp, "`}`")),
+        }
+    });
+    block.define(
+        expect(Token::LBrace, "`{`")
+            .then_with_ctx(
+                separators()
+                    .ignore_then(
+                        stmt.then_ignore(separators())
+                            .repeated()
+                            .collect::<Vec<_>>(),
+                    )
+                    .then_ignore(close_block),
+            )
+            .map_with(|(_, stmts), e| Block {
+                stmts,
+                span: to_span(e.span()),
+            }),
+    );
+    block.boxed()
+}
+
+/// The parser of one item's tokens (doc comments and insignificant newlines removed).
+fn item_parser<'a>() -> Boxed<'a, ItemKind> {
+    let ex = expressions();
+    let expr = ex.expr.clone();
+    let ty = type_expr(ex.binary.clone());
+    let block = block_parser(&ex, ty.clone());
+
+    let import = just(Token::Import)
+        .ignore_then(name_or("a module name"))
+        .then(
+            just(Token::Dot)
+                .then(not_at(Token::LBrace))
+                .ignore_then(name_or("a module name or `{`"))
+                .repeated()
+                .collect::<Vec<_>>(),
+        )
+        .then(
+            just(Token::Dot)
+                .ignore_then(delim(
+                    tok(Token::LBrace),
+                    separators()
+                        .ignore_then(not_at(Token::RBrace))
+                        .ignore_then(name_or("a name to import"))
+                        .then_ignore(separators())
+                        .separated_by(just(Token::Comma))
+                        .allow_trailing()
+                        .collect::<Vec<_>>()
+                        .then_ignore(separators()),
+                    Token::RBrace,
+                    "`{`",
+                ))
+                .map(|(n, _)| n)
+                .or_not(),
+        )
+        .map(|((first, mut rest), names)| {
+            rest.insert(0, first);
+            ItemKind::Import(Import { path: rest, names })
+        });
+    let const_item = just(Token::Const)
+        .ignore_then(name_or("a constant name"))
+        .then(just(Token::Colon).ignore_then(ty.clone()).or_not())
+        .then_ignore(expect(Token::Assign, "`=`"))
+        .then(expr.clone())
+        .map(|((name, ty), value)| ItemKind::Const(ConstDecl { name, ty, value }));
+    let param = just(Token::Param)
+        .ignore_then(name_or("a parameter name"))
+        .then_ignore(expect(Token::Colon, "`:` and a type"))
+        .then(ty.clone())
+        .then(just(Token::Assign).ignore_then(expr.clone()).or_not())
+        .map(|((name, ty), default)| ItemKind::Param(ParamDecl { name, ty, default }));
+    let axis = just(Token::Axis)
+        .ignore_then(name_or("an axis name"))
+        .then_ignore(expect(Token::Assign, "`=`"))
+        .then(expr.clone())
+        .map(|(name, ctor)| ItemKind::Axis(AxisDecl { name, ctor }));
+    let tensor = select! {
+        Token::Input => TensorKind::Input,
+        Token::Output => TensorKind::Output,
+        Token::Tensor => TensorKind::Scratch,
+    }
+    .map_with(|k, e| (k, to_span(e.span())))
+    .then(name_or("a tensor name"))
+    .then_ignore(expect(Token::Colon, "`:` and a tensor type"))
+    .then(ty.clone())
+    .then(just(Token::Assign).ignore_then(expr.clone()).or_not())
+    .map(|((((kind, kind_span), name), ty), init)| {
+        ItemKind::Tensor(TensorDecl {
+            kind,
+            kind_span,
+            name,
+            ty,
+            init,
+        })
+    });
+
+    let direction = select! {
+        Token::In => Direction::In,
+    }
+    .or(select! {
+        Token::Out => Direction::Out,
+        Token::InOut => Direction::InOut,
+    }
+    .then_ignore(just(Token::Ident).rewind()))
+    .map_with(|d, e| (d, to_span(e.span())));
+    let kernel_param = name_or("a parameter name")
+        .then_ignore(expect(Token::Colon, "`:`"))
+        .then(direction.or_not())
+        .then(ty.clone())
+        .then(just(Token::Assign).ignore_then(expr.clone()).or_not())
+        .map_with(|(((name, dir), ty), default), e| KernelParam {
+            name,
+            dir,
+            ty,
+            default,
+            span: to_span(e.span()),
+        });
+    let kernel_params = not_at_or_end(Token::RParen)
+        .ignore_then(
+            note_failure(kernel_param.then_ignore(committed()))
+                .map(Some)
+                .recover_with(via_parser(sync_list(Token::RParen).to(None))),
+        )
+        .separated_by(just(Token::Comma))
+        .allow_trailing()
+        .collect::<Vec<_>>()
+        .map(|ps: Vec<Option<KernelParam>>| ps.into_iter().flatten().collect::<Vec<_>>());
+    let binding = separators()
+        .ignore_then(not_at_or_end(Token::RBrace))
+        .ignore_then(name_or("a target name (`ascend`, `aie`)"))
+        .then_ignore(expect(Token::Colon, "`:`"))
+        .then(string().or(fail("a file path string")))
+        .map(|(target, path)| ExternBinding { target, path })
+        .then_ignore(separators());
+    let extern_body = delim(
+        expect(Token::LBrace, "`{`"),
+        binding
+            .separated_by(just(Token::Comma))
+            .allow_trailing()
+            .collect::<Vec<_>>()
+            .then_ignore(separators()),
+        Token::RBrace,
+        "`{`",
+    )
+    .map(|(b, _)| KernelBody::Extern(b));
+    let kernel_sig = expect(Token::Kernel, "`kernel`")
+        .ignore_then(name_or("a kernel name"))
+        .then(
+            delim(
+                expect(Token::LParen, "`(`"),
+                kernel_params,
+                Token::RParen,
+                "`(`",
+            )
+            .map(|(p, _)| p),
+        )
+        .boxed();
+    let extern_kernel = tok(Token::Extern)
+        .then(kernel_sig.clone())
+        .then(extern_body)
+        .map(|((s, (name, params)), body)| {
+            ItemKind::Kernel(Kernel {
+                extern_span: Some(to_span(s)),
+                name,
+                params,
+                body,
+            })
+        });
+    let plain_kernel = just(Token::Kernel)
+        .rewind()
+        .ignore_then(kernel_sig)
+        .then(block.clone())
+        .map(|((name, params), body)| {
+            ItemKind::Kernel(Kernel {
+                extern_span: None,
+                name,
+                params,
+                body: KernelBody::Block(body),
+            })
+        });
+    let kernel = extern_kernel.or(plain_kernel);
+
+    let workload = just(Token::Workload)
+        .ignore_then(name_or("a workload name"))
+        .then(choice((
+            just(Token::Assign)
+                .ignore_then(expr.clone())
+                .map(WorkloadBody::Expr),
+            just(Token::LBrace)
+                .rewind()
+                .ignore_then(block.clone())
+                .map(WorkloadBody::Block),
+            fail("`{` or `=`"),
+        )))
+        .map(|(name, body)| ItemKind::Workload(Workload { name, body }));
+    let channel = just(Token::Channel)
+        .ignore_then(name_or("a channel name"))
+        .then(
+            just(Token::Colon)
+                .ignore_then(name_or("`Channel`"))
+                .then(
+                    delim(
+                        tok(Token::LBracket),
+                        ex.args_bracket.clone(),
+                        Token::RBracket,
+                        "`[`",
+                    )
+                    .map(|(a, _)| a)
+                    .or_not(),
+                )
+                .or_not(),
+        )
+        .map(|(name, ty)| {
+            let (ty_name, args) = match ty {
+                Some((t, a)) => (Some(t), a.unwrap_or_default()),
+                None => (None, Vec::new()),
+            };
+            ItemKind::Channel(ChannelDecl {
+                name,
+                ty_name,
+                args,
+            })
+        });
+    let channel_names = name_or("a channel name")
+        .separated_by(just(Token::Comma))
+        .at_least(1)
+        .collect::<Vec<_>>();
+    let process = just(Token::Process)
+        .ignore_then(name_or("a process name"))
+        .then(
+            word("consumes")
+                .to(true)
+                .or(word("produces").to(false))
+                .then(channel_names)
+                .repeated()
+                .collect::<Vec<_>>(),
+        )
+        .then_ignore(
+            just(Token::LBrace)
+                .rewind()
+                .ignored()
+                .or(fail("`consumes`, `produces` or `{`")),
+        )
+        .then(block.clone())
+        .map(|((name, lists), body)| {
+            let mut consumes = Vec::new();
+            let mut produces = Vec::new();
+            for (is_consumes, names) in lists {
+                if is_consumes {
+                    consumes.extend(names);
+                } else {
+                    produces.extend(names);
+                }
+            }
+            ItemKind::Process(Process {
+                name,
+                consumes,
+                produces,
+                body,
+            })
+        });
+    let directive = tok(Token::Dot)
+        .ignore_then(name_or("a schedule directive"))
+        .then(
+            delim(
+                tok(Token::LParen),
+                ex.args_paren.clone(),
+                Token::RParen,
+                "`(`",
+            )
+            .map(|(a, _)| a)
+            .or_not(),
+        )
+        .map_with(|(name, args), e| Directive {
+            name,
+            args: args.unwrap_or_default(),
+            span: to_span(e.span()),
+        });
+    let schedule = just(Token::Schedule)
+        .ignore_then(name_or("a schedule name"))
+        .then_ignore(expect(Token::Assign, "`=`"))
+        .then(name_or("a workload name"))
+        .then(directive.repeated().collect::<Vec<_>>())
+        .map(|((name, workload), directives)| {
+            ItemKind::Schedule(Schedule {
+                name,
+                workload,
+                directives,
+            })
+        });
+    let expect_item = just(Token::Expect)
+        .ignore_then(expr.clone())
+        .map(|expr| ItemKind::Expect(Expect { expr }));
+
+    // Anything left over after a complete item is reported once and skipped.
+    let item_end = custom(|inp: &mut Inp<'a, '_>| {
+        while matches!(inp.peek(), Some(Token::Newline | Token::Semi)) {
+            inp.skip();
+        }
+        let (t, span) = peek_tok(inp);
+        if t.is_none() {
+            return Ok(());
+        }
+        if inp.state().hard_at.is_some_and(|h| h >= span.start) {
+            return Err(PErr {
+                at: span.start,
+                span,
+                msg: None,
+            });
+        }
+        let e = unexpected_err(inp, "end of line after the item");
+        inp.emit(e);
+        while inp.peek().is_some() {
+            inp.skip();
+        }
+        Ok(())
+    });
+
+    choice((
+        import,
+        const_item,
+        param,
+        axis,
+        tensor,
+        kernel,
+        workload,
+        channel,
+        process,
+        schedule,
+        expect_item,
+        fail("an item"),
+    ))
+    .then_ignore(item_end)
+    .recover_with(via_parser(any().repeated().to(ItemKind::Error)))
+    .boxed()
 }

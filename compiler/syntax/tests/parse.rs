@@ -395,3 +395,25 @@ proptest! {
         check_invariants(&s, &p);
     }
 }
+
+#[test]
+fn nesting_just_under_the_limit_parses_without_overflow() {
+    // The deepest accepted nesting must not overflow the stack (test threads have 2 MiB).
+    // 8 levels are parsed on the caller's stack, deeper items on a stack of their own.
+    for n in [8, 9, wsp_syntax::parser::MAX_DEPTH as usize - 1] {
+        for src in [
+            format!("const A = {}1{}\n", "(".repeat(n), ")".repeat(n)),
+            format!("const A = {}1{}\n", "[".repeat(n), "]".repeat(n)),
+            format!("const A = {}1\n", "-".repeat(n)),
+            format!("const A = {}1{}\n", "f(-".repeat(n / 2), ")".repeat(n / 2)),
+            format!(
+                "kernel k() {{\n{}y = x\n{}}}\n",
+                "for i in 0..1 {\n".repeat(n - 1),
+                "}\n".repeat(n - 1)
+            ),
+        ] {
+            let p = parse(&src);
+            assert!(p.errors.is_empty(), "{:?}", codes(&p));
+        }
+    }
+}

@@ -27,7 +27,14 @@ pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 pub fn display_path(p: &Path) -> String {
     let s = p.to_string_lossy().replace('\\', "/");
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+    let s = s.strip_prefix("./").map(str::to_string).unwrap_or(s);
+    // `std/...` names the embedded standard library; a user's own `std/` folder (or the
+    // toolchain's sources, checked from the repository root) keeps its `./`.
+    if wsp_core::resolve::is_std(&s) {
+        format!("./{s}")
+    } else {
+        s
+    }
 }
 
 /// Loads the given paths (the current directory when empty) and closes the import graph.

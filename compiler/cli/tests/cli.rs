@@ -251,3 +251,28 @@ fn target_flag_reports_capability_losses() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("known: sim, ascend, aie"));
 }
+
+/// A folder named `std` of the user's own is checked like any other, not mistaken for the
+/// embedded standard library (and the toolchain's `std/` sources check from the repository).
+#[test]
+fn a_users_std_folder_is_checked() {
+    let d = tempdir("ownstd");
+    std::fs::create_dir_all(d.join("std")).unwrap();
+    std::fs::write(d.join("std/mine.wsp"), "const A = B\n").unwrap();
+    let o = wsp(&d, &["check", "std/mine.wsp"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("E0101") && err.contains("std/mine.wsp"),
+        "{err}"
+    );
+
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = wsp(&repo, &["check", "std/"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("checked ") && !err.contains("checked 0 files"),
+        "{err}"
+    );
+}

@@ -263,13 +263,15 @@ impl Jit {
     }
 }
 
-/// The host ISA with `opt_level = speed` (verifier in debug builds only), built once per
-/// process.
+/// The host ISA with `opt_level = none` (verifier in debug builds only), built once per
+/// process. The lowering already emits fused, vectorised, unrolled code; Cranelift's e-graph
+/// optimisations (`speed`) found nothing to improve in it and cost a quarter of the compile
+/// time (docs/perf.md).
 fn host_isa() -> Result<cranelift::codegen::isa::OwnedTargetIsa, String> {
     static ISA: OnceLock<Result<cranelift::codegen::isa::OwnedTargetIsa, String>> = OnceLock::new();
     ISA.get_or_init(|| {
         let mut flags = settings::builder();
-        flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        flags.set("opt_level", "none").map_err(|e| e.to_string())?;
         // The IR verifier runs in debug builds (every test and fuzz run); release builds
         // skip it, it is a fifth of the compile time.
         let verify = if cfg!(debug_assertions) {

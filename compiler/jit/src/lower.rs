@@ -1242,13 +1242,41 @@ impl<'a, 'b> Lower<'a, 'b> {
             let vend = self.b.ins().band_imm_s(xc, !3i64);
             self.for_loop(zero, xr, 1, &[], &mut |s, r, _| {
                 let acc0 = s.vconst(init);
-                // Two independent accumulators (columns j..j+4 and j+4..j+8) keep the
-                // lanes' canonical order: lane l sums columns ≡ l (mod 4) in increasing order.
-                let acc = s.for_loop(zero, vend, 4, &[acc0], &mut |s, c, a| {
-                    s.memo.clear();
-                    let e = s.elem(x, Pos { r, c, vec: true })?;
-                    Ok(vec![f(&mut s.b, a[0], e)])
-                })?;
+                let step4 = |s: &mut Self, lo: Value, init: Value| {
+                    s.for_loop(lo, vend, 4, &[init], &mut |s, c, a| {
+                        s.memo.clear();
+                        let e = s.elem(x, Pos { r, c, vec: true })?;
+                        Ok(vec![f(&mut s.b, a[0], e)])
+                    })
+                };
+                let acc = if matches!(op, ReduceOp::RowMax | ReduceOp::RowMin) {
+                    // max and min are exactly associative and commutative: two independent
+                    // vector accumulators (columns c..c+4 and c+4..c+8) halve the chain of
+                    // dependent (NaN-propagating, multi-instruction) fmax/fmin, then one
+                    // step of 4 for a remaining chunk.
+                    let vend8 = s.b.ins().band_imm_s(xc, !7i64);
+                    let two = s.for_loop(zero, vend8, 8, &[acc0, acc0], &mut |s, c, a| {
+                        s.memo.clear();
+                        let e0 = s.elem(x, Pos { r, c, vec: true })?;
+                        s.memo.clear();
+                        let c4 = s.b.ins().iadd_imm_s(c, 4);
+                        let e1 = s.elem(
+                            x,
+                            Pos {
+                                r,
+                                c: c4,
+                                vec: true,
+                            },
+                        )?;
+                        Ok(vec![f(&mut s.b, a[0], e0), f(&mut s.b, a[1], e1)])
+                    })?;
+                    let joined = f(&mut s.b, two[0], two[1]);
+                    step4(s, vend8, joined)?
+                } else {
+                    // Sums keep the lanes' canonical order: lane l sums the columns ≡ l
+                    // (mod 4) in increasing order.
+                    step4(s, zero, acc0)?
+                };
                 let mut lanes: Vec<Value> =
                     (0..4u8).map(|l| s.b.ins().extractlane(acc[0], l)).collect();
                 // Tail: at most 3 columns, column vend + l goes to lane l.

@@ -36,7 +36,6 @@ use chumsky::extra::SimpleState;
 use chumsky::input::{InputRef, MapExtra, MappedInput};
 use chumsky::pratt::{infix, left, prefix};
 use chumsky::prelude::*;
-use chumsky::recursive::Indirect;
 use chumsky::util::MaybeRef;
 use chumsky::DefaultExpected;
 
@@ -1085,140 +1084,143 @@ fn list<'a>(expr: Boxed<'a, Expr>, close: Token, slices: bool) -> Boxed<'a, (Vec
 }
 
 fn expressions<'a>() -> ExprParsers<'a> {
-    let mut expr: Recursive<Indirect<'a, 'a, In<'a>, Expr, Ex<'a>>> = Recursive::declare();
-    let mut binary: Recursive<Indirect<'a, 'a, In<'a>, Expr, Ex<'a>>> = Recursive::declare();
-    let expr_b = expr.clone().boxed();
+    // `recursive` (not `Recursive::declare` + `define`): the grammar refers to itself through a
+    // weak reference, so dropping it frees it. A declared parser holds itself strongly and
+    // leaks the whole grammar on every parse (LeakSanitizer in the fuzz target finds it).
+    let mut parts = None;
+    let expr = recursive(|expr| {
+        let expr_b = expr.clone().boxed();
 
-    let args_paren = args(expr_b.clone(), Token::RParen);
-    let args_bracket = args(expr_b.clone(), Token::RBracket);
-    let list_paren = list(expr_b.clone(), Token::RParen, false);
-    let list_bracket = list(expr_b.clone(), Token::RBracket, false);
-    let list_index = list(expr_b.clone(), Token::RBracket, true);
+        let args_paren = args(expr_b.clone(), Token::RParen);
+        let args_bracket = args(expr_b.clone(), Token::RBracket);
+        let list_paren = list(expr_b.clone(), Token::RParen, false);
+        let list_bracket = list(expr_b.clone(), Token::RBracket, false);
+        let list_index = list(expr_b.clone(), Token::RBracket, true);
 
-    let int = just(Token::Int).map_with(|_, e: &mut Mx<'a, '_>| {
-        let span: CSpan = e.span();
-        let st: &mut St = e.state();
-        let text = st
-            .text
-            .get(span.start..span.end)
-            .unwrap_or("")
-            .replace('_', "");
-        let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
-        {
-            u64::from_str_radix(hex, 16)
-        } else {
-            text.parse::<u64>()
-        };
-        match parsed {
-            Ok(v) => expr_at(ExprKind::Int(v), to_span(span)),
-            Err(_) => {
-                e.emit(bad_number(
+        let int = just(Token::Int).map_with(|_, e: &mut Mx<'a, '_>| {
+            let span: CSpan = e.span();
+            let st: &mut St = e.state();
+            let text = st
+                .text
+                .get(span.start..span.end)
+                .unwrap_or("")
+                .replace('_', "");
+            let parsed =
+                if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+                    u64::from_str_radix(hex, 16)
+                } else {
+                    text.parse::<u64>()
+                };
+            match parsed {
+                Ok(v) => expr_at(ExprKind::Int(v), to_span(span)),
+                Err(_) => {
+                    e.emit(bad_number(
+                        span,
+                        "integer literal is out of range or malformed",
+                    ));
+                    expr_at(ExprKind::Error, to_span(span))
+                }
+            }
+        });
+        let float = just(Token::Float).map_with(|_, e: &mut Mx<'a, '_>| {
+            let span: CSpan = e.span();
+            let st: &mut St = e.state();
+            let text = st
+                .text
+                .get(span.start..span.end)
+                .unwrap_or("")
+                .replace('_', "");
+            match text.parse::<f64>() {
+                Ok(v) if v.is_finite() => expr_at(ExprKind::Float(FloatLit(v)), to_span(span)),
+                _ => {
+                    e.emit(bad_number(
+                        span,
+                        "float literal is out of range or malformed",
+                    ));
+                    expr_at(ExprKind::Error, to_span(span))
+                }
+            }
+        });
+        let string_e = string().map(|s| expr_at(ExprKind::Str(s.value), s.span));
+        let boolean = select! { Token::True => true, Token::False => false }
+            .map_with(|b, e| expr_at(ExprKind::Bool(b), to_span(e.span())));
+        let name_e = name().map(|id| {
+            let span = id.span;
+            expr_at(ExprKind::Name(id), span)
+        });
+        let paren = delim(tok(Token::LParen), list_paren, Token::RParen, "`(`").map(
+            |((mut items, trailing), span): ((Vec<Expr>, bool), CSpan)| {
+                if items.len() == 1 && !trailing {
+                    let mut inner = items.remove(0);
+                    inner.span = to_span(span);
+                    inner
+                } else {
+                    expr_at(ExprKind::Tuple(items), to_span(span))
+                }
+            },
+        );
+        let bracket = delim(tok(Token::LBracket), list_bracket, Token::RBracket, "`[`")
+            .map(|((items, _), span)| expr_at(ExprKind::List(items), to_span(span)));
+        let atom = choice((
+            int,
+            float,
+            string_e,
+            boolean,
+            name_e,
+            paren,
+            bracket,
+            fail("an expression"),
+        ));
+
+        let post = choice((
+            just(Token::Dot)
+                .ignore_then(name_or("a name after `.`"))
+                .map(Post::Field),
+            delim(tok(Token::LParen), args_paren.clone(), Token::RParen, "`(`")
+                .map(|(a, s)| Post::Call(a, s)),
+            delim(tok(Token::LBracket), list_index, Token::RBracket, "`[`")
+                .map(|((l, _), s)| Post::Index(l, s)),
+        ));
+        let postfix = atom.foldl(post.repeated(), |e: Expr, p| match p {
+            Post::Field(field) => {
+                let span = Span::new(e.span.start, field.span.end.max(e.span.start));
+                expr_at(
+                    ExprKind::Field {
+                        base: Box::new(e),
+                        field,
+                    },
                     span,
-                    "integer literal is out of range or malformed",
-                ));
-                expr_at(ExprKind::Error, to_span(span))
+                )
             }
-        }
-    });
-    let float = just(Token::Float).map_with(|_, e: &mut Mx<'a, '_>| {
-        let span: CSpan = e.span();
-        let st: &mut St = e.state();
-        let text = st
-            .text
-            .get(span.start..span.end)
-            .unwrap_or("")
-            .replace('_', "");
-        match text.parse::<f64>() {
-            Ok(v) if v.is_finite() => expr_at(ExprKind::Float(FloatLit(v)), to_span(span)),
-            _ => {
-                e.emit(bad_number(
+            Post::Call(args, s) => {
+                let span = Span::new(e.span.start, (s.end as u32).max(e.span.start));
+                // `k[coords](args)` is a task call.
+                let (callee, coords) = match e.kind {
+                    ExprKind::Index { base, indices } => (base, Some(indices)),
+                    other => (Box::new(expr_at(other, e.span)), None),
+                };
+                expr_at(
+                    ExprKind::Call {
+                        callee,
+                        coords,
+                        args,
+                    },
                     span,
-                    "float literal is out of range or malformed",
-                ));
-                expr_at(ExprKind::Error, to_span(span))
+                )
             }
-        }
-    });
-    let string_e = string().map(|s| expr_at(ExprKind::Str(s.value), s.span));
-    let boolean = select! { Token::True => true, Token::False => false }
-        .map_with(|b, e| expr_at(ExprKind::Bool(b), to_span(e.span())));
-    let name_e = name().map(|id| {
-        let span = id.span;
-        expr_at(ExprKind::Name(id), span)
-    });
-    let paren = delim(tok(Token::LParen), list_paren, Token::RParen, "`(`").map(
-        |((mut items, trailing), span): ((Vec<Expr>, bool), CSpan)| {
-            if items.len() == 1 && !trailing {
-                let mut inner = items.remove(0);
-                inner.span = to_span(span);
-                inner
-            } else {
-                expr_at(ExprKind::Tuple(items), to_span(span))
+            Post::Index(indices, s) => {
+                let span = Span::new(e.span.start, (s.end as u32).max(e.span.start));
+                expr_at(
+                    ExprKind::Index {
+                        base: Box::new(e),
+                        indices,
+                    },
+                    span,
+                )
             }
-        },
-    );
-    let bracket = delim(tok(Token::LBracket), list_bracket, Token::RBracket, "`[`")
-        .map(|((items, _), span)| expr_at(ExprKind::List(items), to_span(span)));
-    let atom = choice((
-        int,
-        float,
-        string_e,
-        boolean,
-        name_e,
-        paren,
-        bracket,
-        fail("an expression"),
-    ));
+        });
 
-    let post = choice((
-        just(Token::Dot)
-            .ignore_then(name_or("a name after `.`"))
-            .map(Post::Field),
-        delim(tok(Token::LParen), args_paren.clone(), Token::RParen, "`(`")
-            .map(|(a, s)| Post::Call(a, s)),
-        delim(tok(Token::LBracket), list_index, Token::RBracket, "`[`")
-            .map(|((l, _), s)| Post::Index(l, s)),
-    ));
-    let postfix = atom.foldl(post.repeated(), |e: Expr, p| match p {
-        Post::Field(field) => {
-            let span = Span::new(e.span.start, field.span.end.max(e.span.start));
-            expr_at(
-                ExprKind::Field {
-                    base: Box::new(e),
-                    field,
-                },
-                span,
-            )
-        }
-        Post::Call(args, s) => {
-            let span = Span::new(e.span.start, (s.end as u32).max(e.span.start));
-            // `k[coords](args)` is a task call.
-            let (callee, coords) = match e.kind {
-                ExprKind::Index { base, indices } => (base, Some(indices)),
-                other => (Box::new(expr_at(other, e.span)), None),
-            };
-            expr_at(
-                ExprKind::Call {
-                    callee,
-                    coords,
-                    args,
-                },
-                span,
-            )
-        }
-        Post::Index(indices, s) => {
-            let span = Span::new(e.span.start, (s.end as u32).max(e.span.start));
-            expr_at(
-                ExprKind::Index {
-                    base: Box::new(e),
-                    indices,
-                },
-                span,
-            )
-        }
-    });
-
-    binary.define(postfix.pratt((
+        let binary = postfix.pratt((
         prefix(
             7,
             select! { Token::Minus => UnOp::Neg, Token::Bang => UnOp::Not }
@@ -1254,42 +1256,48 @@ fn expressions<'a>() -> ExprParsers<'a> {
         ),
         infix(left(3), just(Token::AndAnd).to(BinOp::And), binop_fold),
         infix(left(2), just(Token::OrOr).to(BinOp::Or), binop_fold),
-    )));
+    ))
+    .boxed();
 
-    // Ranges bind loosest: `a..b`, `..b`, `a..`, `..`.
-    let range_end = range_end_omitted().to(None).or(binary.clone().map(Some));
-    let prefix_range =
-        tok(Token::DotDot)
-            .then(range_end.clone())
-            .map(|(s, end): (CSpan, Option<Expr>)| {
+        // Ranges bind loosest: `a..b`, `..b`, `a..`, `..`.
+        let range_end = range_end_omitted().to(None).or(binary.clone().map(Some));
+        let prefix_range =
+            tok(Token::DotDot)
+                .then(range_end.clone())
+                .map(|(s, end): (CSpan, Option<Expr>)| {
+                    let e = end.as_ref().map_or(s.end as u32, |x| x.span.end);
+                    expr_at(
+                        ExprKind::Range {
+                            start: None,
+                            end: end.map(Box::new),
+                        },
+                        Span::new(s.start as u32, e.max(s.start as u32)),
+                    )
+                });
+        let ranges = binary.clone().foldl(
+            tok(Token::DotDot).then(range_end).repeated(),
+            |lhs: Expr, (s, end): (CSpan, Option<Expr>)| {
                 let e = end.as_ref().map_or(s.end as u32, |x| x.span.end);
+                let span = Span::new(lhs.span.start, e.max(lhs.span.start));
                 expr_at(
                     ExprKind::Range {
-                        start: None,
+                        start: Some(Box::new(lhs)),
                         end: end.map(Box::new),
                     },
-                    Span::new(s.start as u32, e.max(s.start as u32)),
+                    span,
                 )
-            });
-    let ranges = binary.clone().foldl(
-        tok(Token::DotDot).then(range_end).repeated(),
-        |lhs: Expr, (s, end): (CSpan, Option<Expr>)| {
-            let e = end.as_ref().map_or(s.end as u32, |x| x.span.end);
-            let span = Span::new(lhs.span.start, e.max(lhs.span.start));
-            expr_at(
-                ExprKind::Range {
-                    start: Some(Box::new(lhs)),
-                    end: end.map(Box::new),
-                },
-                span,
-            )
-        },
-    );
-    expr.define(prefix_range.or(ranges));
-
+            },
+        );
+        parts = Some((binary, args_paren, args_bracket));
+        prefix_range.or(ranges)
+    });
+    // `recursive` runs its closure before it returns, so the parts are always there.
+    let Some((binary, args_paren, args_bracket)) = parts else {
+        unreachable!("recursive() builds the expression grammar eagerly")
+    };
     ExprParsers {
         expr: expr.boxed(),
-        binary: binary.boxed(),
+        binary,
         args_paren,
         args_bracket,
     }
@@ -1395,188 +1403,189 @@ fn statement_end<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
 
 /// `{ statements }`. An unclosed block is reported at its `{` and keeps what was parsed.
 fn block_parser<'a>(ex: &ExprParsers<'a>, ty: Boxed<'a, TypeExpr>) -> Boxed<'a, Block> {
-    let mut block: Recursive<Indirect<'a, 'a, In<'a>, Block, Ex<'a>>> = Recursive::declare();
-    let expr = ex.expr.clone();
+    // `recursive`, not `declare` + `define`: see `expressions`.
+    recursive(|block| {
+        let expr = ex.expr.clone();
 
-    let annotation = just(Token::Colon).ignore_then(ty.clone()).or_not();
-    let let_stmt = just(Token::Let)
-        .ignore_then(
-            name_tuple(true)
-                .map(|n| (n, true))
-                .or(name_or("a name").map(|n| (vec![n], false))),
-        )
-        .then(annotation.clone())
-        .then_ignore(expect(Token::Assign, "`=`"))
-        .then(expr.clone())
-        .map(|(((names, tuple), ty), value)| StmtKind::Let {
-            names,
-            tuple,
-            ty,
-            value,
-        });
-    let var_stmt = just(Token::Var)
-        .ignore_then(name_or("a name"))
-        .then(annotation)
-        .then_ignore(expect(Token::Assign, "`=`"))
-        .then(expr.clone())
-        .map(|((name, ty), value)| StmtKind::Var { name, ty, value });
-    let for_stmt = just(Token::For)
-        .ignore_then(
-            name_or("a loop variable")
-                .separated_by(just(Token::Comma))
-                .at_least(1)
-                .collect::<Vec<_>>(),
-        )
-        .then_ignore(expect(Token::In, "`in`"))
-        .then(expr.clone())
-        .then(block.clone())
-        .map(|((vars, iter), body)| StmtKind::For { vars, iter, body });
-    let else_part = just(Token::Newline)
-        .or_not()
-        .ignore_then(just(Token::Else))
-        .ignore_then(
-            just(Token::When)
-                .ignore_then(expr.clone())
-                .then(block.clone())
-                .map(|(c, b)| (Some(c), b))
-                .or(block.clone().map(|b| (None, b))),
-        );
-    let when_stmt = just(Token::When)
-        .ignore_then(expr.clone())
-        .then(block.clone())
-        .then(else_part.repeated().collect::<Vec<_>>())
-        .map(|(first, rest)| {
-            let mut branches = vec![first];
-            let mut otherwise = None;
-            for (cond, body) in rest {
-                if otherwise.is_some() {
-                    break;
+        let annotation = just(Token::Colon).ignore_then(ty.clone()).or_not();
+        let let_stmt = just(Token::Let)
+            .ignore_then(
+                name_tuple(true)
+                    .map(|n| (n, true))
+                    .or(name_or("a name").map(|n| (vec![n], false))),
+            )
+            .then(annotation.clone())
+            .then_ignore(expect(Token::Assign, "`=`"))
+            .then(expr.clone())
+            .map(|(((names, tuple), ty), value)| StmtKind::Let {
+                names,
+                tuple,
+                ty,
+                value,
+            });
+        let var_stmt = just(Token::Var)
+            .ignore_then(name_or("a name"))
+            .then(annotation)
+            .then_ignore(expect(Token::Assign, "`=`"))
+            .then(expr.clone())
+            .map(|((name, ty), value)| StmtKind::Var { name, ty, value });
+        let for_stmt = just(Token::For)
+            .ignore_then(
+                name_or("a loop variable")
+                    .separated_by(just(Token::Comma))
+                    .at_least(1)
+                    .collect::<Vec<_>>(),
+            )
+            .then_ignore(expect(Token::In, "`in`"))
+            .then(expr.clone())
+            .then(block.clone())
+            .map(|((vars, iter), body)| StmtKind::For { vars, iter, body });
+        let else_part = just(Token::Newline)
+            .or_not()
+            .ignore_then(just(Token::Else))
+            .ignore_then(
+                just(Token::When)
+                    .ignore_then(expr.clone())
+                    .then(block.clone())
+                    .map(|(c, b)| (Some(c), b))
+                    .or(block.clone().map(|b| (None, b))),
+            );
+        let when_stmt = just(Token::When)
+            .ignore_then(expr.clone())
+            .then(block.clone())
+            .then(else_part.repeated().collect::<Vec<_>>())
+            .map(|(first, rest)| {
+                let mut branches = vec![first];
+                let mut otherwise = None;
+                for (cond, body) in rest {
+                    if otherwise.is_some() {
+                        break;
+                    }
+                    match cond {
+                        Some(c) => branches.push((c, body)),
+                        None => otherwise = Some(body),
+                    }
                 }
-                match cond {
-                    Some(c) => branches.push((c, body)),
-                    None => otherwise = Some(body),
+                StmtKind::When {
+                    branches,
+                    otherwise,
                 }
+            });
+        let send_stmt = just(Token::Send)
+            .ignore_then(name_or("a channel name"))
+            .then_ignore(expect(Token::Comma, "`,` and the task or value to send"))
+            .then(expr.clone())
+            .map(|(channel, value)| StmtKind::Send { channel, value });
+        let consume_stmt = just(Token::Consume)
+            .ignore_then(name_or("a channel name"))
+            .then_ignore(expect(Token::As, "`as`"))
+            .then(name_tuple(false).or(name_or("a name").map(|n| vec![n])))
+            .then(block.clone())
+            .map(|((channel, bindings), body)| StmtKind::Consume {
+                channel,
+                bindings,
+                body,
+            });
+        let pipe_ty = name_or("`Pipe`").try_map_with(|id: Ident, e| {
+            if id.name == "Pipe" {
+                return Ok(id);
             }
-            StmtKind::When {
-                branches,
-                otherwise,
-            }
+            let span: CSpan = e.span();
+            note_hard(e.state(), span.start);
+            Err(PErr {
+                at: span.start,
+                span,
+                msg: Some(Box::new(SyntaxError {
+                    code: codes::UNEXPECTED,
+                    span: id.span,
+                    message: format!("expected `Pipe`, found `{}`", id.name),
+                    label: "expected `Pipe[tile type, slots: n]`".into(),
+                    help: None,
+                })),
+            })
         });
-    let send_stmt = just(Token::Send)
-        .ignore_then(name_or("a channel name"))
-        .then_ignore(expect(Token::Comma, "`,` and the task or value to send"))
-        .then(expr.clone())
-        .map(|(channel, value)| StmtKind::Send { channel, value });
-    let consume_stmt = just(Token::Consume)
-        .ignore_then(name_or("a channel name"))
-        .then_ignore(expect(Token::As, "`as`"))
-        .then(name_tuple(false).or(name_or("a name").map(|n| vec![n])))
-        .then(block.clone())
-        .map(|((channel, bindings), body)| StmtKind::Consume {
-            channel,
-            bindings,
-            body,
-        });
-    let pipe_ty = name_or("`Pipe`").try_map_with(|id: Ident, e| {
-        if id.name == "Pipe" {
-            return Ok(id);
-        }
-        let span: CSpan = e.span();
-        note_hard(e.state(), span.start);
-        Err(PErr {
-            at: span.start,
-            span,
-            msg: Some(Box::new(SyntaxError {
-                code: codes::UNEXPECTED,
-                span: id.span,
-                message: format!("expected `Pipe`, found `{}`", id.name),
-                label: "expected `Pipe[tile type, slots: n]`".into(),
-                help: None,
-            })),
-        })
-    });
-    let pipe_stmt = word("pipe")
-        .then(just(Token::Ident))
-        .then(just(Token::Colon))
-        .rewind()
-        .ignore_then(word("pipe"))
-        .ignore_then(name_or("a pipe name"))
-        .then_ignore(expect(Token::Colon, "`:`"))
-        .then_ignore(pipe_ty)
-        .then(delim(
-            expect(Token::LBracket, "`[`"),
-            ty.clone().then(
-                just(Token::Comma)
-                    .ignore_then(ex.args_bracket.clone())
-                    .or_not(),
-            ),
-            Token::RBracket,
-            "`[`",
+        let pipe_stmt = word("pipe")
+            .then(just(Token::Ident))
+            .then(just(Token::Colon))
+            .rewind()
+            .ignore_then(word("pipe"))
+            .ignore_then(name_or("a pipe name"))
+            .then_ignore(expect(Token::Colon, "`:`"))
+            .then_ignore(pipe_ty)
+            .then(delim(
+                expect(Token::LBracket, "`[`"),
+                ty.clone().then(
+                    just(Token::Comma)
+                        .ignore_then(ex.args_bracket.clone())
+                        .or_not(),
+                ),
+                Token::RBracket,
+                "`[`",
+            ))
+            .map(|(name, ((elem, args), _))| StmtKind::Pipe {
+                name,
+                elem,
+                args: args.unwrap_or_default(),
+            });
+        let section_stmt = word("cube")
+            .to(SectionKind::Cube)
+            .or(word("vector").to(SectionKind::Vector))
+            .map_with(|k, e| (k, to_span(e.span())))
+            .then_ignore(just(Token::LBrace).rewind())
+            .then(block.clone())
+            .map(|((kind, kind_span), body)| StmtKind::Section {
+                kind,
+                kind_span,
+                body,
+            });
+        let expr_stmt = expr
+            .clone()
+            .then(assign_op().then(expr.clone()).or_not())
+            .map(|(target, rest)| match rest {
+                Some((op, value)) => StmtKind::Assign { target, op, value },
+                None => StmtKind::Expr(target),
+            });
+        let stmt_kind = choice((
+            let_stmt,
+            var_stmt,
+            for_stmt,
+            when_stmt,
+            send_stmt,
+            consume_stmt,
+            pipe_stmt,
+            section_stmt,
+            expr_stmt,
         ))
-        .map(|(name, ((elem, args), _))| StmtKind::Pipe {
-            name,
-            elem,
-            args: args.unwrap_or_default(),
-        });
-    let section_stmt = word("cube")
-        .to(SectionKind::Cube)
-        .or(word("vector").to(SectionKind::Vector))
-        .map_with(|k, e| (k, to_span(e.span())))
-        .then_ignore(just(Token::LBrace).rewind())
-        .then(block.clone())
-        .map(|((kind, kind_span), body)| StmtKind::Section {
-            kind,
-            kind_span,
-            body,
-        });
-    let expr_stmt = expr
-        .clone()
-        .then(assign_op().then(expr.clone()).or_not())
-        .map(|(target, rest)| match rest {
-            Some((op, value)) => StmtKind::Assign { target, op, value },
-            None => StmtKind::Expr(target),
-        });
-    let stmt_kind = choice((
-        let_stmt,
-        var_stmt,
-        for_stmt,
-        when_stmt,
-        send_stmt,
-        consume_stmt,
-        pipe_stmt,
-        section_stmt,
-        expr_stmt,
-    ))
-    .then_ignore(statement_end());
-    let stmt = not_at_or_end(Token::RBrace)
-        .ignore_then(
-            note_failure(stmt_kind).recover_with(via_parser(sync_statement().to(StmtKind::Error))),
-        )
-        .map_with(|kind, e| Stmt {
-            kind,
-            span: to_span(e.span()),
-        });
-    let close_block = custom(|inp: &mut Inp<'a, '_>| {
-        let (t, span) = peek_tok(inp);
-        match t {
-            Some(Token::RBrace) => {
-                inp.skip();
-                Ok(())
+        .then_ignore(statement_end());
+        let stmt = not_at_or_end(Token::RBrace)
+            .ignore_then(
+                note_failure(stmt_kind)
+                    .recover_with(via_parser(sync_statement().to(StmtKind::Error))),
+            )
+            .map_with(|kind, e| Stmt {
+                kind,
+                span: to_span(e.span()),
+            });
+        let close_block = custom(|inp: &mut Inp<'a, '_>| {
+            let (t, span) = peek_tok(inp);
+            match t {
+                Some(Token::RBrace) => {
+                    inp.skip();
+                    Ok(())
+                }
+                None => {
+                    // Unclosed block: reported at the opener; what was parsed is kept.
+                    let open: CSpan = *inp.ctx();
+                    inp.emit(PErr {
+                        at: span.start,
+                        span: open,
+                        msg: Some(Box::new(unclosed(to_span(open), Token::RBrace, "`{`"))),
+                    });
+                    Ok(())
+                }
+                Some(_) => Err(unexpected_err(inp, "`}`")),
             }
-            None => {
-                // Unclosed block: reported at the opener; what was parsed is kept.
-                let open: CSpan = *inp.ctx();
-                inp.emit(PErr {
-                    at: span.start,
-                    span: open,
-                    msg: Some(Box::new(unclosed(to_span(open), Token::RBrace, "`{`"))),
-                });
-                Ok(())
-            }
-            Some(_) => Err(unexpected_err(inp, "`}`")),
-        }
-    });
-    block.define(
+        });
         expect(Token::LBrace, "`{`")
             .then_with_ctx(
                 separators()
@@ -1590,9 +1599,9 @@ fn block_parser<'a>(ex: &ExprParsers<'a>, ty: Boxed<'a, TypeExpr>) -> Boxed<'a, 
             .map_with(|(_, stmts), e| Block {
                 stmts,
                 span: to_span(e.span()),
-            }),
-    );
-    block.boxed()
+            })
+    })
+    .boxed()
 }
 
 /// The parser of one item's tokens (doc comments and insignificant newlines removed).

@@ -212,18 +212,7 @@ fn target(ws: &Workspace, path: &str, offset: usize) -> Option<(String, Range, T
     if all_named_args(&text).contains(&s) {
         let toks = significant(&lex(&text));
         let i = toks.iter().position(|t| t.span.start as usize == s)?;
-        let mut depth = 0i32;
-        let mut j = i;
-        while j > 0 {
-            j -= 1;
-            match toks[j].kind {
-                Token::RParen | Token::RBracket | Token::RBrace => depth += 1,
-                Token::LParen if depth == 0 => break,
-                Token::LParen | Token::LBracket | Token::LBrace => depth -= 1,
-                _ => {}
-            }
-        }
-        let c = callee(&toks, j)?;
+        let c = callee(&toks, enclosing_paren(&toks, i))?;
         let (a, b) = span(&toks[c]);
         let k = find_decl(ws, path, &text[a..b])?;
         return Some((
@@ -636,19 +625,7 @@ pub fn view_hover(ws: &Workspace, path: &str, text: &str, at: usize) -> Option<S
         return None;
     }
     let param = &text[span(&toks[i - 2]).0..span(&toks[i - 2]).1];
-    // The call's `(`.
-    let mut depth = 0i32;
-    let mut j = i - 2;
-    while j > 0 {
-        j -= 1;
-        match toks[j].kind {
-            Token::RParen | Token::RBracket | Token::RBrace => depth += 1,
-            Token::LParen if depth == 0 => break,
-            Token::LParen | Token::LBracket | Token::LBrace => depth -= 1,
-            _ => {}
-        }
-    }
-    let c = callee(&toks, j)?;
+    let c = callee(&toks, enclosing_paren(&toks, i - 2))?;
     let kname = &text[span(&toks[c]).0..span(&toks[c]).1];
     // The view's text: the name and its brackets.
     let mut end = span(&toks[i]).1;
@@ -1377,6 +1354,22 @@ pub fn folding_ranges(ws: &Workspace, path: &str) -> Vec<(u32, u32, bool)> {
     }
     out.sort();
     out
+}
+
+/// The index of the `(` that encloses token `i` (scanning back over balanced brackets), or 0.
+fn enclosing_paren(toks: &[TokenInfo], i: usize) -> usize {
+    let mut depth = 0i32;
+    let mut j = i;
+    while j > 0 {
+        j -= 1;
+        match toks[j].kind {
+            Token::RParen | Token::RBracket | Token::RBrace => depth += 1,
+            Token::LParen if depth == 0 => break,
+            Token::LParen | Token::LBracket | Token::LBrace => depth -= 1,
+            _ => {}
+        }
+    }
+    j
 }
 
 #[cfg(test)]

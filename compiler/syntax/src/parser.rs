@@ -684,11 +684,13 @@ fn expect<'a>(k: Token, what: &'static str) -> impl Parser<'a, In<'a>, CSpan, Ex
     tok(k).or(fail(what))
 }
 
-/// Succeeds without consuming when the next token is not `k` (the end counts as not `k`).
-fn not_at<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+/// Succeeds without consuming unless `stop` holds for the next token (`None`: the end).
+fn unless_next<'a>(
+    stop: impl Fn(Option<Token>) -> bool + Clone + 'a,
+) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
     custom(move |inp: &mut Inp<'a, '_>| {
         let (t, span) = peek_tok(inp);
-        if t == Some(k) {
+        if stop(t) {
             Err(PErr {
                 at: span.start,
                 span,
@@ -700,20 +702,14 @@ fn not_at<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
     })
 }
 
+/// Succeeds without consuming when the next token is not `k` (the end counts as not `k`).
+fn not_at<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
+    unless_next(move |t| t == Some(k))
+}
+
 /// Succeeds without consuming when the next token is neither `k` nor the end.
 fn not_at_or_end<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
-    custom(move |inp: &mut Inp<'a, '_>| {
-        let (t, span) = peek_tok(inp);
-        if t.is_none() || t == Some(k) {
-            Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            })
-        } else {
-            Ok(())
-        }
-    })
+    unless_next(move |t| t.is_none() || t == Some(k))
 }
 
 /// Fails when one of our expectations failed at or after the next token: the construct just

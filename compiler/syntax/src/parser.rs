@@ -597,6 +597,17 @@ struct PErr {
     msg: Option<Box<SyntaxError>>,
 }
 
+impl PErr {
+    /// A failure at `span` with no message of ours (a primitive failure, or a lookahead).
+    fn bare(span: CSpan) -> PErr {
+        PErr {
+            at: span.start,
+            span,
+            msg: None,
+        }
+    }
+}
+
 impl<'a> chumsky::error::Error<'a, In<'a>> for PErr {
     fn merge(self, other: Self) -> Self {
         // Our message beats a bare primitive failure; between two of ours, the first wins.
@@ -614,11 +625,7 @@ impl<'a> LabelError<'a, In<'a>, DefaultExpected<'a, Token>> for PErr {
         _found: Option<MaybeRef<'a, Token>>,
         span: CSpan,
     ) -> Self {
-        PErr {
-            at: span.start,
-            span,
-            msg: None,
-        }
+        PErr::bare(span)
     }
 }
 
@@ -691,11 +698,7 @@ fn unless_next<'a>(
     custom(move |inp: &mut Inp<'a, '_>| {
         let (t, span) = peek_tok(inp);
         if stop(t) {
-            Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            })
+            Err(PErr::bare(span))
         } else {
             Ok(())
         }
@@ -717,16 +720,17 @@ fn not_at_or_end<'a>(k: Token) -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
 fn committed<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
     custom(|inp: &mut Inp<'a, '_>| {
         let (_, span) = peek_tok(inp);
-        if inp.state().hard_at.is_some_and(|h| h >= span.start) {
-            Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            })
-        } else {
-            Ok(())
-        }
+        check_committed(inp, span)
     })
+}
+
+/// `Err` when one of our expectations failed at or after `span` (see [`committed`]).
+fn check_committed(inp: &mut Inp<'_, '_>, span: CSpan) -> Result<(), PErr> {
+    if inp.state().hard_at.is_some_and(|h| h >= span.start) {
+        Err(PErr::bare(span))
+    } else {
+        Ok(())
+    }
 }
 
 /// The closer `k` of the delimiter whose span is the context. When the item, the line or the
@@ -843,11 +847,7 @@ fn sync_list<'a>(close: Token) -> impl Parser<'a, In<'a>, usize, Ex<'a>> + Clone
         let (fail_at, eoi) = (inp.state().fail_at, inp.state().eoi);
         if fail_at >= eoi {
             let (_, span) = peek_tok(inp);
-            return Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            });
+            return Err(PErr::bare(span));
         }
         loop {
             let (t, span) = peek_tok(inp);
@@ -904,11 +904,7 @@ fn word<'a>(word: &'static str) -> impl Parser<'a, In<'a>, CSpan, Ex<'a>> + Clon
             if st.text.get(span.start..span.end) == Some(word) {
                 Ok(span)
             } else {
-                Err(PErr {
-                    at: span.start,
-                    span,
-                    msg: None,
-                })
+                Err(PErr::bare(span))
             }
         },
     )
@@ -1003,11 +999,7 @@ fn range_end_omitted<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
                 | Token::Newline
                 | Token::Semi,
             ) => Ok(()),
-            _ => Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            }),
+            _ => Err(PErr::bare(span)),
         }
     })
 }
@@ -1372,13 +1364,7 @@ fn statement_end<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
         if matches!(t, None | Some(Token::Newline | Token::Semi | Token::RBrace)) {
             return Ok(());
         }
-        if inp.state().hard_at.is_some_and(|h| h >= span.start) {
-            return Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            });
-        }
+        check_committed(inp, span)?;
         let e = unexpected_err(inp, "end of statement (a new line or `;`)");
         inp.emit(e);
         inp.state().fail_at = span.start;
@@ -1882,13 +1868,7 @@ fn item_parser<'a>() -> Boxed<'a, ItemKind> {
         if t.is_none() {
             return Ok(());
         }
-        if inp.state().hard_at.is_some_and(|h| h >= span.start) {
-            return Err(PErr {
-                at: span.start,
-                span,
-                msg: None,
-            });
-        }
+        check_committed(inp, span)?;
         let e = unexpected_err(inp, "end of line after the item");
         inp.emit(e);
         while inp.peek().is_some() {

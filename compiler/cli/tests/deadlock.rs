@@ -89,17 +89,6 @@ fn runtime_report(text: &str, name: &str, data_dir: Option<&Path>) -> Option<Str
     }
 }
 
-fn apply_first_fix(text: &str, d: &Diagnostic) -> String {
-    let fix = d.fixes.first().expect("W0504 with a depth fix");
-    let mut edits: Vec<_> = fix.edits.iter().collect();
-    edits.sort_by_key(|e| std::cmp::Reverse(e.span.start));
-    let mut out = text.to_string();
-    for e in edits {
-        out.replace_range(e.span.start as usize..e.span.end as usize, &e.replacement);
-    }
-    out
-}
-
 /// Cross-checks one program; returns its verdict.
 fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
     let (v, diags) = static_verdict(text);
@@ -131,7 +120,8 @@ fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
                 );
                 return v;
             }
-            let fixed = apply_first_fix(text, d);
+            let file = &d.primary.file;
+            let fixed = d.fixes[0].apply_to(file, text);
             assert_eq!(
                 static_verdict(&fixed).0,
                 Verdict::Completes,
@@ -158,9 +148,7 @@ fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
                         x.replacement = less.clone();
                     }
                 }
-                let mut probe = d.clone();
-                probe.fixes = vec![one_less];
-                let lower = apply_first_fix(text, &probe);
+                let lower = one_less.apply_to(file, text);
                 assert_eq!(
                     static_verdict(&lower).0,
                     Verdict::Deadlocks,

@@ -3,18 +3,13 @@
 use wsp_core::Workspace;
 use wsp_diagnostics::Diagnostic;
 
+/// The diagnostic's first fix applied to `text`, the file the diagnostic is about.
 fn apply(text: &str, d: &Diagnostic) -> String {
     let fix = d
         .fixes
         .first()
         .unwrap_or_else(|| panic!("{} has no fix", d.code));
-    let mut edits: Vec<_> = fix.edits.iter().collect();
-    edits.sort_by_key(|e| std::cmp::Reverse(e.span.start));
-    let mut out = text.to_string();
-    for e in edits {
-        out.replace_range(e.span.start as usize..e.span.end as usize, &e.replacement);
-    }
-    out
+    fix.apply_to(&d.primary.file, text)
 }
 
 fn codes(ws: &Workspace, path: &str) -> Vec<String> {

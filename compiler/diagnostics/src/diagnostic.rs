@@ -71,6 +71,24 @@ pub struct Fix {
     pub edits: Vec<Edit>,
 }
 
+impl Fix {
+    /// `text` (the contents of `file`) with this fix's edits of `file` applied. Edits are
+    /// applied from the last to the first so that earlier spans stay valid; an edit whose
+    /// span is not a range of `text` on character boundaries is skipped.
+    pub fn apply_to(&self, file: &FileName, text: &str) -> String {
+        let mut edits: Vec<&Edit> = self.edits.iter().filter(|e| &e.file == file).collect();
+        edits.sort_by_key(|e| std::cmp::Reverse((e.span.start, e.span.end)));
+        let mut out = text.to_string();
+        for e in edits {
+            let r = e.span.start as usize..e.span.end as usize;
+            if out.get(r.clone()).is_some() {
+                out.replace_range(r, &e.replacement);
+            }
+        }
+        out
+    }
+}
+
 /// A diagnostic: stable code, severity, message, primary and secondary labels,
 /// notes, help and optional fixes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -154,5 +172,32 @@ impl Diagnostic {
             }
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixes_apply_back_to_front_and_only_to_their_file() {
+        let f = FileName::new("a.wsp");
+        let edit = |file: &FileName, s: u32, e: u32, r: &str| Edit {
+            file: file.clone(),
+            span: Span::new(s, e),
+            replacement: r.into(),
+        };
+        let fix = Fix {
+            title: "t".into(),
+            edits: vec![
+                edit(&f, 0, 1, "P.seq"),
+                edit(&f, 4, 4, ", b"),
+                edit(&FileName::new("b.wsp"), 0, 1, "no"),
+                // Not on a character boundary of `é`, and past the end: skipped.
+                edit(&f, 7, 8, "x"),
+                edit(&f, 40, 41, "x"),
+            ],
+        };
+        assert_eq!(fix.apply_to(&f, "P(a)  é"), "P.seq(a, b)  é");
     }
 }

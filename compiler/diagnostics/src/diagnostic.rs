@@ -191,7 +191,7 @@ mod tests {
             title: "t".into(),
             edits: vec![
                 edit(&f, 0, 1, "P.seq"),
-                edit(&f, 4, 4, ", b"),
+                edit(&f, 3, 3, ", b"),
                 edit(&FileName::new("b.wsp"), 0, 1, "no"),
                 // Not on a character boundary of `é`, and past the end: skipped.
                 edit(&f, 7, 8, "x"),

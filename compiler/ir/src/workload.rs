@@ -154,44 +154,40 @@ impl Program {
     /// and renumbers the calls. Kernels keep their relative order.
     pub fn retain_called_kernels(&mut self) {
         let mut called = vec![false; self.kernels.len()];
-        let mut mark = |c: &mut TaskCall| {
+        self.for_each_task_call(&mut |c| {
             if let Some(x) = called.get_mut(c.kernel.index()) {
                 *x = true;
             }
-        };
-        for wl in &mut self.workloads {
-            if let WorkloadBody::Block { stmts } = &mut wl.body {
-                for_each_call(stmts, &mut mark);
-            }
-        }
-        for p in &mut self.processes {
-            for_each_call(&mut p.body, &mut mark);
-        }
-        let mut remap = vec![None; self.kernels.len()];
-        let mut next = 0u32;
-        for (i, c) in called.iter().enumerate() {
-            if *c {
-                remap[i] = Some(KernelId(next));
-                next += 1;
-            }
-        }
-        let mut i = 0;
-        self.kernels.retain(|_| {
-            i += 1;
-            called[i - 1]
         });
-        let mut renumber = |c: &mut TaskCall| {
+        let mut next = 0u32;
+        let remap: Vec<Option<KernelId>> = called
+            .iter()
+            .map(|&c| {
+                c.then(|| {
+                    next += 1;
+                    KernelId(next - 1)
+                })
+            })
+            .collect();
+        let mut keep = called.iter();
+        self.kernels
+            .retain(|_| keep.next().copied().unwrap_or(false));
+        self.for_each_task_call(&mut |c| {
             if let Some(Some(id)) = remap.get(c.kernel.index()) {
                 c.kernel = *id;
             }
-        };
+        });
+    }
+
+    /// Calls `f` on every task call of every workload and process, nested ones included.
+    fn for_each_task_call(&mut self, f: &mut impl FnMut(&mut TaskCall)) {
         for wl in &mut self.workloads {
             if let WorkloadBody::Block { stmts } = &mut wl.body {
-                for_each_call(stmts, &mut renumber);
+                for_each_call(stmts, f);
             }
         }
         for p in &mut self.processes {
-            for_each_call(&mut p.body, &mut renumber);
+            for_each_call(&mut p.body, f);
         }
     }
 

@@ -126,7 +126,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
             }
             l.file = FileName::new(id.file(db).path(db).as_str());
             l.offset = item_offset(db, *id);
-            l.cur.set(file_index(*id));
+            cur.set(file_index(*id));
             if let Err(d) = l.item(it) {
                 errs.push(d);
             }

@@ -66,17 +66,14 @@ struct Undecidable(Span, String);
 
 struct Ctx<'a> {
     off: u32,
-    consts: &'a BTreeMap<String, u64>,
+    consts: &'a BTreeMap<String, i64>,
     axes: &'a BTreeMap<String, Result<u64, String>>,
     chans: &'a BTreeMap<String, usize>,
 }
 
-fn const_int(e: &Expr, consts: &BTreeMap<String, u64>) -> Option<u64> {
-    match &e.kind {
-        ExprKind::Int(v) => Some(*v),
-        ExprKind::Name(n) => consts.get(&n.name).copied(),
-        _ => None,
-    }
+/// A non-negative integer constant expression, folded as everywhere else in the checker.
+fn const_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<u64> {
+    crate::types::eval_int(e, consts).and_then(|v| u64::try_from(v).ok())
 }
 
 fn lower_block(b: &Block, cx: &Ctx) -> Result<Vec<Node>, Undecidable> {
@@ -452,14 +449,7 @@ fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) ->
 pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     let parse = parse_file(db, file);
     let fname = FileName::new(file.path(db).as_str());
-    let mut consts: BTreeMap<String, u64> = BTreeMap::new();
-    for node in &parse.file.items {
-        if let ItemKind::Const(c) = &node.item.kind {
-            if let ExprKind::Int(v) = c.value.kind {
-                consts.insert(c.name.name.clone(), v);
-            }
-        }
-    }
+    let consts = crate::db::const_values(db, file);
     let mut axes: BTreeMap<String, Result<u64, String>> = BTreeMap::new();
     let mut chan_idx: BTreeMap<String, usize> = BTreeMap::new();
     let mut chans: Vec<Chan> = Vec::new();
@@ -473,7 +463,7 @@ pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                         if matches!(&base.kind, ExprKind::Name(n) if n.name == "Dense")
                             && indices.len() == 1 =>
                     {
-                        const_int(&indices[0], &consts).ok_or_else(|| {
+                        const_int(&indices[0], consts).ok_or_else(|| {
                             format!("the size of axis `{}` is not a constant", a.name.name)
                         })
                     }
@@ -496,7 +486,7 @@ pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                     .args
                     .iter()
                     .find(|a| a.name.as_ref().is_some_and(|n| n.name == "depth"))
-                    .map(|a| const_int(&a.value, &consts))
+                    .map(|a| const_int(&a.value, consts))
                     .unwrap_or(Some(1));
                 let off = node.range.start;
                 let depth_arg = c
@@ -536,7 +526,7 @@ pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         if let ItemKind::Process(p) = &node.item.kind {
             let cx = Ctx {
                 off: node.range.start,
-                consts: &consts,
+                consts,
                 axes: &axes,
                 chans: &chan_idx,
             };
@@ -573,7 +563,7 @@ pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 off,
                 &procs,
                 &chans,
-                &consts,
+                consts,
                 &params,
             );
             diags.extend(d);
@@ -603,7 +593,7 @@ fn analyse_connect(
     off: u32,
     procs: &BTreeMap<String, Result<Proc, Undecidable>>,
     chans: &[Chan],
-    consts: &BTreeMap<String, u64>,
+    consts: &BTreeMap<String, i64>,
     params: &[String],
 ) -> Option<Diagnostic> {
     let undecidable = |at: Span, why: String| {
@@ -887,6 +877,40 @@ fn next_composition(caps: &[u64], out: &mut [u64]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes, depths and replica counts fold like every other constant of the checker
+    /// (`2 * H`), so the pipeline is decided, not W0505.
+    #[test]
+    fn folded_constants_are_static_counts() {
+        let src = "const H = 2
+const N = 2 * H
+axis tiles = Dense[N - 1 + 1]
+channel a: Channel[depth: H - 1]
+channel b: Channel[depth: 1]
+process split produces a, b {
+    for i in P.seq(tiles) { send a, i }
+    for i in P.seq(tiles) { send b, i }
+}
+process join consumes a, b {
+    consume b as i {
+        consume a as j { send_nothing(j) }
+    }
+}
+workload w = connect(split, replicate(join, H - 1))
+";
+        let mut ws = crate::Workspace::new();
+        ws.set_file("p.wsp", src.to_string());
+        let d: Vec<_> = pipeline_tokens(ws.db(), ws.file_handle("p.wsp").expect("file"))
+            .iter()
+            .map(|d| (d.code.to_string(), d.help.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].0, "W0504", "{d:?}");
+        assert!(
+            d[0].1.contains("`a` depth 4 (now 1), `b` depth 3 (now 1)"),
+            "{d:?}"
+        );
+    }
 
     #[test]
     fn compositions_enumerate_all_bounded_splits() {

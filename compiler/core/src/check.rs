@@ -1876,16 +1876,21 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     // Names used outside the imports (by token, so a local of the same name counts as a use:
     // an unused-import warning is never wrong, at worst missing).
     let text = file.text(db);
+    let import_ranges: Vec<Span> = parse
+        .file
+        .items
+        .iter()
+        .filter(|n| matches!(n.item.kind, ItemKind::Import(_)))
+        .map(|n| n.range)
+        .collect();
     let used: BTreeSet<&str> = parse
         .tokens
         .iter()
         .filter(|t| t.kind == wsp_syntax::Token::Ident)
         .filter(|t| {
-            !parse.file.items.iter().any(|n| {
-                matches!(n.item.kind, ItemKind::Import(_))
-                    && n.range.start <= t.span.start
-                    && t.span.end <= n.range.end
-            })
+            !import_ranges
+                .iter()
+                .any(|r| r.start <= t.span.start && t.span.end <= r.end)
         })
         .filter_map(|t| text.get(t.span.start as usize..t.span.end as usize))
         .collect();

@@ -277,6 +277,12 @@ fn memory_report(sizes: &[i64]) {
             s.total_cycles,
             s.edges
         );
+        for r in &s.rings {
+            println!(
+                "  ring {}: high water {} of {}",
+                r.name, r.high_water, r.capacity
+            );
+        }
         drop(rt);
     }
 }

@@ -63,6 +63,7 @@ impl fmt::Display for ApiError {
 
 impl Region {
     /// A region; `strides` may be empty (all 1). Extents ≥ 1, strides ≥ 1, offsets ≥ 0.
+    #[inline]
     pub fn new(
         tensor: TensorId,
         offsets: &[i64],
@@ -105,16 +106,19 @@ impl Region {
     }
 
     /// A dense region (all strides 1).
+    #[inline]
     pub fn dense(tensor: TensorId, offsets: &[i64], extents: &[i64]) -> Result<Region, ApiError> {
         Region::new(tensor, offsets, extents, &[])
     }
 
     /// Number of elements covered.
+    #[inline]
     pub fn elements(&self) -> u64 {
         (0..self.rank as usize).fold(1u64, |a, d| a.saturating_mul(self.extents[d] as u64))
     }
 
     /// Largest index covered along `d`.
+    #[inline]
     pub fn last(&self, d: usize) -> i64 {
         self.offsets[d] + self.strides[d] * (self.extents[d] - 1)
     }

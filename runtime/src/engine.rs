@@ -2,8 +2,8 @@
 
 use crate::api::*;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
-use crate::region::{covers, overlaps};
 use crate::report::*;
+use crate::tensormap::{TensorMap, NIL};
 use crate::v9::{Order, V9Clock};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -12,7 +12,6 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 use wsp_arch::{Arch, CoreClass, TimingSemantics};
 
-const NIL: u32 = u32::MAX;
 const IO_CACHE: usize = 64;
 
 /// Workers of the `pto_wsp_v9` clocks when the dispatch does not say (PTO-WSP's default).
@@ -133,72 +132,6 @@ struct Tensor {
     dims: [i64; MAX_RANK],
     buf: Vec<u8>,
     live: bool,
-    /// Bucketed index over dimensions 0 and 1: a grid of `nb[0] × nb[1]` buckets of
-    /// `bsize[0] × bsize[1]` indices (`bsize[0] == 0`: no entry yet).
-    bsize: [i64; 2],
-    nb: [usize; 2],
-    /// Per bucket: [readers, writers].
-    buckets: Vec<[Vec<u32>; 2]>,
-    /// Entries spanning too many buckets: [readers, writers].
-    wide: [Vec<u32>; 2],
-}
-
-/// Buckets per tensor at most.
-const MAX_BUCKETS: usize = 1024;
-/// Entries spanning more buckets than this go to the wide list.
-const WIDE_SPAN: usize = 16;
-
-/// A rectangle of buckets: inclusive (first, last) along dimensions 0 and 1.
-type Span = [(u32, u32); 2];
-
-fn span_count(s: &Span) -> usize {
-    (s[0].1 - s[0].0 + 1) as usize * (s[1].1 - s[1].0 + 1) as usize
-}
-
-impl Tensor {
-    fn span(&self, r: &Region) -> Span {
-        let mut s = [(0, 0); 2];
-        for (d, sd) in s.iter_mut().enumerate().take(self.rank.min(2)) {
-            let top = self.nb[d] as i64 - 1;
-            let lo = (r.offsets[d] / self.bsize[d]).min(top);
-            let hi = (r.last(d) / self.bsize[d]).min(top);
-            *sd = (lo as u32, hi as u32);
-        }
-        s
-    }
-
-    /// Sizes the grid from the first region seen (the tile shape), at most MAX_BUCKETS.
-    fn init_index(&mut self, r: &Region) {
-        let mut bs = [1i64; 2];
-        let mut nb = [1usize; 2];
-        for (d, b) in bs.iter_mut().enumerate().take(self.rank.min(2)) {
-            *b = (r.last(d) - r.offsets[d] + 1).max(1);
-        }
-        loop {
-            for d in 0..self.rank.min(2) {
-                nb[d] = ((self.dims[d] + bs[d] - 1) / bs[d]) as usize;
-            }
-            if nb[0] * nb[1] <= MAX_BUCKETS {
-                break;
-            }
-            let d = if nb[0] >= nb[1] { 0 } else { 1 };
-            bs[d] *= 2;
-        }
-        self.bsize = bs;
-        self.nb = nb;
-        self.buckets = (0..nb[0] * nb[1])
-            .map(|_| [Vec::new(), Vec::new()])
-            .collect();
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Entry {
-    region: Region,
-    task: u64,
-    write: bool,
-    /// The buckets it sits in; `None`: the wide list.
-    span: Option<Span>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -231,7 +164,8 @@ struct Slot {
     held: bool,
     core: u32,
     chan_after: u32,
-    coords: Token,
+    /// The task's tensor-map entries (released when it completes).
+    entries: u32,
     exec: Option<Box<ExecData>>,
     /// The kernel has run on the host (with a thread pool).
     host_done: bool,
@@ -254,7 +188,7 @@ impl Slot {
             held: false,
             core: NIL,
             chan_after: NIL,
-            coords: Token::new(&[]),
+            entries: NIL,
             exec: None,
             host_done: false,
         }
@@ -263,7 +197,8 @@ impl Slot {
 
 #[derive(Clone, Copy)]
 struct Edge {
-    succ: u64,
+    /// The successor's ring slot.
+    succ: u32,
     next: u32,
 }
 
@@ -274,12 +209,58 @@ enum Ev {
     Token(u32),
 }
 
+/// A ready queue, least (key, stamp, task) first. FIFO and LIFO keys are monotone in the
+/// ready stamp, so a deque serves them; priorities need a heap.
+enum ReadyQ {
+    Fifo(VecDeque<(i64, u64, u64)>),
+    Lifo(Vec<(i64, u64, u64)>),
+    Heap(BinaryHeap<Reverse<(i64, u64, u64)>>),
+}
+
+impl ReadyQ {
+    fn new(order: ReadyOrder) -> ReadyQ {
+        match order {
+            ReadyOrder::Fifo => ReadyQ::Fifo(VecDeque::new()),
+            ReadyOrder::Lifo => ReadyQ::Lifo(Vec::new()),
+            ReadyOrder::Priority => ReadyQ::Heap(BinaryHeap::new()),
+        }
+    }
+    fn push(&mut self, x: (i64, u64, u64)) {
+        match self {
+            ReadyQ::Fifo(q) => q.push_back(x),
+            ReadyQ::Lifo(q) => q.push(x),
+            ReadyQ::Heap(q) => q.push(Reverse(x)),
+        }
+    }
+    fn peek(&self) -> Option<(i64, u64, u64)> {
+        match self {
+            ReadyQ::Fifo(q) => q.front().copied(),
+            ReadyQ::Lifo(q) => q.last().copied(),
+            ReadyQ::Heap(q) => q.peek().map(|r| r.0),
+        }
+    }
+    fn pop(&mut self) -> Option<(i64, u64, u64)> {
+        match self {
+            ReadyQ::Fifo(q) => q.pop_front(),
+            ReadyQ::Lifo(q) => q.pop(),
+            ReadyQ::Heap(q) => q.pop().map(|r| r.0),
+        }
+    }
+    fn is_empty(&self) -> bool {
+        match self {
+            ReadyQ::Fifo(q) => q.is_empty(),
+            ReadyQ::Lifo(q) => q.is_empty(),
+            ReadyQ::Heap(q) => q.is_empty(),
+        }
+    }
+}
+
 struct Core {
     free_at: u64,
     busy: u64,
     tasks: u64,
     idle: bool,
-    queue: BinaryHeap<Reverse<(i64, u64, u64)>>,
+    queue: ReadyQ,
 }
 
 struct ClassState {
@@ -287,7 +268,10 @@ struct ClassState {
     cores: Vec<Core>,
     /// Idle cores.
     idle: u32,
-    shared: BinaryHeap<Reverse<(i64, u64, u64)>>,
+    /// Bit sets over the cores: idle, and with a nonempty own queue.
+    idle_bits: Vec<u64>,
+    own_bits: Vec<u64>,
+    shared: ReadyQ,
     queued: u32,
     overflow: VecDeque<u64>,
     emitted: u64,
@@ -488,10 +472,10 @@ pub struct Runtime {
     ring: Vec<Slot>,
     next_seq: u64,
     head: u64,
-    entries: Vec<Entry>,
-    entry_free: Vec<u32>,
+    tmap: TensorMap,
     edges: Vec<Edge>,
-    edge_free: Vec<u32>,
+    /// Free edges, linked through `Edge::next`.
+    edge_free: u32,
     classes: Vec<ClassState>,
     events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     ev_order: u64,
@@ -566,11 +550,22 @@ impl Runtime {
                         busy: 0,
                         tasks: 0,
                         idle: true,
-                        queue: BinaryHeap::new(),
+                        queue: ReadyQ::new(p.ready),
                     })
                     .collect(),
                 idle: *n,
-                shared: BinaryHeap::new(),
+                idle_bits: (0..(*n as usize).div_ceil(64))
+                    .map(|w| {
+                        let left = *n as usize - 64 * w;
+                        if left >= 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << left) - 1
+                        }
+                    })
+                    .collect(),
+                own_bits: vec![0; (*n as usize).div_ceil(64)],
+                shared: ReadyQ::new(p.ready),
                 queued: 0,
                 overflow: VecDeque::new(),
                 emitted: 0,
@@ -595,10 +590,9 @@ impl Runtime {
         Ok(Runtime {
             window,
             ring: (0..window).map(|_| Slot::empty()).collect(),
-            entries: Vec::with_capacity(cfg.tensormap_pool as usize),
-            entry_free: Vec::new(),
-            edges: Vec::with_capacity(cfg.deplist_pool as usize),
-            edge_free: Vec::new(),
+            tmap: TensorMap::new(cfg.tensormap_pool),
+            edges: Vec::new(),
+            edge_free: NIL,
             classes,
             kernels: Vec::new(),
             tensors: Vec::new(),
@@ -715,19 +709,17 @@ impl Runtime {
             dims: [1; MAX_RANK],
             buf,
             live: true,
-            bsize: [0; 2],
-            nb: [1; 2],
-            buckets: Vec::new(),
-            wide: [Vec::new(), Vec::new()],
         };
         t.dims[..dims.len()].copy_from_slice(dims);
-        if let Some(id) = self.free_tensors.pop() {
+        let id = if let Some(id) = self.free_tensors.pop() {
             self.tensors[id as usize] = t;
-            Ok(TensorId(id))
+            id
         } else {
             self.tensors.push(t);
-            Ok(TensorId(self.tensors.len() as u32 - 1))
-        }
+            self.tensors.len() as u32 - 1
+        };
+        self.tmap.add_tensor(id, dims.len());
+        Ok(TensorId(id))
     }
 
     /// The bytes of a tensor (after [`Runtime::finish`], or between runs).
@@ -925,108 +917,24 @@ impl Runtime {
         }
     }
 
-    fn remove_entry(&mut self, id: u32) {
-        let e = &self.entries[id as usize];
-        let ti = e.region.tensor.0 as usize;
-        let w = e.write as usize;
-        let span = e.span;
-        let ten = &mut self.tensors[ti];
-        match span {
-            Some(sp) => {
-                for b0 in sp[0].0..=sp[0].1 {
-                    for b1 in sp[1].0..=sp[1].1 {
-                        let b = b0 as usize * ten.nb[1] + b1 as usize;
-                        let v = &mut ten.buckets[b][w];
-                        if let Some(p) = v.iter().position(|x| *x == id) {
-                            v.swap_remove(p);
-                        }
-                    }
-                }
-            }
-            None => {
-                let v = &mut ten.wide[w];
-                if let Some(p) = v.iter().position(|x| *x == id) {
-                    v.swap_remove(p);
-                }
-            }
-        }
-        self.entries[id as usize].task = u64::MAX;
-        self.entry_free.push(id);
-        let used = self.rings[1].used - 1;
-        self.rings[1].set(used);
-    }
-
-    /// Visits the live entries of a tensor that may overlap `r` (each once), writers first,
-    /// readers too when asked; reclaims entries of finished tasks on the way.
-    fn scan(&mut self, r: &Region, readers: bool, mut f: impl FnMut(u32, &Entry, bool)) {
-        let ti = r.tensor.0 as usize;
-        if self.tensors[ti].bsize[0] == 0 {
-            return; // no entry yet
-        }
-        let q = self.tensors[ti].span(r);
-        let kinds: &[usize] = if readers { &[1, 0] } else { &[1] };
-        for &w in kinds {
-            for b0 in q[0].0..=q[0].1 {
-                for b1 in q[1].0..=q[1].1 {
-                    let b = b0 as usize * self.tensors[ti].nb[1] + b1 as usize;
-                    self.scan_list(ti, Some((b, b0, b1)), w, &q, r, &mut f);
-                }
-            }
-            self.scan_list(ti, None, w, &q, r, &mut f);
-        }
-    }
-
-    fn scan_list(
-        &mut self,
-        ti: usize,
-        bucket: Option<(usize, u32, u32)>,
-        w: usize,
-        q: &Span,
-        r: &Region,
-        f: &mut impl FnMut(u32, &Entry, bool),
-    ) {
-        let mut i = 0;
-        loop {
-            let list = match bucket {
-                Some((b, _, _)) => &self.tensors[ti].buckets[b][w],
-                None => &self.tensors[ti].wide[w],
-            };
-            let Some(&id) = list.get(i) else { break };
-            i += 1;
-            let e = &self.entries[id as usize];
-            if !self.is_live(e.task) {
-                self.remove_entry(id);
-                i -= 1;
-                continue;
-            }
-            // A narrow entry sits in several buckets: visit it in its first bucket in range.
-            if let (Some((_, b0, b1)), Some(es)) = (bucket, e.span) {
-                if es[0].0.max(q[0].0) != b0 || es[1].0.max(q[1].0) != b1 {
-                    continue;
-                }
-            }
-            f(id, e, overlaps(r, &e.region));
-        }
-    }
-
     /// The in-flight tasks `t` depends on (sorted, deduplicated) into `self.scratch`, and the
     /// entries its writes cover into `self.covered`.
-    fn collect_preds(&mut self, t: &TaskDesc<'_>, seq: u64, key: i64) {
+    fn collect_preds(&mut self, t: &TaskDesc<'_>, key: i64) {
         let mut preds = std::mem::take(&mut self.scratch);
         let mut covered = std::mem::take(&mut self.covered);
         preds.clear();
         covered.clear();
+        let ring = &self.ring;
         for a in t.args {
             let write = a.dir.writes();
-            let r = &a.region;
-            self.scan(r, write, |id, e, ov| {
-                if ov && e.task != seq {
-                    if write || e.write {
-                        preds.push(e.task);
+            self.tmap.scan(&a.region, write, |h| {
+                if h.overlaps {
+                    if write || h.write {
+                        preds.push(ring[h.slot as usize].seq);
                     }
                     // Entries this write covers are ordered before it: drop them.
-                    if write && covers(r, &e.region) {
-                        covered.push(id);
+                    if write && h.covered {
+                        covered.push(h.id);
                     }
                 }
             });
@@ -1043,77 +951,28 @@ impl Runtime {
             preds.sort_unstable();
             preds.dedup();
         }
-        if covered.len() > 1 {
-            covered.sort_unstable();
-            covered.dedup();
-        }
         self.scratch = preds;
         self.covered = covered;
     }
 
     fn insert_entries(&mut self, t: &TaskDesc<'_>, seq: u64) {
-        let covered = std::mem::take(&mut self.covered);
-        for &id in &covered {
-            if self.entries[id as usize].task != u64::MAX {
-                self.remove_entry(id);
-            }
+        for &id in &self.covered {
+            self.tmap.unlink(id);
         }
-        self.covered = covered;
+        let slot = (seq % self.window) as u32;
+        let mut chain = NIL;
         for a in t.args {
-            let r = a.region;
-            let write = a.dir.writes();
-            let ti = r.tensor.0 as usize;
-            if self.tensors[ti].bsize[0] == 0 {
-                self.tensors[ti].init_index(&r);
-            }
-            let sp = self.tensors[ti].span(&r);
-            let span = (span_count(&sp) <= WIDE_SPAN).then_some(sp);
-            let e = Entry {
-                region: r,
-                task: seq,
-                write,
-                span,
-            };
-            let id = match self.entry_free.pop() {
-                Some(id) => {
-                    self.entries[id as usize] = e;
-                    id
-                }
-                None => {
-                    self.entries.push(e);
-                    self.entries.len() as u32 - 1
-                }
-            };
-            let used = self.rings[1].used + 1;
-            self.rings[1].set(used);
-            let w = write as usize;
-            let ten = &mut self.tensors[ti];
-            match span {
-                Some(sp) => {
-                    for b0 in sp[0].0..=sp[0].1 {
-                        for b1 in sp[1].0..=sp[1].1 {
-                            let b = b0 as usize * ten.nb[1] + b1 as usize;
-                            ten.buckets[b][w].push(id);
-                        }
-                    }
-                }
-                None => ten.wide[w].push(id),
-            }
+            let r = &a.region;
+            let ten = &self.tensors[r.tensor.0 as usize];
+            self.tmap
+                .insert(r, &ten.dims[..ten.rank], a.dir.writes(), slot, &mut chain);
         }
-    }
-
-    /// Reclaims every tensor-map entry whose task has finished.
-    fn sweep_entries(&mut self) {
-        for id in 0..self.entries.len() as u32 {
-            let task = self.entries[id as usize].task;
-            if task != u64::MAX && !self.is_live(task) {
-                self.remove_entry(id);
-            }
-        }
+        self.ring[slot as usize].entries = chain;
+        self.rings[1].set(self.tmap.used() as u64);
     }
 
     fn entries_free(&self) -> u64 {
-        self.cfg.tensormap_pool as u64 - self.rings[1].used
+        self.cfg.tensormap_pool as u64 - self.tmap.used() as u64
     }
 
     fn edges_free(&self) -> u64 {
@@ -1158,7 +1017,7 @@ impl Runtime {
         let key = t.key;
         // 2. Room for the edges and the tensor-map entries.
         let preds = loop {
-            self.collect_preds(t, seq, key);
+            self.collect_preds(t, key);
             let need_e = self.scratch.len() as u64;
             if need_e > self.cfg.deplist_pool as u64 {
                 let m = format!(
@@ -1180,19 +1039,16 @@ impl Runtime {
                 continue;
             }
             if self.entries_free() < t.args.len() as u64 {
-                self.sweep_entries();
-                if self.entries_free() < t.args.len() as u64 {
-                    let t0 = self.now;
-                    self.flush_batch();
-                    if !self.advance()? {
-                        let m = format!(
-                            "raise tensormap_pool above {} (regions of in-flight tasks exhaust it)",
-                            self.cfg.tensormap_pool
-                        );
-                        return Err(self.deadlock(StallReason::TensormapPoolFull, m));
-                    }
-                    self.note_stall(1, t0);
+                let t0 = self.now;
+                self.flush_batch();
+                if !self.advance()? {
+                    let m = format!(
+                        "raise tensormap_pool above {} (regions of in-flight tasks exhaust it)",
+                        self.cfg.tensormap_pool
+                    );
+                    return Err(self.deadlock(StallReason::TensormapPoolFull, m));
                 }
+                self.note_stall(1, t0);
                 continue;
             }
             if self.scratch.is_empty() {
@@ -1273,22 +1129,22 @@ impl Runtime {
             slot.preds_left = npreds;
             slot.scope = scope;
             slot.held = scope != 0;
-            slot.coords = Token::new(t.coords);
             slot.exec = exec;
         }
         self.next_seq += 1;
         self.rings[0].set(self.next_seq - self.head);
         for &p in &preds {
-            let id = match self.edge_free.pop() {
-                Some(id) => id,
-                None => {
-                    self.edges.push(Edge { succ: 0, next: NIL });
-                    self.edges.len() as u32 - 1
-                }
+            let id = if self.edge_free != NIL {
+                let id = self.edge_free;
+                self.edge_free = self.edges[id as usize].next;
+                id
+            } else {
+                self.edges.push(Edge { succ: 0, next: NIL });
+                self.edges.len() as u32 - 1
             };
             let head = self.slot(p).succ;
             self.edges[id as usize] = Edge {
-                succ: seq,
+                succ: (seq % self.window) as u32,
                 next: head,
             };
             self.slot_mut(p).succ = id;
@@ -1321,7 +1177,7 @@ impl Runtime {
             p.v9_clock += t.cycles;
             p.v9_load.0 += 1;
             p.v9_load.1 += t.cycles;
-        } else {
+        } else if self.cfg.arch.timing == TimingSemantics::V9 {
             let n = self.v9.workers() as u64;
             let w = match self.cfg.policies.dispatch {
                 Dispatch::Affinity => key.rem_euclid(n as i64) as usize,
@@ -1425,11 +1281,12 @@ impl Runtime {
             ReadyOrder::Priority => (key.saturating_neg(), st as u64),
         };
         let c = &mut self.classes[ci];
-        let item = Reverse((k.0, k.1, seq));
+        let item = (k.0, k.1, seq);
         if core == NIL {
             c.shared.push(item);
         } else if let Some(cr) = c.cores.get_mut(core as usize) {
             cr.queue.push(item);
+            c.own_bits[core as usize / 64] |= 1 << (core % 64);
         }
         c.queued += 1;
         let q = self
@@ -1466,24 +1323,46 @@ impl Runtime {
         let now = self.now;
         let disp = self.cfg.arch.overheads.dispatch;
         for ci in 0..self.classes.len() {
-            for k in 0..self.classes[ci].cores.len() {
-                if self.classes[ci].queued == 0 || self.classes[ci].idle == 0 {
+            let mut from = 0usize;
+            loop {
+                let c = &mut self.classes[ci];
+                if c.queued == 0 || c.idle == 0 {
                     break;
                 }
-                let c = &mut self.classes[ci];
-                if !c.cores[k].idle {
-                    continue;
+                // The next idle core at or after `from` that has work: its own queue, or any
+                // idle core while the shared queue has tasks (cores in index order).
+                let any = !c.shared.is_empty();
+                let mut k = usize::MAX;
+                let mut w = from / 64;
+                while w < c.idle_bits.len() {
+                    let mut m = c.idle_bits[w] & if any { u64::MAX } else { c.own_bits[w] };
+                    if w == from / 64 {
+                        m &= u64::MAX << (from % 64);
+                    }
+                    if m != 0 {
+                        k = 64 * w + m.trailing_zeros() as usize;
+                        break;
+                    }
+                    w += 1;
                 }
-                let own = c.cores[k].queue.peek().map(|r| r.0);
-                let shared = c.shared.peek().map(|r| r.0);
+                if k == usize::MAX {
+                    break;
+                }
+                from = k + 1;
+                let own = c.cores[k].queue.peek();
+                let shared = c.shared.peek();
                 let take_own = match (own, shared) {
                     (Some(a), Some(b)) => a <= b,
                     (Some(_), None) => true,
                     (None, Some(_)) => false,
                     (None, None) => continue,
                 };
-                let Some(Reverse((_, _, seq))) = (if take_own {
-                    c.cores[k].queue.pop()
+                let Some((_, _, seq)) = (if take_own {
+                    let r = c.cores[k].queue.pop();
+                    if c.cores[k].queue.is_empty() {
+                        c.own_bits[k / 64] &= !(1 << (k % 64));
+                    }
+                    r
                 } else {
                     c.shared.pop()
                 }) else {
@@ -1500,12 +1379,14 @@ impl Runtime {
                 };
                 let end = now + disp + cycles;
                 {
-                    let core = &mut self.classes[ci].cores[k];
+                    let c = &mut self.classes[ci];
+                    let core = &mut c.cores[k];
                     core.idle = false;
                     core.free_at = end;
                     core.busy += end - now;
                     core.tasks += 1;
-                    self.classes[ci].idle -= 1;
+                    c.idle -= 1;
+                    c.idle_bits[k / 64] &= !(1 << (k % 64));
                 }
                 let slot = self.slot_mut(seq);
                 slot.state = State::Running;
@@ -1514,7 +1395,9 @@ impl Runtime {
                     let name = format!(
                         "{}{:?}",
                         self.kernels[kernel as usize].name,
-                        self.slot(seq).coords.values()
+                        self.graph_nodes
+                            .get(seq as usize)
+                            .map_or(&[][..], |n| n.2.values())
                     );
                     let class = self.classes[ci].class;
                     self.trace.push(TraceEvent {
@@ -1667,10 +1550,12 @@ impl Runtime {
         };
         self.makespan = self.makespan.max(now);
         let ci = class_index(&self.classes, class);
-        if let Some(c) = self.classes[ci].cores.get_mut(core as usize) {
+        let cs = &mut self.classes[ci];
+        if let Some(c) = cs.cores.get_mut(core as usize) {
             if !c.idle {
                 c.idle = true;
-                self.classes[ci].idle += 1;
+                cs.idle += 1;
+                cs.idle_bits[core as usize / 64] |= 1 << (core % 64);
             }
         }
         let oh = self.cfg.arch.overheads;
@@ -1679,10 +1564,12 @@ impl Runtime {
         let mut freed = 0;
         while e != NIL {
             let Edge { succ, next } = self.edges[e as usize];
-            self.edge_free.push(e);
+            self.edges[e as usize].next = self.edge_free;
+            self.edge_free = e;
             freed += 1;
             e = next;
-            let s = self.slot_mut(succ);
+            let s = &mut self.ring[succ as usize];
+            let succ = s.seq;
             s.preds_left -= 1;
             if s.preds_left == 0 && s.issued {
                 if ready_at == now {
@@ -1692,7 +1579,11 @@ impl Runtime {
                 }
             }
         }
-        self.slot_mut(seq).succ = NIL;
+        let s = self.slot_mut(seq);
+        s.succ = NIL;
+        let entries = std::mem::replace(&mut s.entries, NIL);
+        self.tmap.release(entries);
+        self.rings[1].set(self.tmap.used() as u64);
         let used = self.rings[2].used - freed;
         self.rings[2].set(used);
         if chan != NIL {
@@ -1749,13 +1640,7 @@ impl Runtime {
     }
 
     fn has_live_writer(&self, t: TensorId) -> bool {
-        let ten = &self.tensors[t.0 as usize];
-        ten.buckets
-            .iter()
-            .map(|b| &b[1])
-            .chain(std::iter::once(&ten.wide[1]))
-            .flatten()
-            .any(|id| self.is_live(self.entries[*id as usize].task))
+        self.tmap.writers(t.0) > 0
     }
 
     /// Drains every pending task and returns the run's statistics.

@@ -30,6 +30,7 @@ mod engine;
 pub mod policy;
 pub mod region;
 pub mod report;
+mod tensormap;
 mod v9;
 
 pub use api::*;

@@ -255,6 +255,46 @@ impl ReadyQ {
     }
 }
 
+/// The event queue, earliest (time, order) first. `Ready` events come a fixed delay after the
+/// current time, which never goes back, so they arrive in order and wait in a FIFO; the
+/// others share a heap.
+#[derive(Default)]
+struct Events {
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    fifo: VecDeque<(u64, u64, Ev)>,
+    order: u64,
+}
+
+impl Events {
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.order += 1;
+        if matches!(ev, Ev::Ready(_)) && self.fifo.back().is_none_or(|b| b.0 <= t) {
+            self.fifo.push_back((t, self.order, ev));
+        } else {
+            self.heap.push(Reverse((t, self.order, ev)));
+        }
+    }
+    fn peek(&self) -> Option<(u64, u64, Ev)> {
+        match (self.heap.peek(), self.fifo.front()) {
+            (Some(Reverse(h)), Some(f)) => Some(if (h.0, h.1) <= (f.0, f.1) { *h } else { *f }),
+            (Some(Reverse(h)), None) => Some(*h),
+            (None, f) => f.copied(),
+        }
+    }
+    fn pop(&mut self) -> Option<(u64, u64, Ev)> {
+        let from_heap = match (self.heap.peek(), self.fifo.front()) {
+            (Some(Reverse(h)), Some(f)) => (h.0, h.1) <= (f.0, f.1),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if from_heap {
+            self.heap.pop().map(|r| r.0)
+        } else {
+            self.fifo.pop_front()
+        }
+    }
+}
+
 struct Core {
     free_at: u64,
     busy: u64,
@@ -477,8 +517,9 @@ pub struct Runtime {
     /// Free edges, linked through `Edge::next`.
     edge_free: u32,
     classes: Vec<ClassState>,
-    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    ev_order: u64,
+    events: Events,
+    /// A task was queued or a core went idle since the last dispatch.
+    dispatch_due: bool,
     now: u64,
     ready_stamp: u64,
     rings: [RingStat; 5],
@@ -599,8 +640,8 @@ impl Runtime {
             free_tensors: Vec::new(),
             next_seq: 0,
             head: 0,
-            events: BinaryHeap::new(),
-            ev_order: 0,
+            events: Events::default(),
+            dispatch_due: false,
             now: 0,
             ready_stamp: 0,
             rings,
@@ -1289,6 +1330,7 @@ impl Runtime {
             c.own_bits[core as usize / 64] |= 1 << (core % 64);
         }
         c.queued += 1;
+        self.dispatch_due = true;
         let q = self
             .classes
             .iter()
@@ -1299,12 +1341,14 @@ impl Runtime {
     }
 
     fn push_event(&mut self, t: u64, ev: Ev) {
-        self.ev_order += 1;
-        self.events.push(Reverse((t, self.ev_order, ev)));
+        self.events.push(t, ev);
     }
 
     /// Starts ready tasks on idle cores at the current time.
     fn dispatch(&mut self) {
+        if !std::mem::take(&mut self.dispatch_due) {
+            return;
+        }
         let mut started = std::mem::take(&mut self.started);
         started.clear();
         self.dispatch_into(&mut started);
@@ -1484,11 +1528,11 @@ impl Runtime {
     /// Processes the earliest batch of events. False when nothing is pending.
     fn advance(&mut self) -> Result<bool, RuntimeError> {
         self.dispatch();
-        let Some(Reverse((t, _, _))) = self.events.peek().copied() else {
+        let Some((t, _, _)) = self.events.peek() else {
             return Ok(false);
         };
         self.now = self.now.max(t);
-        while let Some(Reverse((te, _, ev))) = self.events.peek().copied() {
+        while let Some((te, _, ev)) = self.events.peek() {
             if te != t {
                 break;
             }
@@ -1509,7 +1553,7 @@ impl Runtime {
 
     /// Processes events up to time `t`, then sets the clock to `t`.
     fn advance_to(&mut self, t: u64) -> Result<(), RuntimeError> {
-        while let Some(Reverse((te, _, _))) = self.events.peek().copied() {
+        while let Some((te, _, _)) = self.events.peek() {
             if te > t {
                 break;
             }
@@ -1556,6 +1600,7 @@ impl Runtime {
                 c.idle = true;
                 cs.idle += 1;
                 cs.idle_bits[core as usize / 64] |= 1 << (core % 64);
+                self.dispatch_due = true;
             }
         }
         let oh = self.cfg.arch.overheads;

@@ -3,7 +3,9 @@
 //! Layout, chosen so that memory depends on the configured pool size only (not on tensor
 //! shapes or the task count) and a submission touches a handful of cache lines:
 //! - Each tensor gets a 2-D bucket grid over its dimensions 0 and 1, sized from the first
-//!   region seen (the tile shape), at most [`MAX_BUCKETS`] buckets.
+//!   region seen (the tile shape). The grid costs no memory (buckets live in the shared
+//!   table), so it is as fine as that region; a scan whose region spans more buckets than the
+//!   map has entries walks the entries instead.
 //! - One open hash table of list heads, keyed by (tensor, bucket, reader/writer), sized from
 //!   the pool. A region argument becomes one entry per bucket it touches (at most
 //!   [`WIDE_SPAN`]); a region spanning more buckets becomes one entry in the tensor's wide
@@ -21,8 +23,8 @@ use crate::region::{covers, overlaps, progression_covers, progressions_meet};
 
 pub(crate) const NIL: u32 = u32::MAX;
 
-/// Buckets per tensor at most.
-pub(crate) const MAX_BUCKETS: i64 = 4096;
+/// Buckets per tensor at most (keeps bucket arithmetic far from overflow).
+const MAX_BUCKETS: i64 = 1 << 40;
 /// Regions spanning more buckets than this go to the tensor's wide list.
 pub(crate) const WIDE_SPAN: i64 = 4;
 
@@ -171,7 +173,7 @@ impl TensorMap {
             if nb[0].saturating_mul(nb[1]) <= MAX_BUCKETS {
                 break;
             }
-            let d = if nb[0] >= nb[1] { 0 } else { 1 };
+            let d = usize::from(nb[0] < nb[1]);
             bs[d] = bs[d].saturating_mul(2);
         }
         g.bsize = bs;
@@ -228,15 +230,19 @@ impl TensorMap {
             let [o, n, s] = e.c.d[d];
             let (o, n, s) = (o as i64, n as i64, s as i64);
             let (a, t, m) = (r.offsets[d], r.strides[d], r.extents[d]);
-            if !progressions_meet(a, t, m, o, s, n) {
-                return (false, false);
-            }
-            if cv {
-                cv = if (t == 1 || m == 1) && (s == 1 || n == 1) {
-                    o >= a && o + (n - 1) * s <= a + (m - 1) * t
-                } else {
-                    progression_covers(a, t, m, o, s, n)
-                };
+            // Both in bounds of one tensor, so the last indices do not overflow.
+            let (e_last, r_last) = (o + (n - 1) * s, a + (m - 1) * t);
+            if (t == 1 || m == 1) && (s == 1 || n == 1) {
+                // Dense intervals (the common case).
+                if o > r_last || a > e_last {
+                    return (false, false);
+                }
+                cv &= o >= a && e_last <= r_last;
+            } else {
+                if !progressions_meet(a, t, m, o, s, n) {
+                    return (false, false);
+                }
+                cv = cv && progression_covers(a, t, m, o, s, n);
             }
         }
         (true, cv)
@@ -268,6 +274,23 @@ impl TensorMap {
             return;
         };
         let q = Self::span(g, r);
+        let buckets = (q[0].1 - q[0].0 + 1).saturating_mul(q[1].1 - q[1].0 + 1);
+        if buckets > self.entries.len() as i64 {
+            // Cheaper to look at every entry than at every bucket.
+            for (id, e) in self.entries.iter().enumerate() {
+                if e.head != NIL && e.tensor == t && (e.write || readers) {
+                    let (ov, cv) = self.entry_overlaps(e, r);
+                    f(Hit {
+                        id: id as u32,
+                        slot: e.slot,
+                        write: e.write,
+                        overlaps: ov,
+                        covered: cv,
+                    });
+                }
+            }
+            return;
+        }
         for w in [true, false] {
             if !w && !readers {
                 break;
@@ -481,9 +504,9 @@ mod tests {
         m.add_tensor(0, 2);
         let dims = [1 << 20, 64];
         let mut c = NIL;
-        // The grid comes from the first region (8 × 8), coarsened to MAX_BUCKETS: 2048 × 8.
+        // The grid comes from the first region: 8 × 8 buckets.
         m.insert(&reg(&[0, 0], &[8, 8]), &dims, true, 0, &mut c);
-        // Straddles two buckets: two entries, one pool unit.
+        // Straddles four buckets: four entries, one pool unit.
         m.insert(&reg(&[4, 4], &[8, 8]), &dims, false, 1, &mut c);
         assert_eq!(m.used(), 2);
         // Spans many buckets: the wide list.
@@ -493,6 +516,12 @@ mod tests {
             vec![(1, false, false), (2, false, false)]
         );
         assert_eq!(hits(&m, &reg(&[600_000, 0], &[1, 1]), true), vec![]);
+        // A scan over more buckets than there are entries walks the entries.
+        assert_eq!(
+            hits(&m, &reg(&[0, 0], &[1 << 20, 64]), true),
+            vec![(0, true, true), (1, false, true), (2, false, true)]
+        );
+        assert_eq!(hits(&m, &reg(&[1 << 19, 0], &[1 << 19, 64]), true), vec![]);
         // Coordinates beyond i32 spill to the side table.
         let big = Region::dense(TensorId(0), &[0], &[1]).unwrap();
         let mut m2 = TensorMap::new(8);

@@ -509,7 +509,9 @@ pub struct Runtime {
     kernels: Vec<KernelEntry>,
     tensors: Vec<Tensor>,
     free_tensors: Vec<u32>,
+    /// Slots: the window rounded up to a power of two (indexed by `seq & ring_mask`).
     ring: Vec<Slot>,
+    ring_mask: u64,
     next_seq: u64,
     head: u64,
     tmap: TensorMap,
@@ -621,7 +623,6 @@ impl Runtime {
         }
         .max(1);
         let streams = p.streams.map(|s| s.0 as usize).unwrap_or(0);
-        let pool = (cfg.execute && cfg.threads > 1).then(|| Pool::new(cfg.threads));
         let mut rings = [RingStat::default(); 5];
         rings[0].cap = window;
         rings[1].cap = cfg.tensormap_pool as u64;
@@ -630,7 +631,10 @@ impl Runtime {
         rings[4].cap = cfg.ready_queue as u64;
         Ok(Runtime {
             window,
-            ring: (0..window).map(|_| Slot::empty()).collect(),
+            ring: (0..window.next_power_of_two())
+                .map(|_| Slot::empty())
+                .collect(),
+            ring_mask: window.next_power_of_two() - 1,
             tmap: TensorMap::new(cfg.tensormap_pool),
             edges: Vec::new(),
             edge_free: NIL,
@@ -661,7 +665,7 @@ impl Runtime {
             exec_free: Vec::new(),
             channels: Vec::new(),
             procs: Vec::new(),
-            pool,
+            pool: None,
             failed_inline: None,
             started: Vec::new(),
             trace: Vec::new(),
@@ -853,7 +857,7 @@ impl Runtime {
             return api("scope_end without a matching scope_begin".into());
         };
         for seq in self.head..self.next_seq {
-            let slot = &mut self.ring[(seq % self.window) as usize];
+            let slot = &mut self.ring[(seq & self.ring_mask) as usize];
             if slot.scope == s.id {
                 slot.held = false;
             }
@@ -929,11 +933,11 @@ impl Runtime {
     }
 
     fn slot(&self, seq: u64) -> &Slot {
-        &self.ring[(seq % self.window) as usize]
+        &self.ring[(seq & self.ring_mask) as usize]
     }
 
     fn slot_mut(&mut self, seq: u64) -> &mut Slot {
-        &mut self.ring[(seq % self.window) as usize]
+        &mut self.ring[(seq & self.ring_mask) as usize]
     }
 
     fn is_live(&self, seq: u64) -> bool {
@@ -1000,7 +1004,7 @@ impl Runtime {
         for &id in &self.covered {
             self.tmap.unlink(id);
         }
-        let slot = (seq % self.window) as u32;
+        let slot = (seq & self.ring_mask) as u32;
         let mut chain = NIL;
         for a in t.args {
             let r = &a.region;
@@ -1185,7 +1189,7 @@ impl Runtime {
             };
             let head = self.slot(p).succ;
             self.edges[id as usize] = Edge {
-                succ: (seq % self.window) as u32,
+                succ: (seq & self.ring_mask) as u32,
                 next: head,
             };
             self.slot_mut(p).succ = id;
@@ -1357,7 +1361,10 @@ impl Runtime {
         let lone = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
         for &seq in &started {
             let k = self.slot(seq).kernel as usize;
-            let inline = lone || self.kernels[k].est_ns < OFFLOAD_NS;
+            // Unmeasured kernels run here first (timed), so cheap kernels never pay for
+            // the pool; its threads start with the first kernel worth offloading.
+            let est = self.kernels[k].est_ns;
+            let inline = lone || est == u64::MAX || est < OFFLOAD_NS;
             self.start_exec(seq, inline);
         }
         self.started = started;
@@ -1463,16 +1470,18 @@ impl Runtime {
             return;
         };
         let ki = self.slot(seq).kernel as usize;
-        let Some(pool) = &mut self.pool else {
+        if self.cfg.threads <= 1 {
             // One thread: run here, no timing.
             if let Err(m) = run_job(&data, seq, &*self.kernels[ki].body) {
                 self.failed_inline.get_or_insert((seq, m));
             }
             self.exec_free.push(data);
             return;
-        };
-        let slot = &mut self.ring[(seq % self.window) as usize];
+        }
+        let slot = &mut self.ring[(seq & self.ring_mask) as usize];
         if !inline {
+            let threads = self.cfg.threads;
+            let pool = self.pool.get_or_insert_with(|| Pool::new(threads));
             let kernel = Arc::clone(&self.kernels[ki].body);
             if let Some(tx) = &pool.tx {
                 if tx.send(Job { seq, kernel, data }).is_ok() {
@@ -1495,7 +1504,7 @@ impl Runtime {
             ke.est_ns = estimate(ke.est_ns, ns);
         }
         if let Err(m) = r {
-            pool.failed.get_or_insert((seq, m));
+            self.failed_inline.get_or_insert((seq, m));
         }
         slot.host_done = true;
         self.exec_free.push(data);
@@ -1503,8 +1512,8 @@ impl Runtime {
 
     fn wait_exec(&mut self, seq: u64) {
         let Some(pool) = &mut self.pool else { return };
-        let w = self.window;
-        while !self.ring[(seq % w) as usize].host_done {
+        let w = self.ring_mask;
+        while !self.ring[(seq & w) as usize].host_done {
             match pool.rx.recv() {
                 Ok((s, r, data, ns)) => {
                     pool.in_flight -= 1;
@@ -1513,7 +1522,7 @@ impl Runtime {
                             pool.failed = Some((s, m));
                         }
                     }
-                    let slot = &mut self.ring[(s % w) as usize];
+                    let slot = &mut self.ring[(s & w) as usize];
                     slot.host_done = true;
                     if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
                         k.est_ns = estimate(k.est_ns, ns);
@@ -1565,9 +1574,11 @@ impl Runtime {
     }
 
     fn check_failure(&mut self) -> Result<(), RuntimeError> {
-        let failed = match &mut self.pool {
-            Some(p) => p.failed.take(),
-            None => self.failed_inline.take(),
+        // The earliest failed task of either path (deterministic when several fail).
+        let pooled = self.pool.as_mut().and_then(|p| p.failed.take());
+        let failed = match (self.failed_inline.take(), pooled) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
         };
         if let Some((seq, message)) = failed {
             let s = self.slot(seq);
@@ -2029,7 +2040,7 @@ impl Runtime {
                 let live = after != u64::MAX
                     && after >= self.head
                     && after < self.next_seq
-                    && self.ring[(after % self.window) as usize].state != State::Done;
+                    && self.ring[(after & self.ring_mask) as usize].state != State::Done;
                 let avail = if live { u64::MAX } else { now + chan.latency };
                 chan.queue.push_back(QTok {
                     token,
@@ -2081,7 +2092,7 @@ impl Runtime {
                 let live = after != u64::MAX
                     && after >= self.head
                     && after < self.next_seq
-                    && self.ring[(after % self.window) as usize].state != State::Done;
+                    && self.ring[(after & self.ring_mask) as usize].state != State::Done;
                 let avail = if live { u64::MAX } else { now + latency };
                 chan.queue.push_back(QTok {
                     token,
@@ -2178,5 +2189,8 @@ impl Runtime {
 impl Runtime {
     pub(crate) fn graph_edges_for_tests(&self) -> Vec<(u64, u64)> {
         self.graph_edges.clone()
+    }
+    pub(crate) fn pool_started_for_tests(&self) -> bool {
+        self.pool.is_some()
     }
 }

@@ -189,6 +189,7 @@ impl TensorMap {
     }
 
     /// The bucket rectangle of `r`: inclusive (first, last) along dimensions 0 and 1.
+    #[inline]
     fn span(g: &Geo, r: &Region) -> [(i64, i64); 2] {
         let mut s = [(0, 0); 2];
         for (d, sd) in s.iter_mut().enumerate().take((g.rank as usize).min(2)) {
@@ -203,6 +204,7 @@ impl TensorMap {
         s
     }
 
+    #[inline]
     fn slot_of(&self, t: u32, b0: i64, b1: i64, w: bool) -> u32 {
         let k = ((t as u64) << 1 | w as u64)
             ^ (b0 as u64).wrapping_mul(0x1000_0000_01b3)
@@ -390,38 +392,39 @@ impl TensorMap {
             }
         };
         let q = Self::span(&self.geo[t as usize], r);
-        let count = (q[0].1 - q[0].0 + 1) * (q[1].1 - q[1].0 + 1);
-        let mut primary = true;
-        let mut add = |m: &mut TensorMap, h: u32, chain: &mut u32| {
-            let id = m.alloc(Entry {
+        let count = (q[0].1 - q[0].0 + 1).saturating_mul(q[1].1 - q[1].0 + 1);
+        let mut heads = [NIL; WIDE_SPAN as usize];
+        let n = if count > WIDE_SPAN {
+            heads[0] = WIDE_BIT | (t << 1 | write as u32);
+            1
+        } else {
+            let mut n = 0;
+            for b0 in q[0].0..=q[0].1 {
+                for b1 in q[1].0..=q[1].1 {
+                    heads[n] = self.slot_of(t, b0, b1, write);
+                    n += 1;
+                }
+            }
+            n
+        };
+        // One entry per list; the first counts against the pool and owns the side-table
+        // region, which the others share.
+        for (i, &h) in heads[..n].iter().enumerate() {
+            let id = self.alloc(Entry {
                 slot,
                 tensor: t,
                 next: NIL,
                 prev: NIL,
                 head: NIL,
                 tnext: *chain,
-                big: NIL,
+                big,
                 rank: r.rank,
                 write,
-                primary,
+                primary: i == 0,
                 c,
             });
-            // The side-table region belongs to the primary entry; the others share it.
-            m.entries[id as usize].big = big;
-            primary = false;
             *chain = id;
-            m.link(id, h);
-        };
-        if count > WIDE_SPAN {
-            let h = WIDE_BIT | (t << 1 | write as u32);
-            add(self, h, chain);
-        } else {
-            for b0 in q[0].0..=q[0].1 {
-                for b1 in q[1].0..=q[1].1 {
-                    let h = self.slot_of(t, b0, b1, write);
-                    add(self, h, chain);
-                }
-            }
+            self.link(id, h);
         }
         self.used += 1;
     }

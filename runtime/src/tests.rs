@@ -196,6 +196,36 @@ fn execution_and_cycles_do_not_depend_on_threads() {
     assert!(ca > 0);
 }
 
+/// Independent tasks on 2 threads: cheap kernels stay on the orchestrating thread (no pool
+/// threads start); kernels measured slow go to the pool, with the same results.
+#[test]
+fn only_slow_kernels_start_the_pool() {
+    let run = |sleep_us: u64| {
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.threads = 2;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let body = Arc::new(move |t: &RawTask| -> Result<(), String> {
+            std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+            // SAFETY: one valid 1×1 out argument of an i32 tensor.
+            let a = unsafe { &*t.args };
+            let idx = (a.offsets[0] * a.dims[1] + a.offsets[1]) as usize;
+            unsafe { *(a.base as *mut i32).add(idx) = 7 };
+            Ok(())
+        });
+        let k = rt.register_kernel("k", CoreClass::Vector, body);
+        let x = rt.add_tensor(4, &[64, 1]).unwrap();
+        for i in 0..64 {
+            let a = [arg(x, &[i, 0], &[1, 1], Direction::Out)];
+            rt.submit(&task(k, &[i], &a, 10)).unwrap();
+        }
+        rt.finish().unwrap();
+        let ok = rt.tensor_bytes(x).unwrap().chunks(4).all(|b| b == 7i32.to_ne_bytes());
+        (ok, rt.pool_started_for_tests())
+    };
+    assert_eq!(run(0), (true, false));
+    assert_eq!(run(200), (true, true));
+}
+
 #[test]
 fn kernel_error_is_reported() {
     for threads in [1, 2] {

@@ -9,9 +9,10 @@
 //!   processes complete the API. The runtime knows nothing of the compiler.
 //! - **Bounded rings**: the task ring (`task_window`), tensor-map entries, dependency edges, the
 //!   heap arena and per-class ready queues are fixed-size; exhausting one stalls the submitter,
-//!   which advances the event clock until something retires. Finished tasks' entries are
-//!   reclaimed lazily when a scan meets them. Memory depends on the configuration, not on the
-//!   number of tasks.
+//!   which advances the event clock until something retires. A task's tensor-map entries are
+//!   released when it completes (`tensormap.rs` keeps them in intrusive lists of one
+//!   hash table). Memory depends on the configuration, not on the number of tasks or the
+//!   tensors' shapes.
 //! - **Exact dependencies** ([`region`]): strided hyper-rectangles intersect iff their
 //!   per-dimension arithmetic progressions do (decided with gcd/CRT); RAW, WAR and WAW edges
 //!   are added only between overlapping regions, and entries a later write covers are dropped.

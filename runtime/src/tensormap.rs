@@ -473,6 +473,96 @@ mod tests {
         v
     }
 
+    /// Random inserts, cover-unlinks and releases against a plain list of live regions: every
+    /// scan reports exactly the live entries that overlap (and which of them are covered),
+    /// whatever the grid, the bucket spans or the hash collisions.
+    mod oracle {
+        use super::*;
+        use crate::region;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Insert(u8, [i64; 2], [i64; 2], [i64; 2], bool),
+            Release(u8),
+            Unlink(u8),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0u8..3, [0i64..40, 0i64..24], [1i64..9, 1i64..9], [1i64..3, 1i64..3], any::<bool>())
+                    .prop_map(|(t, o, e, s, w)| Op::Insert(t, o, e, s, w)),
+                1 => any::<u8>().prop_map(Op::Release),
+                1 => any::<u8>().prop_map(Op::Unlink),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+            #[test]
+            fn scans_match_a_brute_force_list(ops in proptest::collection::vec(op(), 1..60),
+                                              query in ([0i64..48, 0i64..32], [1i64..20, 1i64..12], [1i64..3, 1i64..3])) {
+                let dims = [64i64, 40];
+                // A small pool: a 64-slot table, so lists share slots.
+                let mut m = TensorMap::new(8);
+                for t in 0..3 {
+                    m.add_tensor(t, 2);
+                }
+                // (slot, region, write, entries of its chain, linked)
+                let mut live: Vec<(u32, Region, bool, u32, bool)> = Vec::new();
+                let mut next_slot = 0u32;
+                for o in ops {
+                    match o {
+                        Op::Insert(t, off, ext, st, w) => {
+                            let ext = [ext[0].min((dims[0] - off[0] - 1) / st[0] + 1), ext[1].min((dims[1] - off[1] - 1) / st[1] + 1)];
+                            let r = Region::new(TensorId(t as u32), &off, &ext, &st).unwrap();
+                            let mut chain = NIL;
+                            m.insert(&r, &dims, w, next_slot, &mut chain);
+                            live.push((next_slot, r, w, chain, true));
+                            next_slot += 1;
+                        }
+                        Op::Release(i) if !live.is_empty() => {
+                            let (_, _, _, chain, _) = live.remove(i as usize % live.len());
+                            m.release(chain);
+                        }
+                        Op::Unlink(i) if !live.is_empty() => {
+                            let k = i as usize % live.len();
+                            // Unlink every entry of that argument, as a covering write does.
+                            let mut id = live[k].3;
+                            while id != NIL {
+                                m.unlink(id);
+                                id = m.entries[id as usize].tnext;
+                            }
+                            live[k].4 = false;
+                        }
+                        _ => {}
+                    }
+                }
+                prop_assert_eq!(m.used() as usize, live.len());
+                for t in 0..3u32 {
+                    let writers = live.iter().filter(|l| l.4 && l.2 && l.1.tensor.0 == t).count();
+                    prop_assert_eq!(m.writers(t) as usize > 0, writers > 0);
+                }
+                let (qo, qe, qs) = query;
+                let qe = [qe[0].min((dims[0] - qo[0] - 1) / qs[0] + 1), qe[1].min((dims[1] - qo[1] - 1) / qs[1] + 1)];
+                for t in 0..3u32 {
+                    let q = Region::new(TensorId(t), &qo, &qe, &qs).unwrap();
+                    for readers in [false, true] {
+                        let got = hits(&m, &q, readers);
+                        let mut want: Vec<(u32, bool, bool)> = live
+                            .iter()
+                            .filter(|l| l.4 && l.1.tensor.0 == t && (l.2 || readers))
+                            .filter(|l| region::overlaps(&q, &l.1))
+                            .map(|l| (l.0, l.2, region::covers(&q, &l.1)))
+                            .collect();
+                        want.sort_unstable();
+                        prop_assert_eq!(got, want);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn insert_scan_unlink_release() {
         let mut m = TensorMap::new(16);

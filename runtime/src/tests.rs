@@ -219,7 +219,11 @@ fn only_slow_kernels_start_the_pool() {
             rt.submit(&task(k, &[i], &a, 10)).unwrap();
         }
         rt.finish().unwrap();
-        let ok = rt.tensor_bytes(x).unwrap().chunks(4).all(|b| b == 7i32.to_ne_bytes());
+        let ok = rt
+            .tensor_bytes(x)
+            .unwrap()
+            .chunks(4)
+            .all(|b| b == 7i32.to_ne_bytes());
         (ok, rt.pool_started_for_tests())
     };
     assert_eq!(run(0), (true, false));

@@ -1,17 +1,9 @@
 -- Headless check of the wsp Neovim configuration (run by test/run.sh):
 -- filetype detection, tree-sitter parse and highlighter, and the LSP client against a fake
 -- server. Exits with status 1 on the first failure.
-local failures = 0
-local total = 0
-local function check(cond, what)
-  total = total + 1
-  if cond then
-    io.stdout:write('ok   ' .. what .. '\n')
-  else
-    io.stdout:write('FAIL ' .. what .. '\n')
-    failures = failures + 1
-  end
-end
+local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)') or './'
+local harness = dofile(here .. 'harness.lua')
+local check = harness.check
 
 local file = os.getenv('WSP_TEST_FILE')
 local log = os.getenv('WSP_TEST_LOG')
@@ -53,5 +45,4 @@ end
 check(seen:find('initialize', 1, true) ~= nil, 'server got initialize')
 check(seen:find('textDocument/didOpen', 1, true) ~= nil, 'server got didOpen')
 
-io.stdout:write(string.format('nvim: %d passed, %d failed\n', total - failures, failures))
-vim.cmd(failures == 0 and 'qall!' or 'cquit! 1')
+harness.finish('nvim')

@@ -2,21 +2,12 @@
 -- (run by test/run.sh when WSP_BIN names a `wsp` binary): open a file with an error, wait for
 -- the server's diagnostics, then hover, go to definition, rename and format through Neovim's
 -- own LSP client (vim.lsp.buf_request_sync), checking each answer. Works with Neovim 0.7+.
-local failures = 0
-local total = 0
-local function check(cond, what)
-  total = total + 1
-  if cond then
-    io.stdout:write('ok   ' .. what .. '\n')
-  else
-    io.stdout:write('FAIL ' .. what .. '\n')
-    failures = failures + 1
-  end
-end
+local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)') or './'
+local harness = dofile(here .. 'harness.lua')
+local check = harness.check
 
 local function finish()
-  io.stdout:write(string.format('nvim (real server): %d passed, %d failed\n', total - failures, failures))
-  vim.cmd(failures == 0 and 'qall!' or 'cquit! 1')
+  harness.finish('nvim (real server)')
 end
 
 local file = os.getenv('WSP_TEST_FILE')

@@ -39,8 +39,9 @@ struct Geo {
     bsize: [i64; 2],
     shift: [u32; 2],
     nb: [i64; 2],
-    /// Live entries that write the tensor (for `wait_tensor`).
+    /// Linked entries that write the tensor (for `wait_tensor`), and all linked entries.
     writers: u32,
+    linked: u32,
 }
 
 /// A region in the compact form, or a reference to the side table.
@@ -275,6 +276,10 @@ impl TensorMap {
         let Some(g) = self.geo.get(t as usize).filter(|g| g.init) else {
             return;
         };
+        // Nothing to meet: no entries at all, or only readers and a read (weights, inputs).
+        if g.linked == 0 || (!readers && g.writers == 0) {
+            return;
+        }
         let q = Self::span(g, r);
         let buckets = (q[0].1 - q[0].0 + 1).saturating_mul(q[1].1 - q[1].0 + 1);
         if buckets > self.entries.len() as i64 {
@@ -332,9 +337,9 @@ impl TensorMap {
         }
         *self.head_mut(h) = id;
         let e = &self.entries[id as usize];
-        if e.write {
-            self.geo[e.tensor as usize].writers += 1;
-        }
+        let g = &mut self.geo[e.tensor as usize];
+        g.linked += 1;
+        g.writers += e.write as u32;
     }
 
     /// Takes entry `id` out of its list (a later write covers it); its storage stays with its
@@ -352,9 +357,9 @@ impl TensorMap {
         if e.next != NIL {
             self.entries[e.next as usize].prev = e.prev;
         }
-        if e.write {
-            self.geo[e.tensor as usize].writers -= 1;
-        }
+        let g = &mut self.geo[e.tensor as usize];
+        g.linked -= 1;
+        g.writers -= e.write as u32;
         let m = &mut self.entries[id as usize];
         m.head = NIL;
         m.next = NIL;

@@ -25,6 +25,8 @@
 //! This module knows nothing of the runtime: it depends on wsp-ir only.
 
 mod codegen;
+#[cfg(test)]
+mod tests;
 
 use codegen::{Cb, Facts, Gen, BLOCKED, DONE, PROGRESS};
 use cranelift::prelude::*;

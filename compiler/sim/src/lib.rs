@@ -1,9 +1,14 @@
 //! The `cpu_sim` backend: runs a Program IR on the task-graph runtime with real data.
 //!
-//! * The orchestration is the reference workload interpreter ([`wsp_ir::exec`]) with a
-//!   [`TaskBackend`] that **submits** every task to the runtime instead of running it; when the
-//!   orchestration reads data (a `when` on a runtime value, a Ragged length, a Sparse index) it
-//!   waits for that tensor's producers ([`wsp_runtime::Runtime::wait_tensor`]).
+//! * The orchestration is JIT-compiled ([`wsp_jit::orch`]): workload bodies and CSP process
+//!   bodies are native step functions that drive a [`TaskBackend`] which **submits** every
+//!   task to the runtime instead of running it; when the orchestration reads data (a `when` on
+//!   a runtime value, a Ragged length, a Sparse index) it waits for that tensor's producers
+//!   ([`wsp_runtime::Runtime::wait_tensor`]). Process bodies are resumable state machines the
+//!   runtime steps as its processes. With [`Options::interpret`] or
+//!   [`Options::interpret_orchestration`], or when the compiler refuses the program (the reason
+//!   is in [`SimRun::orchestration`]), the reference workload interpreter ([`wsp_ir::exec`])
+//!   drives the same backend instead; it is the compiled orchestration's oracle.
 //! * Kernels are Cranelift-compiled ([`wsp_jit`]) when the JIT covers them (f32 tiles);
 //!   otherwise they run in the reference interpreter, and [`KernelInfo::engine`] says why.
 //!   Either way the runtime calls them in dependency order on its own tensor buffers.

@@ -46,7 +46,7 @@ pub struct Args {
     /// Model time only: kernels do not run, outputs are not computed or checked.
     #[arg(long)]
     timing_only: bool,
-    /// Run every kernel in the reference interpreter instead of the JIT.
+    /// Run every kernel and the orchestration in the reference interpreters instead of the JIT.
     #[arg(long)]
     interpret: bool,
     /// Host threads running kernels (default 1: the orchestrating thread).
@@ -345,6 +345,10 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
             engine_text(&k.engine)
         ));
     }
+    o.push_str(&format!(
+        "  orchestration {}\n",
+        engine_text(&run.orchestration)
+    ));
     let passed = run.expects.iter().filter(|e| e.failure.is_none()).count();
     if opts.timing_only {
         o.push_str("  expects       not checked (--timing-only)\n");
@@ -355,9 +359,10 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
         ));
     }
     o.push_str(&format!(
-        "  wall          {:.1} ms (compile {:.1} ms, run {:.1} ms)\n",
+        "  wall          {:.1} ms (compile {:.1} ms kernels, {:.1} ms orchestration; run {:.1} ms)\n",
         wall.as_secs_f64() * 1e3,
         run.compile_time.as_secs_f64() * 1e3,
+        run.orch_compile_time.as_secs_f64() * 1e3,
         run.run_time.as_secs_f64() * 1e3
     ));
     o
@@ -399,6 +404,18 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
         "expects": expects,
         "wall_ms": wall.as_secs_f64() * 1e3,
         "compile_ms": run.compile_time.as_secs_f64() * 1e3,
+        "orchestration": {
+            "engine": match &run.orchestration {
+                Engine::Jit => "jit",
+                Engine::Interpreter(_) => "interpreter",
+                Engine::None => "none",
+            },
+            "reason": match &run.orchestration {
+                Engine::Interpreter(w) => Some(w.clone()),
+                _ => None,
+            },
+            "compile_ms": run.orch_compile_time.as_secs_f64() * 1e3,
+        },
         "run_ms": run.run_time.as_secs_f64() * 1e3,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()

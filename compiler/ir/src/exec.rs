@@ -676,7 +676,7 @@ impl<'p> Machine<'p, '_> {
                         } => {
                             let mut reads = Vec::new();
                             for it in iters.iter() {
-                                self.iter_reads(it, &mut reads);
+                                iter_reads(p, it, &mut reads);
                             }
                             self.sync(&reads)?;
                             let mut pos = 0;
@@ -1045,50 +1045,16 @@ impl<'p> Machine<'p, '_> {
     /// Row `b` of a Ragged or Sparse axis.
     fn row(&self, th: &Thread<'p>, a: AxisId, b: i64) -> Result<Vec<i64>, ExecError> {
         let ax = self.axis(a)?;
-        let elem = |t: TensorId, i: i64, what: &str| -> Result<i64, ExecError> {
-            let tensor = self
-                .tensors
-                .get(t.index())
-                .ok_or_else(|| xerr(format!("tensor #{} does not exist", t.0)))?;
-            match tensor.at(&[i]) {
-                Some(El::I(v)) => i64::try_from(v).map_err(|_| xerr("axis data overflow")),
-                Some(_) => Err(xerr(format!(
-                    "axis `{}`: {what} `{}` must be an integer tensor",
-                    ax.name,
-                    tensor_name(self.p, t)
-                ))),
-                None => Err(xerr(format!(
-                    "axis `{}`: index {i} is outside {what} `{}` of shape {:?} (in {})",
-                    ax.name,
-                    tensor_name(self.p, t),
-                    tensor.shape,
-                    th.name
-                ))),
-            }
-        };
         match &ax.kind {
-            AxisKind::Ragged { lengths, .. } => {
-                let n = elem(*lengths, b, "lengths")?;
-                if n < 0 || n > MAX_LOOP_ITERATIONS as i64 {
-                    return Err(xerr(format!(
-                        "axis `{}`: row {b} has length {n}, outside 0..={MAX_LOOP_ITERATIONS}",
-                        ax.name
-                    )));
-                }
+            AxisKind::Ragged { .. } => {
+                let n = ragged_row_len(self.p, self.tensors, a, b, &th.name)?;
                 Ok((0..n).collect())
             }
-            AxisKind::Sparse {
-                indptr, indices, ..
-            } => {
-                let s = elem(*indptr, b, "indptr")?;
-                let e = elem(*indptr, b + 1, "indptr")?;
-                if e < s {
-                    return Err(xerr(format!(
-                        "axis `{}`: indptr is decreasing at row {b} ({s} then {e})",
-                        ax.name
-                    )));
-                }
-                (s..e).map(|i| elem(*indices, i, "indices")).collect()
+            AxisKind::Sparse { .. } => {
+                let (s, e) = sparse_row_span(self.p, self.tensors, a, b, &th.name)?;
+                (s..e)
+                    .map(|i| sparse_col(self.p, self.tensors, a, i, &th.name))
+                    .collect()
             }
             _ => Err(xerr(format!(
                 "axis `{}` is not Ragged or Sparse; it has no rows",
@@ -1156,28 +1122,7 @@ impl<'p> Machine<'p, '_> {
                     .iter()
                     .map(|i| self.eval_int(th, i, "a tensor index"))
                     .collect::<Result<Vec<_>, _>>()?;
-                let t = self
-                    .tensors
-                    .get(tensor.index())
-                    .ok_or_else(|| xerr(format!("tensor #{} does not exist", tensor.0)))?;
-                match t.at(&idx) {
-                    Some(El::F(f)) => V::F(f),
-                    Some(El::I(i)) => V::I(i64::try_from(i).map_err(|_| {
-                        xerr(format!(
-                            "element {idx:?} of `{}` does not fit in i64",
-                            tensor_name(self.p, *tensor)
-                        ))
-                    })?),
-                    Some(El::B(b)) => V::B(b),
-                    None => {
-                        return Err(xerr(format!(
-                            "in {}: element {idx:?} is outside `{}` of shape {:?}",
-                            th.name,
-                            tensor_name(self.p, *tensor),
-                            t.shape
-                        )))
-                    }
-                }
+                scalar_v(read_elem(self.p, self.tensors, *tensor, &idx, &th.name)?)
             }
             Expr::Neg { x } => match self.eval(th, x)? {
                 V::I(i) => V::I(i.wrapping_neg()),
@@ -1203,42 +1148,6 @@ impl<'p> Machine<'p, '_> {
         Ok(())
     }
 
-    /// The tensors an iterator reads (Ragged lengths, Sparse indptr/indices, sizes).
-    fn iter_reads(&self, it: &Iter, out: &mut Vec<TensorId>) {
-        let axis_reads = |a: AxisId, out: &mut Vec<TensorId>| {
-            let Some(ax) = self.p.axes.get(a.index()) else {
-                return;
-            };
-            match &ax.kind {
-                AxisKind::Dense { .. } => {}
-                AxisKind::DenseDyn { size } => expr_reads(size, out),
-                AxisKind::Ragged { lengths, .. } => out.push(*lengths),
-                AxisKind::Sparse {
-                    indptr, indices, ..
-                } => {
-                    out.push(*indptr);
-                    out.push(*indices);
-                }
-            }
-        };
-        match it {
-            Iter::Range { start, end } => {
-                expr_reads(start, out);
-                expr_reads(end, out);
-            }
-            Iter::Row { axis, .. } => axis_reads(*axis, out),
-            Iter::Axis { axis } => {
-                axis_reads(*axis, out);
-                if let Some(ax) = self.p.axes.get(axis.index()) {
-                    if let AxisKind::Ragged { outer, .. } | AxisKind::Sparse { outer, .. } = ax.kind
-                    {
-                        axis_reads(outer, out);
-                    }
-                }
-            }
-        }
-    }
-
     /// Runs one task; returns its coordinates.
     fn exec_task(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
         let p = self.p;
@@ -1258,15 +1167,7 @@ impl<'p> Machine<'p, '_> {
             .iter()
             .map(|c| self.eval_int(th, c, "a task coordinate"))
             .collect::<Result<Vec<_>, _>>()?;
-        let task = format!(
-            "task {}[{}]",
-            k.name,
-            coords
-                .iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let task = task_label(k, &coords);
         if call.args.len() != k.params.len() {
             return Err(xerr(format!(
                 "{task}: {} arguments for {} parameters",
@@ -1340,8 +1241,7 @@ impl<'p> Machine<'p, '_> {
         task: &str,
         pname: &str,
     ) -> Result<TileView, ExecError> {
-        let decl = self
-            .p
+        self.p
             .tensors
             .get(view.tensor.index())
             .ok_or_else(|| xerr(format!("tensor #{} does not exist", view.tensor.0)))?;
@@ -1360,6 +1260,50 @@ impl<'p> Machine<'p, '_> {
                 }
                 Some(ViewDim::Full) | None => (0, Some(t.shape[d] as i64)),
             });
+        }
+        resolve_view_dims(
+            self.p,
+            self.tensors,
+            view,
+            &dims,
+            tile,
+            partial,
+            task,
+            pname,
+        )
+    }
+}
+
+/// Resolves a view of a task whose dimensions are evaluated: per tensor dimension, the index
+/// (`(i, None)`) or the slice (`(start, Some(end))`; a whole dimension is `(0, Some(size))`).
+/// Checks the view against the tensor and the kernel parameter (`pname` of tile type `tile`,
+/// `partial` per tile dimension); `task` names the task in messages.
+#[allow(clippy::too_many_arguments)]
+pub fn resolve_view_dims(
+    p: &Program,
+    tensors: &[HostTensor],
+    view: &View,
+    dims: &[(i64, Option<i64>)],
+    tile: TileType,
+    partial: [bool; 2],
+    task: &str,
+    pname: &str,
+) -> Result<TileView, ExecError> {
+    {
+        let decl = p
+            .tensors
+            .get(view.tensor.index())
+            .ok_or_else(|| xerr(format!("tensor #{} does not exist", view.tensor.0)))?;
+        let t = tensors
+            .get(view.tensor.index())
+            .ok_or_else(|| xerr("bad tensor"))?;
+        let rank = t.shape.len();
+        if dims.len() != rank {
+            return Err(xerr(format!(
+                "{task}: view of `{}` has {} evaluated dimensions for rank {rank}",
+                decl.name,
+                dims.len()
+            )));
         }
         let shown = format!(
             "`{pname}: {}[{}]`",
@@ -1491,8 +1435,186 @@ impl<'p> Machine<'p, '_> {
     }
 }
 
-/// The tensors an expression reads elements of.
-fn expr_reads(e: &Expr, out: &mut Vec<TensorId>) {
+fn axis_of(p: &Program, a: AxisId) -> Result<&Axis, ExecError> {
+    p.axes
+        .get(a.index())
+        .ok_or_else(|| xerr(format!("axis #{} does not exist", a.0)))
+}
+
+/// Element `i` of `t`, one of the integer tensors describing axis `ax` (`what`: `lengths`,
+/// `indptr` or `indices`), read by `thread`.
+fn axis_data(
+    p: &Program,
+    tensors: &[HostTensor],
+    ax: &Axis,
+    t: TensorId,
+    i: i64,
+    what: &str,
+    thread: &str,
+) -> Result<i64, ExecError> {
+    let tensor = tensors
+        .get(t.index())
+        .ok_or_else(|| xerr(format!("tensor #{} does not exist", t.0)))?;
+    match tensor.at(&[i]) {
+        Some(El::I(v)) => i64::try_from(v).map_err(|_| xerr("axis data overflow")),
+        Some(_) => Err(xerr(format!(
+            "axis `{}`: {what} `{}` must be an integer tensor",
+            ax.name,
+            tensor_name(p, t)
+        ))),
+        None => Err(xerr(format!(
+            "axis `{}`: index {i} is outside {what} `{}` of shape {:?} (in {thread})",
+            ax.name,
+            tensor_name(p, t),
+            tensor.shape,
+        ))),
+    }
+}
+
+/// The length of row `b` of Ragged axis `a` (its `lengths[b]`, checked).
+pub fn ragged_row_len(
+    p: &Program,
+    tensors: &[HostTensor],
+    a: AxisId,
+    b: i64,
+    thread: &str,
+) -> Result<i64, ExecError> {
+    let ax = axis_of(p, a)?;
+    let AxisKind::Ragged { lengths, .. } = &ax.kind else {
+        return Err(xerr(format!("axis `{}` is not Ragged", ax.name)));
+    };
+    let n = axis_data(p, tensors, ax, *lengths, b, "lengths", thread)?;
+    if n < 0 || n > MAX_LOOP_ITERATIONS as i64 {
+        return Err(xerr(format!(
+            "axis `{}`: row {b} has length {n}, outside 0..={MAX_LOOP_ITERATIONS}",
+            ax.name
+        )));
+    }
+    Ok(n)
+}
+
+/// The positions `indptr[b] .. indptr[b+1]` of row `b` of Sparse axis `a` (checked).
+pub fn sparse_row_span(
+    p: &Program,
+    tensors: &[HostTensor],
+    a: AxisId,
+    b: i64,
+    thread: &str,
+) -> Result<(i64, i64), ExecError> {
+    let ax = axis_of(p, a)?;
+    let AxisKind::Sparse { indptr, .. } = &ax.kind else {
+        return Err(xerr(format!("axis `{}` is not Sparse", ax.name)));
+    };
+    let s = axis_data(p, tensors, ax, *indptr, b, "indptr", thread)?;
+    let e = axis_data(p, tensors, ax, *indptr, b + 1, "indptr", thread)?;
+    if e < s {
+        return Err(xerr(format!(
+            "axis `{}`: indptr is decreasing at row {b} ({s} then {e})",
+            ax.name
+        )));
+    }
+    Ok((s, e))
+}
+
+/// The column stored at position `i` of Sparse axis `a` (`indices[i]`).
+pub fn sparse_col(
+    p: &Program,
+    tensors: &[HostTensor],
+    a: AxisId,
+    i: i64,
+    thread: &str,
+) -> Result<i64, ExecError> {
+    let ax = axis_of(p, a)?;
+    let AxisKind::Sparse { indices, .. } = &ax.kind else {
+        return Err(xerr(format!("axis `{}` is not Sparse", ax.name)));
+    };
+    axis_data(p, tensors, ax, *indices, i, "indices", thread)
+}
+
+/// Element `idx` of tensor `t` as the orchestration reads it (`Expr::Elem`), by `thread`:
+/// floats as `Float`, integers as `Int` (an error if outside i64), bools as `Bool`.
+pub fn read_elem(
+    p: &Program,
+    tensors: &[HostTensor],
+    t: TensorId,
+    idx: &[i64],
+    thread: &str,
+) -> Result<ScalarValue, ExecError> {
+    let tensor = tensors
+        .get(t.index())
+        .ok_or_else(|| xerr(format!("tensor #{} does not exist", t.0)))?;
+    match tensor.at(idx) {
+        Some(El::F(f)) => Ok(ScalarValue::Float(f)),
+        Some(El::I(i)) => Ok(ScalarValue::Int(i64::try_from(i).map_err(|_| {
+            xerr(format!(
+                "element {idx:?} of `{}` does not fit in i64",
+                tensor_name(p, t)
+            ))
+        })?)),
+        Some(El::B(b)) => Ok(ScalarValue::Bool(b)),
+        None => Err(xerr(format!(
+            "in {thread}: element {idx:?} is outside `{}` of shape {:?}",
+            tensor_name(p, t),
+            tensor.shape
+        ))),
+    }
+}
+
+/// A run-time value as the interpreter's messages show it (`I(3)`, `F(1.5)`, `B(true)`).
+pub fn describe_value(v: ScalarValue) -> String {
+    format!("{:?}", scalar_v(v))
+}
+
+/// `task k[1, 2]`: how messages name a task.
+pub fn task_label(k: &Kernel, coords: &[i64]) -> String {
+    format!(
+        "task {}[{}]",
+        k.name,
+        coords
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The tensors an iterator reads (Ragged lengths, Sparse indptr/indices, sizes).
+pub fn iter_reads(p: &Program, it: &Iter, out: &mut Vec<TensorId>) {
+    let axis_reads = |a: AxisId, out: &mut Vec<TensorId>| {
+        let Some(ax) = p.axes.get(a.index()) else {
+            return;
+        };
+        match &ax.kind {
+            AxisKind::Dense { .. } => {}
+            AxisKind::DenseDyn { size } => expr_reads(size, out),
+            AxisKind::Ragged { lengths, .. } => out.push(*lengths),
+            AxisKind::Sparse {
+                indptr, indices, ..
+            } => {
+                out.push(*indptr);
+                out.push(*indices);
+            }
+        }
+    };
+    match it {
+        Iter::Range { start, end } => {
+            expr_reads(start, out);
+            expr_reads(end, out);
+        }
+        Iter::Row { axis, .. } => axis_reads(*axis, out),
+        Iter::Axis { axis } => {
+            axis_reads(*axis, out);
+            if let Some(ax) = p.axes.get(axis.index()) {
+                if let AxisKind::Ragged { outer, .. } | AxisKind::Sparse { outer, .. } = ax.kind {
+                    axis_reads(outer, out);
+                }
+            }
+        }
+    }
+}
+
+/// The tensors an expression reads elements of (each once, in order).
+pub fn expr_reads(e: &Expr, out: &mut Vec<TensorId>) {
     match e {
         Expr::Const { .. } | Expr::Param { .. } | Expr::Var { .. } => {}
         Expr::Elem { tensor, index } => {

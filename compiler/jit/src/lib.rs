@@ -16,6 +16,9 @@
 pub mod abi;
 mod helpers;
 mod lower;
+pub mod orch;
+
+pub use orch::{compile_orchestration, CompiledOrch, CompiledProc, OrchRefusal};
 
 use abi::{Layout, ParamSlot};
 use cranelift::prelude::*;

@@ -1,9 +1,14 @@
 //! The `cpu_sim` backend: runs a Program IR on the task-graph runtime with real data.
 //!
-//! * The orchestration is the reference workload interpreter ([`wsp_ir::exec`]) with a
-//!   [`TaskBackend`] that **submits** every task to the runtime instead of running it; when the
-//!   orchestration reads data (a `when` on a runtime value, a Ragged length, a Sparse index) it
-//!   waits for that tensor's producers ([`wsp_runtime::Runtime::wait_tensor`]).
+//! * The orchestration is JIT-compiled ([`wsp_jit::orch`]): workload bodies and CSP process
+//!   bodies are native step functions that drive a [`TaskBackend`] which **submits** every
+//!   task to the runtime instead of running it; when the orchestration reads data (a `when` on
+//!   a runtime value, a Ragged length, a Sparse index) it waits for that tensor's producers
+//!   ([`wsp_runtime::Runtime::wait_tensor`]). Process bodies are resumable state machines the
+//!   runtime steps as its processes. With [`Options::interpret`] or
+//!   [`Options::interpret_orchestration`], or when the compiler refuses the program (the reason
+//!   is in [`SimRun::orchestration`]), the reference workload interpreter ([`wsp_ir::exec`])
+//!   drives the same backend instead; it is the compiled orchestration's oracle.
 //! * Kernels are Cranelift-compiled ([`wsp_jit`]) when the JIT covers them (f32 tiles);
 //!   otherwise they run in the reference interpreter, and [`KernelInfo::engine`] says why.
 //!   Either way the runtime calls them in dependency order on its own tensor buffers.
@@ -49,8 +54,10 @@ pub struct Options {
     pub record: bool,
     /// Host threads running kernels (1: on the orchestrating thread).
     pub threads: usize,
-    /// Run every kernel in the reference interpreter (no JIT).
+    /// Run every kernel and the orchestration in the reference interpreters (no JIT).
     pub interpret: bool,
+    /// Run the orchestration in the reference workload interpreter (kernels still JIT).
+    pub interpret_orchestration: bool,
     /// Called every [`PROGRESS_EVERY`] tasks with the tasks submitted and the cycles so far
     /// (a progress display).
     pub progress: Option<fn(u64, u64)>,
@@ -71,6 +78,7 @@ impl Options {
             record: false,
             threads: 1,
             interpret: false,
+            interpret_orchestration: false,
             progress: None,
         }
     }
@@ -160,8 +168,13 @@ pub struct SimRun {
     /// Chrome trace JSON and Graphviz task graph (with [`Options::record`]).
     pub trace: Option<String>,
     pub graph: Option<String>,
+    /// How the orchestration ran: [`Engine::Jit`] (compiled by [`wsp_jit::orch`]) or the
+    /// reference workload interpreter, with the reason.
+    pub orchestration: Engine,
     /// Time spent compiling kernels.
     pub compile_time: Duration,
+    /// Time spent compiling the orchestration.
+    pub orch_compile_time: Duration,
     /// Wall time of the run proper (orchestration, kernels, clock).
     pub run_time: Duration,
 }
@@ -716,6 +729,67 @@ impl Submitter<'_> {
 struct RtBackend<'p> {
     rt: Runtime,
     s: Submitter<'p>,
+    /// The compiled orchestration, whose process bodies a `connect` steps (`None`: the
+    /// interpreter's).
+    orch: Option<&'p wsp_jit::CompiledOrch<'p>>,
+}
+
+/// A process instance the runtime steps: the interpreter's or the compiled one.
+trait Stepper {
+    fn name(&self) -> &str;
+    fn produces(&self) -> &[wsp_ir::workload::ChannelId];
+    fn step(
+        &mut self,
+        params: &[ScalarValue],
+        tensors: &mut [HostTensor],
+        backend: &mut dyn TaskBackend,
+        received: Option<Option<Vec<i64>>>,
+        tasks: &mut Vec<exec::TaskRecord>,
+    ) -> Result<exec::ProcAction, exec::ExecError>;
+}
+
+struct Interp<'p> {
+    p: &'p Program,
+    th: exec::ProcThread<'p>,
+}
+
+impl Stepper for Interp<'_> {
+    fn name(&self) -> &str {
+        self.th.name()
+    }
+    fn produces(&self) -> &[wsp_ir::workload::ChannelId] {
+        &self.th.produces
+    }
+    fn step(
+        &mut self,
+        params: &[ScalarValue],
+        tensors: &mut [HostTensor],
+        backend: &mut dyn TaskBackend,
+        received: Option<Option<Vec<i64>>>,
+        tasks: &mut Vec<exec::TaskRecord>,
+    ) -> Result<exec::ProcAction, exec::ExecError> {
+        self.th
+            .step(self.p, params, tensors, backend, received, tasks)
+    }
+}
+
+impl Stepper for wsp_jit::CompiledProc<'_> {
+    fn name(&self) -> &str {
+        wsp_jit::CompiledProc::name(self)
+    }
+    fn produces(&self) -> &[wsp_ir::workload::ChannelId] {
+        &self.produces
+    }
+    fn step(
+        &mut self,
+        params: &[ScalarValue],
+        tensors: &mut [HostTensor],
+        backend: &mut dyn TaskBackend,
+        received: Option<Option<Vec<i64>>>,
+        tasks: &mut Vec<exec::TaskRecord>,
+    ) -> Result<exec::ProcAction, exec::ExecError> {
+        wsp_jit::CompiledProc::step(self, params, tensors, backend, received, tasks)
+    }
 }
 
 impl TaskBackend for RtBackend<'_> {
@@ -755,18 +829,30 @@ impl TaskBackend for RtBackend<'_> {
         params: &[ScalarValue],
         tensors: &mut [HostTensor],
     ) -> Option<Result<Vec<exec::TaskRecord>, exec::ExecError>> {
-        let threads = match exec::connect_threads(program, items) {
+        let threads: Result<Vec<Box<dyn Stepper + '_>>, exec::ExecError> = match self.orch {
+            Some(o) => o.connect_threads(items).map(|ts| {
+                ts.into_iter()
+                    .map(|t| Box::new(t) as Box<dyn Stepper + '_>)
+                    .collect()
+            }),
+            None => exec::connect_threads(program, items).map(|ts| {
+                ts.into_iter()
+                    .map(|th| Box::new(Interp { p: program, th }) as Box<dyn Stepper + '_>)
+                    .collect()
+            }),
+        };
+        let threads = match threads {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
-        let RtBackend { rt, s } = self;
+        let RtBackend { rt, s, .. } = self;
         let channels = s.channels.clone();
         let shared = RefCell::new((s, tensors, Vec::new()));
         let mut specs = Vec::new();
         for mut th in threads {
             let name = th.name().to_string();
             let mut produces = Vec::new();
-            for c in &th.produces {
+            for c in th.produces() {
                 match channels.get(c.index()) {
                     Some(id) => produces.push(*id),
                     None => {
@@ -788,7 +874,7 @@ impl TaskBackend for RtBackend<'_> {
                 let (s, tensors, tasks) = &mut *g;
                 let mut pb = ProcBackend { cx, s, last: None };
                 let action = th
-                    .step(program, params, tensors, &mut pb, received, tasks)
+                    .step(params, tensors, &mut pb, received, tasks)
                     .map_err(|e| e.message)?;
                 let ch = |c: wsp_ir::workload::ChannelId| {
                     chans
@@ -958,6 +1044,21 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     }
     let compile_time = t0.elapsed();
 
+    let t2 = Instant::now();
+    let (orch, orchestration) = if opts.interpret {
+        (None, Engine::Interpreter("--interpret".into()))
+    } else if opts.interpret_orchestration {
+        (
+            None,
+            Engine::Interpreter("the interpreted orchestration was requested".into()),
+        )
+    } else {
+        match wsp_jit::compile_orchestration(program, &params, &tensors) {
+            Ok(o) => (Some(o), Engine::Jit),
+            Err(why) => (None, Engine::Interpreter(why.0)),
+        }
+    };
+    let orch_compile_time = t2.elapsed();
     let t1 = Instant::now();
     let mut scalar_tensor = Vec::new();
     for (i, t) in tensors.iter().enumerate() {
@@ -982,6 +1083,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         .map(|c| runtime.add_channel(&c.name, c.depth, (c.latency > 0).then_some(c.latency)))
         .collect();
     let mut backend = RtBackend {
+        orch: orch.as_ref(),
         rt: runtime,
         s: Submitter {
             p: program,
@@ -998,7 +1100,10 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             progress: opts.progress,
         },
     };
-    let outcome = exec::run_workload_on(program, w, &params, &mut tensors, &mut backend);
+    let outcome = match &orch {
+        Some(o) => o.run_workload_on(w, &params, &mut tensors, &mut backend),
+        None => exec::run_workload_on(program, w, &params, &mut tensors, &mut backend),
+    };
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) if e.message.contains("deadlock: ") || e.code == "E0811" => {
@@ -1054,7 +1159,9 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         kernels,
         trace,
         graph,
+        orchestration,
         compile_time,
+        orch_compile_time,
         run_time,
     })
 }

@@ -1305,29 +1305,36 @@ pub fn resolve_view_dims(
                 dims.len()
             )));
         }
-        let shown = format!(
-            "`{pname}: {}[{}]`",
-            decl.name,
-            dims.iter()
-                .map(|(s, e)| match e {
-                    None => s.to_string(),
-                    Some(e) => format!("{s}..{e}"),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let shape_s = format!("{:?}", t.shape);
+        // Only error messages use these: built on demand, not per task.
+        let shown = || {
+            format!(
+                "`{pname}: {}[{}]`",
+                decl.name,
+                dims.iter()
+                    .map(|(s, e)| match e {
+                        None => s.to_string(),
+                        Some(e) => format!("{s}..{e}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let shape_s = || format!("{:?}", t.shape);
         if view.dims.len() > rank {
             return Err(xerr(format!(
                 "{task}: view {shown} indexes {} dimensions of `{}` of shape {shape_s}",
                 view.dims.len(),
-                decl.name
+                decl.name,
+                shown = shown(),
+                shape_s = shape_s()
             )));
         }
         if t.dtype != tile.dtype {
             return Err(xerr(format!(
                 "{task}: view {shown} is {} but parameter `{pname}` is {}",
-                t.dtype, tile.dtype
+                t.dtype,
+                tile.dtype,
+                shown = shown()
             )));
         }
         let kept: Vec<usize> = (0..rank).filter(|d| dims[*d].1.is_some()).collect();
@@ -1337,24 +1344,24 @@ pub fn resolve_view_dims(
             2 => vec![0, 1],
             n => {
                 return Err(xerr(format!(
-                    "{task}: view {shown} keeps {n} dimensions; a tile has at most 2"
+                    "{task}: view {shown} keeps {n} dimensions; a tile has at most 2",
+                    shown = shown()
                 )))
             }
         };
         if kept.len() < 2 && tile.shape[0] != 1 || kept.is_empty() && tile.shape[1] != 1 {
             return Err(xerr(format!(
                 "{task}: view {shown} has fewer dimensions than parameter `{pname}` of shape [{}, {}]",
-                tile.shape[0], tile.shape[1]
-            )));
+                tile.shape[0], tile.shape[1], shown = shown())));
         }
         let mut base = vec![0usize; rank];
         let mut valid = [1u32, 1u32];
-        let oob = |d: usize| {
-            xerr(format!(
+        let oob =
+            |d: usize| {
+                xerr(format!(
                 "{task}: view {shown} is out of range in dimension {d} of `{}` (shape {shape_s})",
-                decl.name
-            ))
-        };
+                decl.name, shown = shown(), shape_s = shape_s()))
+            };
         for d in 0..rank {
             let (s, e) = dims[d];
             let size = t.shape[d] as i64;
@@ -1374,8 +1381,7 @@ pub fn resolve_view_dims(
                         if s >= 0 && len >= 0 {
                             return Err(xerr(format!(
                                 "{task}: view {shown} has extent {len} in dimension {d}, parameter `{pname}` needs {}{stat}",
-                                if part { "at most " } else { "" }
-                            )));
+                                if part { "at most " } else { "" }, shown = shown())));
                         }
                         return Err(oob(d));
                     }

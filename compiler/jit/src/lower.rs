@@ -17,7 +17,7 @@
 
 use crate::abi::{Layout, ParamSlot};
 use crate::JitError;
-use cranelift::codegen::ir::{BlockArg, Endianness, FuncRef};
+use cranelift::codegen::ir::{BlockArg, Endianness, FuncRef, InstructionData, Opcode, ValueDef};
 use cranelift::prelude::*;
 use std::collections::HashMap;
 use wsp_ir::kernel::{
@@ -353,6 +353,62 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().iconst(types::I64, v)
     }
 
+    /// The constant an i64 value is, when it is an `iconst`.
+    fn cval(&self, v: Value) -> Option<i64> {
+        let ValueDef::Result(inst, 0) = self.b.func.dfg.value_def(v) else {
+            return None;
+        };
+        match self.b.func.dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } if self.b.func.dfg.value_type(v) == types::I64 => Some(imm.bits()),
+            _ => None,
+        }
+    }
+
+    /// i64 arithmetic on extents and loop bounds, folded when the operands are constants
+    /// (extents of non-partial dimensions are): statically empty loops and tails are then
+    /// not generated at all.
+    fn fold2(
+        &mut self,
+        a: Value,
+        c: Value,
+        f: fn(i64, i64) -> i64,
+        g: fn(&mut FunctionBuilder<'b>, Value, Value) -> Value,
+    ) -> Value {
+        match (self.cval(a), self.cval(c)) {
+            (Some(x), Some(y)) => self.iconst(f(x, y)),
+            _ => g(&mut self.b, a, c),
+        }
+    }
+
+    fn smin_f(&mut self, a: Value, c: Value) -> Value {
+        self.fold2(a, c, i64::min, |b, a, c| b.ins().smin(a, c))
+    }
+
+    fn smax_f(&mut self, a: Value, c: Value) -> Value {
+        self.fold2(a, c, i64::max, |b, a, c| b.ins().smax(a, c))
+    }
+
+    fn isub_f(&mut self, a: Value, c: Value) -> Value {
+        self.fold2(a, c, i64::wrapping_sub, |b, a, c| b.ins().isub(a, c))
+    }
+
+    fn band_imm_f(&mut self, a: Value, m: i64) -> Value {
+        match self.cval(a) {
+            Some(x) => self.iconst(x & m),
+            None => self.b.ins().band_imm_s(a, m),
+        }
+    }
+
+    fn iadd_imm_f(&mut self, a: Value, n: i64) -> Value {
+        match self.cval(a) {
+            Some(x) => self.iconst(x.wrapping_add(n)),
+            None => self.b.ins().iadd_imm_s(a, n),
+        }
+    }
+
     fn fconst(&mut self, v: f32) -> Value {
         self.b.ins().f32const(v)
     }
@@ -591,6 +647,21 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
             _ => {}
         });
+        // Operands read from memory in place: a parameter of f32 or i32 (its layout is its
+        // compute form) that the kernel does not store to needs no copy.
+        let in_place = |v: ValueId| match defs.get(&v) {
+            Some(Op::Param { param }) => {
+                let p = k.params.get(param.index());
+                let dt = p.and_then(|p| match p.kind {
+                    ParamKind::Tile { tile, .. } => Some(tile.dtype),
+                    ParamKind::Scalar { .. } => None,
+                });
+                matches!(dt, Some(DType::F32 | DType::I32))
+                    && !stored.get(param.index()).copied().unwrap_or(true)
+            }
+            _ => false,
+        };
+        needs.retain(|v| !in_place(*v));
         self.defs = defs;
         for v in needs {
             if let Some(n) = self.needs_buf.get_mut(v.index()) {
@@ -657,6 +728,17 @@ impl<'a, 'b> Lower<'a, 'b> {
                             p.name
                         ),
                     );
+                    // A dimension that is not partial has its static extent (checked above).
+                    let vr = if partial[0] {
+                        vr
+                    } else {
+                        self.iconst(i64::from(tile.shape[0]))
+                    };
+                    let vc = if partial[1] {
+                        vc
+                    } else {
+                        self.iconst(i64::from(tile.shape[1]))
+                    };
                     if let Some(x) = self.params.get_mut(i) {
                         *x = Some((Buf { ptr, stride, elem }, vr, vc));
                     }
@@ -690,6 +772,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         init: &[Value],
         body: &mut LoopBody<'_, 'a, 'b>,
     ) -> R<Vec<Value>> {
+        if let (Some(a), Some(e)) = (self.cval(start), self.cval(end)) {
+            if a >= e {
+                return Ok(init.to_vec());
+            }
+        }
         let header = self.b.create_block();
         let lbody = self.b.create_block();
         let exit = self.b.create_block();
@@ -731,7 +818,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
     ) -> R<()> {
         let zero = self.iconst(0);
-        let vend = self.b.ins().band_imm_s(cols, !3i64);
+        let vend = self.band_imm_f(cols, !3i64);
         self.for_loop(zero, rows, 1, &[], &mut |s, r, _| {
             s.for_loop(zero, vend, 4, &[], &mut |s, c, _| {
                 s.memo.clear();
@@ -1509,11 +1596,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         let (vr, vc) = self.extent(value)?;
         let clip = |s: &mut Self, v: Value, n: u32, d: Value, o: Value| {
             let n = s.iconst(i64::from(n));
-            let a = s.b.ins().smin(v, n);
-            let room = s.b.ins().isub(d, o);
+            let a = s.smin_f(v, n);
+            let room = s.isub_f(d, o);
             let z = s.iconst(0);
-            let room = s.b.ins().smax(room, z);
-            s.b.ins().smin(a, room)
+            let room = s.smax_f(room, z);
+            s.smin_f(a, room)
         };
         let rows = clip(self, vr, rs, dvr, r0);
         let cols = clip(self, vc, cs, dvc, c0);
@@ -1619,7 +1706,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let (vr, vc) = self.extent(*o)?;
                 for (d, v) in [vr, vc].into_iter().enumerate() {
                     if t.shape[d] == shape[d] {
-                        out[d] = self.b.ins().smin(out[d], v);
+                        out[d] = self.smin_f(out[d], v);
                     }
                 }
             }
@@ -1724,11 +1811,11 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.check_region(r0, c0, region, xt.shape, &what);
                 let (xr, xc) = self.extent(*x)?;
                 let clip = |s: &mut Self, ext: Value, st: Value, n: u32| {
-                    let d = s.b.ins().isub(ext, st);
+                    let d = s.isub_f(ext, st);
                     let z = s.iconst(0);
-                    let d = s.b.ins().smax(d, z);
+                    let d = s.smax_f(d, z);
                     let n = s.iconst(i64::from(n));
-                    s.b.ins().smin(d, n)
+                    s.smin_f(d, n)
                 };
                 let vr = clip(self, xr, r0, region.rows);
                 let vc = clip(self, xc, c0, region.cols);
@@ -1898,7 +1985,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         };
         let zero = self.iconst(0);
         if op.is_row() {
-            let vend = self.b.ins().band_imm_s(xc, !3i64);
+            let vend = self.band_imm_f(xc, !3i64);
             self.for_loop(zero, xr, 1, &[], &mut |s, r, _| {
                 let acc0 = s.kconst(kind, init, true)?;
                 let step4 = |s: &mut Self, lo: Value, init: Value| {
@@ -1913,7 +2000,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     // vector accumulators (columns c..c+4 and c+4..c+8) halve the chain of
                     // dependent (NaN-propagating, multi-instruction) fmax/fmin, then one
                     // step of 4 for a remaining chunk.
-                    let vend8 = s.b.ins().band_imm_s(xc, !7i64);
+                    let vend8 = s.band_imm_f(xc, !7i64);
                     let two = s.for_loop(zero, vend8, 8, &[acc0, acc0], &mut |s, c, a| {
                         s.memo.clear();
                         let e0 = s.elem(x, Pos { r, c, vec: true })?;
@@ -1941,7 +2028,16 @@ impl<'a, 'b> Lower<'a, 'b> {
                 // Tail: at most 3 columns, column vend + l goes to lane l.
                 #[allow(clippy::needless_range_loop)]
                 for l in 0..3usize {
-                    let c = s.b.ins().iadd_imm_s(vend, l as i64);
+                    let c = s.iadd_imm_f(vend, l as i64);
+                    if let (Some(cc), Some(n)) = (s.cval(c), s.cval(xc)) {
+                        // A static extent: the tail column exists or not.
+                        if cc < n {
+                            s.memo.clear();
+                            let e = s.elem(x, Pos { r, c, vec: false })?;
+                            lanes[l] = f(&mut s.b, lanes[l], e);
+                        }
+                        continue;
+                    }
                     let inb = s.b.ins().icmp(IntCC::SignedLessThan, c, xc);
                     let then = s.b.create_block();
                     let join = s.b.create_block();
@@ -1972,7 +2068,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             let one = self.iconst(1);
             self.set_ext(v, (xr, one));
         } else {
-            let vend = self.b.ins().band_imm_s(xc, !3i64);
+            let vend = self.band_imm_f(xc, !3i64);
             for (lo, hi, step, vec) in [(zero, vend, 4, true), (vend, xc, 1, false)] {
                 self.for_loop(lo, hi, step, &[], &mut |s, c, _| {
                     let a0 = s.kconst(kind, init, vec)?;
@@ -2008,15 +2104,15 @@ impl<'a, 'b> Lower<'a, 'b> {
         let mut vn = bc;
         if let Some(c) = acc {
             let (cr, cc) = self.extent(c)?;
-            vm = self.b.ins().smin(vm, cr);
-            vn = self.b.ins().smin(vn, cc);
+            vm = self.smin_f(vm, cr);
+            vn = self.smin_f(vn, cc);
         }
-        let kk = self.b.ins().smin(ac, br);
+        let kk = self.smin_f(ac, br);
         let zero = self.iconst(0);
-        let vend = self.b.ins().band_imm_s(vn, !3i64);
+        let vend = self.band_imm_f(vn, !3i64);
         // Register blocking: 1 row × 4 vectors (16 columns) per inner loop, then single
         // vectors, then scalar columns.
-        let vend16 = self.b.ins().band_imm_s(vn, !15i64);
+        let vend16 = self.band_imm_f(vn, !15i64);
         self.for_loop(zero, vm, 1, &[], &mut |s, i, _| {
             let init = |s: &mut Self, c: Value, vec: bool| -> R<Value> {
                 match acc {

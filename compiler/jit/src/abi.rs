@@ -7,16 +7,36 @@
 //! ```
 //!
 //! `args` is the *argument block*: for each kernel parameter in order,
-//! * a tile parameter takes 4 slots: data pointer (f32 elements), row stride in elements,
-//!   valid rows, valid columns (element `(r, c)` is at `ptr + 4·(r·stride + c)`);
-//! * a scalar parameter takes 1 slot: an f32 in the low 32 bits.
+//! * a tile parameter takes 4 slots: data pointer, row stride in elements, valid rows, valid
+//!   columns; element `(r, c)` is at `ptr + size·(r·stride + c)` in the real bit layout of
+//!   the parameter's dtype (little-endian): f32 and i32 4 bytes, f16 (IEEE binary16) and
+//!   bf16 (the top half of an f32) 2 bytes, bool one byte 0/1 (any non-zero byte reads as
+//!   true);
+//! * a scalar parameter takes 1 slot ([`scalar_slot`]): a float (f32, f16, bf16; already
+//!   rounded to its dtype) as f32 bits in the low 32 bits, an integer as a two's complement
+//!   i64, a bool as 0/1.
+//!
+//! The JIT compiles tiles of f32, f16, bf16, i32 and bool and scalars of those and i64.
 //!
 //! `scratch` is a 16-byte aligned frame of [`Layout::scratch_bytes`] bytes for intermediate
 //! tiles; its contents need no initialisation. The result is 0 on success, or `i + 1` for the
 //! error message `i` of the kernel (an out-of-range extent or region), detected before any
 //! out-of-range access.
 
+use crate::lower::is_int_divrem;
 use wsp_ir::kernel::*;
+use wsp_ir::tensor::El;
+use wsp_ir::{DType, ScalarValue};
+
+/// The argument-block slot of a scalar parameter of `dtype` holding `v`, converted to the
+/// dtype with the `cast` rules, as the interpreter converts scalar arguments.
+pub fn scalar_slot(dtype: DType, v: ScalarValue) -> u64 {
+    match El::from_scalar(v, dtype) {
+        El::F(f) => u64::from((f as f32).to_bits()),
+        El::I(i) => i as i64 as u64,
+        El::B(b) => u64::from(b),
+    }
+}
 
 /// Where a parameter lives in the argument block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +53,8 @@ pub struct Layout {
     pub params: Vec<ParamSlot>,
     /// Number of u64 slots of the argument block.
     pub arg_slots: usize,
-    /// Scratch offset of each value held in memory.
+    /// Scratch offset of each value held in memory (in its compute form: 4 bytes an element,
+    /// f32 for f16/bf16/f32, i32, and i32 lane masks for bool).
     pub value_offsets: Vec<Option<usize>>,
     /// Scratch offset of each variable: 16 bytes of extent (two i64), then the data.
     pub var_offsets: Vec<usize>,
@@ -85,6 +106,11 @@ impl Layout {
                             mark(*b);
                             results.iter().for_each(|r| mark(*r));
                         }
+                        Op::RowTopK { x, .. } => {
+                            mark(*x);
+                            results.iter().for_each(|r| mark(*r));
+                        }
+                        _ if is_int_divrem(k, op) => results.iter().for_each(|r| mark(*r)),
                         Op::Reduce { .. }
                         | Op::Transpose { .. }
                         | Op::VarRead { .. }

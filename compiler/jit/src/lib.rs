@@ -8,10 +8,14 @@
 //! [`wsp_ir::interp::run_kernel`], and [`CompiledKernel::call_raw`] is the zero-copy entry
 //! for a runtime that owns its buffers.
 //!
-//! Coverage: f32 tiles (and bool masks from comparisons), f32 scalars, every elementwise,
-//! comparison, select, reduction, matmul, transpose, full, iota, slice, `for`, `var`
-//! and store of the kernel IR. Other dtypes, casts between dtypes, `rowtopk` and pipes are
-//! rejected with [`JitErrorKind::Unsupported`] (the caller falls back to the interpreter).
+//! Coverage: tiles of f32, f16, bf16 (their real bit layouts in memory, computed in f32 and
+//! rounded to the dtype per operation and on store, ties to even), i32 and bool; scalars of
+//! those and i64; every operation of the kernel IR — elementwise, comparison, select,
+//! reduction, matmul (f16/bf16 operands accumulate in f32), transpose, cast between any two
+//! of those dtypes, full, iota, slice, `rowtopk`, `for`, `var` and store — except kernel pipes
+//! (talloc/tpush/tpop/tfree, which lowering does not produce yet, E0813). Other dtypes (f64,
+//! i8, i16, u8–u64, i64 tiles) and pipes are rejected with [`JitErrorKind::Unsupported`] (the
+//! caller falls back to the interpreter).
 
 pub mod abi;
 mod helpers;
@@ -30,7 +34,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use wsp_ir::interp::{KernelArg, KernelError};
 use wsp_ir::kernel::*;
 use wsp_ir::tensor::Data;
-use wsp_ir::ScalarValue;
 
 /// What went wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +131,8 @@ impl CompiledKernel {
     ///
     /// # Safety
     /// Every tile slot must hold a pointer valid for reads (and writes, for `out`/`inout`
-    /// parameters) of `(valid_rows − 1)·stride + valid_cols` f32 elements; the kernel checks
+    /// parameters) of `(valid_rows − 1)·stride + valid_cols` elements of the parameter's
+    /// dtype in its bit layout (see [`abi`]); the kernel checks
     /// the extents against the static shapes itself.
     pub unsafe fn call_raw(&self, args: &[u64], scratch: &mut Scratch) -> Result<(), JitError> {
         if args.len() != self.layout.arg_slots || scratch.bytes() < self.layout.scratch_bytes {
@@ -171,21 +175,25 @@ impl CompiledKernel {
                 args.len()
             )));
         }
-        let mut bufs: Vec<Vec<f32>> = Vec::new();
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
         let mut block = vec![0u64; self.layout.arg_slots];
         for (i, (a, p)) in args.iter().zip(&self.kernel.params).enumerate() {
             match (a, &p.kind, self.layout.params.get(i)) {
                 (KernelArg::Tile(t), ParamKind::Tile { tile, .. }, Some(ParamSlot::Tile(_))) => {
-                    let Data::Float(d) = &t.data else {
-                        return Err(kerr(format!("argument `{}` is not a float tile", p.name)));
-                    };
-                    if t.shape != tile.shape || d.len() != tile.len() {
+                    if t.dtype != tile.dtype || t.shape != tile.shape || t.data.len() != tile.len()
+                    {
                         return Err(kerr(format!(
-                            "argument `{}` is [{}, {}], expected [{}, {}]",
-                            p.name, t.shape[0], t.shape[1], tile.shape[0], tile.shape[1]
+                            "argument `{}` is {}[{}, {}], expected {}[{}, {}]",
+                            p.name,
+                            t.dtype,
+                            t.shape[0],
+                            t.shape[1],
+                            tile.dtype,
+                            tile.shape[0],
+                            tile.shape[1]
                         )));
                     }
-                    bufs.push(d.iter().map(|x| *x as f32).collect());
+                    bufs.push(t.data.to_bytes(tile.dtype));
                 }
                 (KernelArg::Scalar(_), ParamKind::Scalar { .. }, _) => bufs.push(Vec::new()),
                 _ => {
@@ -196,36 +204,34 @@ impl CompiledKernel {
                 }
             }
         }
-        for (i, a) in args.iter().enumerate() {
-            match (a, self.layout.params.get(i)) {
-                (KernelArg::Tile(t), Some(ParamSlot::Tile(s))) => {
+        for (i, (a, p)) in args.iter().zip(&self.kernel.params).enumerate() {
+            match (a, &p.kind, self.layout.params.get(i)) {
+                (KernelArg::Tile(t), _, Some(ParamSlot::Tile(s))) => {
                     block[*s] = bufs[i].as_mut_ptr() as u64;
                     block[s + 1] = u64::from(t.shape[1]);
                     block[s + 2] = u64::from(t.valid[0]);
                     block[s + 3] = u64::from(t.valid[1]);
                 }
-                (KernelArg::Scalar(v), Some(ParamSlot::Scalar(s))) => {
-                    let x = match v {
-                        ScalarValue::Float(f) => *f as f32,
-                        other => other.as_f64() as f32,
-                    };
-                    block[*s] = u64::from(x.to_bits());
+                (
+                    KernelArg::Scalar(v),
+                    ParamKind::Scalar { dtype, .. },
+                    Some(ParamSlot::Scalar(s)),
+                ) => {
+                    block[*s] = abi::scalar_slot(*dtype, *v);
                 }
                 _ => return Err(kerr("argument layout mismatch".into())),
             }
         }
         let mut scratch = self.new_scratch();
-        // SAFETY: every tile pointer addresses a buffer of the full static shape with row
-        // stride = static columns, and the kernel checks the valid extents at entry.
+        // SAFETY: every tile pointer addresses a buffer of the full static shape in the
+        // parameter's dtype with row stride = static columns, and the kernel checks the valid
+        // extents at entry.
         unsafe { self.call_raw(&block, &mut scratch) }.map_err(|e| kerr(e.message))?;
         for (i, (a, p)) in args.iter_mut().zip(&self.kernel.params).enumerate() {
-            if let (KernelArg::Tile(t), ParamKind::Tile { dir, .. }) = (a, &p.kind) {
+            if let (KernelArg::Tile(t), ParamKind::Tile { dir, tile, .. }) = (a, &p.kind) {
                 if dir.writes() {
-                    if let Data::Float(d) = &mut t.data {
-                        for (o, x) in d.iter_mut().zip(&bufs[i]) {
-                            *o = f64::from(*x);
-                        }
-                    }
+                    t.data = Data::from_bytes(tile.dtype, &bufs[i], tile.len(), false)
+                        .ok_or_else(|| kerr(format!("short buffer of `{}`", p.name)))?;
                 }
             }
         }
@@ -310,23 +316,9 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
     lower::check_supported(k)?;
     let isa = host_isa().map_err(|e| codegen(k, e))?;
     let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
-    for (name, addr, _) in helpers::symbols() {
-        jb.symbol(name, addr);
-    }
+    helpers::register(&mut jb);
     let mut module = JITModule::new(jb);
     let ptr = module.target_config().pointer_type();
-    let mut helper_ids = Vec::new();
-    for (name, _, arity) in helpers::symbols() {
-        let mut sig = module.make_signature();
-        for _ in 0..arity {
-            sig.params.push(AbiParam::new(types::F32));
-        }
-        sig.returns.push(AbiParam::new(types::F32));
-        let id = module
-            .declare_function(name, Linkage::Import, &sig)
-            .map_err(|e| codegen(k, e))?;
-        helper_ids.push(id);
-    }
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(ptr));
@@ -341,19 +333,7 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
     let mut errors = Vec::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let refs: Vec<_> = helper_ids
-            .iter()
-            .map(|id| module.declare_func_in_func(*id, b.func))
-            .collect();
-        let h = lower::Helpers {
-            exp: refs[0],
-            log: refs[1],
-            tanh: refs[2],
-            sin: refs[3],
-            cos: refs[4],
-            pow: refs[5],
-            fmod: refs[6],
-        };
+        let h = helpers::declare(&mut module, b.func).map_err(|e| codegen(k, e))?;
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);

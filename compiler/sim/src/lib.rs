@@ -9,8 +9,9 @@
 //!   [`Options::interpret_orchestration`], or when the compiler refuses the program (the reason
 //!   is in [`SimRun::orchestration`]), the reference workload interpreter ([`wsp_ir::exec`])
 //!   drives the same backend instead; it is the compiled orchestration's oracle.
-//! * Kernels are Cranelift-compiled ([`wsp_jit`]) when the JIT covers them (f32 tiles);
-//!   otherwise they run in the reference interpreter, and [`KernelInfo::engine`] says why.
+//! * Kernels are Cranelift-compiled ([`wsp_jit`]) when the JIT covers them (f32, f16, bf16,
+//!   i32 and bool tiles); otherwise they run in the reference interpreter, and
+//!   [`KernelInfo::engine`] says why.
 //!   Either way the runtime calls them in dependency order on its own tensor buffers.
 //! * Each task's compute cycles come from the architecture model's cost tables
 //!   ([`wsp_ir::cost::task_cost`]; exactly v9's figure under `pto_wsp_v9`); the runtime adds
@@ -470,8 +471,9 @@ impl rt::Kernel for Interpreted {
     }
 }
 
-/// A JIT-compiled kernel (f32 tiles) on the runtime's buffers: row-contiguous views are
-/// passed in place, others are gathered into a dense copy and written back.
+/// A JIT-compiled kernel on the runtime's buffers (the tensors' real bit layouts, which are
+/// the JIT's ABI): row-contiguous views are passed in place, others are gathered into a dense
+/// copy and written back.
 struct Compiled {
     ck: Arc<wsp_jit::CompiledKernel>,
     k: Kernel,
@@ -482,26 +484,39 @@ impl rt::Kernel for Compiled {
         let (tiles, vals) = tile_args(&self.k, task)?;
         let layout = self.ck.layout();
         let mut block = vec![0u64; layout.arg_slots];
-        let mut copies: Vec<(usize, Vec<f32>)> = Vec::new();
+        let mut copies: Vec<(usize, Vec<u8>)> = Vec::new();
         let (mut ti, mut vi) = (0, 0);
         for (i, p) in self.k.params.iter().enumerate() {
             match (&p.kind, layout.params.get(i)) {
-                (ParamKind::Tile { .. }, Some(wsp_jit::abi::ParamSlot::Tile(s))) => {
+                (ParamKind::Tile { tile, .. }, Some(wsp_jit::abi::ParamSlot::Tile(s))) => {
                     let a = &tiles[ti];
                     ti += 1;
+                    let es = tile.dtype.size_bytes();
+                    if a.raw.elem_size as usize != es {
+                        return Err(format!(
+                            "argument `{}`: {}-byte tensor elements for a {} tile",
+                            p.name, a.raw.elem_size, tile.dtype
+                        ));
+                    }
                     if a.col_stride <= 1 {
                         // SAFETY: `origin` is inside the tensor buffer.
-                        let ptr = unsafe { a.raw.base.add(a.origin * 4) };
+                        let ptr = unsafe { a.raw.base.add(a.origin * es) };
                         block[*s] = ptr as u64;
                         block[s + 1] = a.row_stride as u64;
                     } else {
-                        let mut v = vec![0f32; a.rows * a.cols];
+                        let mut v = vec![0u8; a.rows * a.cols * es];
                         for r in 0..a.rows {
                             for c in 0..a.cols {
                                 let e = a.origin + r * a.row_stride + c * a.col_stride;
+                                let d = (r * a.cols + c) * es;
                                 // SAFETY: element `e` is inside the region.
-                                v[r * a.cols + c] =
-                                    unsafe { a.raw.base.cast::<f32>().add(e).read_unaligned() };
+                                unsafe {
+                                    std::ptr::copy_nonoverlapping(
+                                        a.raw.base.add(e * es),
+                                        v[d..d + es].as_mut_ptr(),
+                                        es,
+                                    )
+                                };
                             }
                         }
                         block[*s] = v.as_ptr() as u64;
@@ -512,21 +527,20 @@ impl rt::Kernel for Compiled {
                     block[s + 3] = a.cols as u64;
                 }
                 (ParamKind::Scalar { dtype, .. }, Some(wsp_jit::abi::ParamSlot::Scalar(s))) => {
-                    let x = scalar_of(*dtype, vals[vi]).as_f64() as f32;
+                    block[*s] = wsp_jit::abi::scalar_slot(*dtype, scalar_of(*dtype, vals[vi]));
                     vi += 1;
-                    block[*s] = u64::from(x.to_bits());
                 }
                 _ => return Err("argument layout mismatch".into()),
             }
         }
         let mut scratch = self.ck.new_scratch();
-        // SAFETY: every tile pointer addresses `rows` rows of `cols` valid f32 elements at the
-        // given row stride, inside a live tensor buffer or a dense copy; the kernel checks the
-        // extents against its static shapes before any access.
+        // SAFETY: every tile pointer addresses `rows` rows of `cols` valid elements of the
+        // parameter's dtype at the given row stride, inside a live tensor buffer or a dense
+        // copy; the kernel checks the extents against its static shapes before any access.
         unsafe { self.ck.call_raw(&block, &mut scratch) }.map_err(|e| e.message)?;
         let mut ti = 0;
         for p in &self.k.params {
-            let ParamKind::Tile { dir, .. } = p.kind else {
+            let ParamKind::Tile { dir, tile, .. } = p.kind else {
                 continue;
             };
             let this = ti;
@@ -536,16 +550,18 @@ impl rt::Kernel for Compiled {
             }
             if let Some((_, v)) = copies.iter().find(|(i, _)| *i == this) {
                 let a = &tiles[this];
+                let es = tile.dtype.size_bytes();
                 for r in 0..a.rows {
                     for c in 0..a.cols {
                         let e = a.origin + r * a.row_stride + c * a.col_stride;
+                        let d = (r * a.cols + c) * es;
                         // SAFETY: element `e` is inside the written region.
                         unsafe {
-                            a.raw
-                                .base
-                                .cast::<f32>()
-                                .add(e)
-                                .write_unaligned(v[r * a.cols + c])
+                            std::ptr::copy_nonoverlapping(
+                                v[d..d + es].as_ptr(),
+                                a.raw.base.add(e * es),
+                                es,
+                            )
                         };
                     }
                 }
@@ -553,17 +569,6 @@ impl rt::Kernel for Compiled {
         }
         Ok(())
     }
-}
-
-fn all_f32(k: &Kernel) -> Option<String> {
-    k.params.iter().find_map(|p| match p.kind {
-        ParamKind::Tile { tile, .. } if tile.dtype != DType::F32 => Some(format!(
-            "parameter `{}` is {} (the JIT compiles f32 tiles)",
-            p.name,
-            tile.dtype.name()
-        )),
-        _ => None,
-    })
 }
 
 // ------------------------------------------------------------------- the backend
@@ -1009,11 +1014,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         let (engine, body): (Engine, Arc<dyn rt::Kernel>) = if opts.timing_only {
             (Engine::None, Arc::new(Interpreted { k: k.clone() }))
         } else {
-            let why = if opts.interpret {
-                Some("--interpret".to_string())
-            } else {
-                all_f32(k)
-            };
+            let why = opts.interpret.then(|| "--interpret".to_string());
             match why {
                 Some(w) => (
                     Engine::Interpreter(w),

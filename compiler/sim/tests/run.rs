@@ -111,17 +111,37 @@ workload w { for j in P(cols) { dbl[j](x: X[:, j], y: Y[:, j]) } }
 }
 
 #[test]
-fn a_kernel_the_jit_does_not_cover_runs_in_the_interpreter_and_says_why() {
+fn f16_kernels_run_in_the_jit_with_the_interpreters_bits() {
     let src = r#"
 axis rows = Dense[2]
 input  H: f16[2, 16, 16] = random(seed: 3)
 output G: f16[2, 16, 16]
-kernel h(x: in f16[16, 16], y: out f16[16, 16]) { y = x * x + x }
+output S: f32[2, 16, 1]
+kernel h(x: in f16[16, 16], y: out f16[16, 16], s: out f32[16, 1]) {
+    y = x * x + x
+    s = rowsum(x)
+}
+workload w { for i in P(rows) { h[i](x: H[i], y: G[i], s: S[i]) } }
+"#;
+    let r = run(src, &opts("ascend910b")).expect("runs");
+    assert_eq!(r.kernels[0].engine, Engine::Jit);
+    let want = reference(src);
+    assert_eq!(bits(&r.tensors[1]), bits(&want[1]));
+    assert_eq!(bits(&r.tensors[2]), bits(&want[2]));
+}
+
+#[test]
+fn a_kernel_the_jit_does_not_cover_runs_in_the_interpreter_and_says_why() {
+    let src = r#"
+axis rows = Dense[2]
+input  H: f64[2, 16, 16] = random(seed: 3)
+output G: f64[2, 16, 16]
+kernel h(x: in f64[16, 16], y: out f64[16, 16]) { y = x * x + x }
 workload w { for i in P(rows) { h[i](x: H[i], y: G[i]) } }
 "#;
     let r = run(src, &opts("ascend910b")).expect("runs");
     match &r.kernels[0].engine {
-        Engine::Interpreter(why) => assert!(why.contains("f16"), "{why}"),
+        Engine::Interpreter(why) => assert!(why.contains("f64"), "{why}"),
         other => panic!("expected the interpreter, got {other:?}"),
     }
     assert_eq!(bits(&r.tensors[1]), bits(&reference(src)[1]));

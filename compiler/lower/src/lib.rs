@@ -1296,6 +1296,7 @@ enum KB {
     Param(k::ParamId),
     Value(k::ValueId),
     Var(k::VarId),
+    Pipe(k::PipeId),
 }
 
 struct KLower<'a> {
@@ -1351,6 +1352,31 @@ impl KLower<'_> {
     fn stmt(&mut self, s: &ast::Stmt, out: &mut Vec<k::Stmt>) -> R<()> {
         match &s.kind {
             StmtKind::Let { names, value, .. } => {
+                if let (
+                    ExprKind::Call {
+                        callee,
+                        args,
+                        coords: None,
+                    },
+                    [name],
+                ) = (&value.kind, names.as_slice())
+                {
+                    if is_name(callee, "talloc") {
+                        // `let slot = talloc(s)`: a variable of the pipe's element type.
+                        let pipe = self.pipe_arg(args, value.span)?;
+                        let elem = self.k.pipes[pipe.index()].elem;
+                        let slot = k::VarId(self.k.vars.len() as u32);
+                        self.k.vars.push(k::Var {
+                            name: name.name.clone(),
+                            ty: k::Type::Tile(elem),
+                        });
+                        out.push(k::Stmt::TAlloc { pipe, slot });
+                        if let Some(sc) = self.env.last_mut() {
+                            sc.insert(name.name.clone(), KB::Var(slot));
+                        }
+                        return Ok(());
+                    }
+                }
                 let ids = match (&value.kind, names.len()) {
                     (_, 1) => vec![self.expr(value, out, None)?],
                     (
@@ -1469,11 +1495,105 @@ impl KLower<'_> {
                 });
                 Ok(())
             }
+            StmtKind::Expr(ast::Expr {
+                kind:
+                    ExprKind::Call {
+                        callee,
+                        args,
+                        coords: None,
+                    },
+                span,
+                ..
+            }) if is_name(callee, "tpush") || is_name(callee, "tfree") => {
+                let pipe = self.pipe_arg(args, *span)?;
+                let second = args
+                    .iter()
+                    .filter(|a| a.name.is_none())
+                    .nth(1)
+                    .map(|a| &a.value)
+                    .ok_or_else(|| self.l.unsupported(*span, "this pipe call"))?;
+                if is_name(callee, "tpush") {
+                    let slot = match &second.kind {
+                        ExprKind::Name(n) => match self.lookup(&n.name) {
+                            Some(KB::Var(v)) => v,
+                            _ => return Err(self.l.unsupported(second.span, "this pipe slot")),
+                        },
+                        _ => return Err(self.l.unsupported(second.span, "this pipe slot")),
+                    };
+                    out.push(k::Stmt::TPush { pipe, slot });
+                } else {
+                    let value = self.expr(second, out, None)?;
+                    out.push(k::Stmt::TFree { pipe, value });
+                }
+                Ok(())
+            }
             StmtKind::Expr(e) => {
                 self.expr(e, out, None)?;
                 Ok(())
             }
+            StmtKind::Pipe { name, elem, args } => {
+                let dt = dtype(&elem.dtype)
+                    .ok_or_else(|| self.l.unsupported(elem.span, "this dtype"))?;
+                let dims = elem.dims.clone().unwrap_or_default();
+                let mut sz = Vec::new();
+                for d in &dims {
+                    let n = self.l.const_int(&d.size)?;
+                    sz.push(
+                        u32::try_from(n)
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| self.l.unsupported(d.span, "this tile size"))?,
+                    );
+                }
+                let shape = match sz.as_slice() {
+                    [r, c] => [*r, *c],
+                    [c] => [1, *c],
+                    _ => return Err(self.l.unsupported(elem.span, "this pipe element type")),
+                };
+                let slots = match args
+                    .iter()
+                    .find(|a| a.name.as_ref().is_some_and(|n| n.name == "slots"))
+                {
+                    Some(a) => u32::try_from(self.l.const_int(&a.value)?)
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| self.l.unsupported(a.span, "this slot count"))?,
+                    None => 1,
+                };
+                let id = k::PipeId(self.k.pipes.len() as u32);
+                self.k.pipes.push(k::Pipe {
+                    name: name.name.clone(),
+                    elem: k::TileType::new(dt, shape[0], shape[1]),
+                    slots,
+                });
+                if let Some(sc) = self.env.last_mut() {
+                    sc.insert(name.name.clone(), KB::Pipe(id));
+                }
+                Ok(())
+            }
+            StmtKind::Section { kind, body, .. } => {
+                let body = self.block(body)?;
+                out.push(k::Stmt::Section {
+                    kind: match kind {
+                        ast::SectionKind::Cube => k::SectionKind::Cube,
+                        ast::SectionKind::Vector => k::SectionKind::Vector,
+                    },
+                    body,
+                });
+                Ok(())
+            }
             _ => Err(self.l.unsupported(s.span, "this kernel statement")),
+        }
+    }
+
+    /// The pipe named by a pipe call's first positional argument.
+    fn pipe_arg(&self, args: &[ast::Arg], span: Span) -> R<k::PipeId> {
+        match args.iter().find(|a| a.name.is_none()).map(|a| &a.value.kind) {
+            Some(ExprKind::Name(n)) => match self.lookup(&n.name) {
+                Some(KB::Pipe(p)) => Ok(p),
+                _ => Err(self.l.unsupported(span, format!("`{}` as a pipe", n.name))),
+            },
+            _ => Err(self.l.unsupported(span, "this pipe call")),
         }
     }
 
@@ -1524,6 +1644,7 @@ impl KLower<'_> {
             },
             KB::Value(v) => self.k.values.get(v.index())?.ty,
             KB::Var(v) => self.k.vars.get(v.index())?.ty,
+            KB::Pipe(_) => return None,
         };
         ty.tile().map(|t| t.shape)
     }
@@ -1630,6 +1751,9 @@ impl KLower<'_> {
                 Some(KB::Param(param)) => self.one(out, k::Op::Param { param }, e.span),
                 Some(KB::Value(v)) => Ok(v),
                 Some(KB::Var(var)) => self.one(out, k::Op::VarRead { var }, e.span),
+                Some(KB::Pipe(_)) => Err(self
+                    .l
+                    .unsupported(e.span, format!("the pipe `{}` as a value", n.name))),
                 None => match self.l.consts.get(&n.name) {
                     Some(v) => {
                         let dt = hint.unwrap_or(match v {
@@ -1761,6 +1885,10 @@ impl KLower<'_> {
             return self.one(out, k::Op::Binary { op, lhs: a, rhs: b }, span);
         }
         match f {
+            "tpop" => {
+                let pipe = self.pipe_arg(args, span)?;
+                self.one(out, k::Op::TPop { pipe }, span)
+            }
             "matmul" => {
                 let a = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
                 let b = self.expr(arg(1).map_err(|_| bad(self))?, out, None)?;

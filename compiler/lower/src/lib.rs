@@ -1588,7 +1588,11 @@ impl KLower<'_> {
 
     /// The pipe named by a pipe call's first positional argument.
     fn pipe_arg(&self, args: &[ast::Arg], span: Span) -> R<k::PipeId> {
-        match args.iter().find(|a| a.name.is_none()).map(|a| &a.value.kind) {
+        match args
+            .iter()
+            .find(|a| a.name.is_none())
+            .map(|a| &a.value.kind)
+        {
             Some(ExprKind::Name(n)) => match self.lookup(&n.name) {
                 Some(KB::Pipe(p)) => Ok(p),
                 _ => Err(self.l.unsupported(span, format!("`{}` as a pipe", n.name))),

@@ -152,6 +152,12 @@ pub trait TaskBackend {
     /// Runs or submits a task. A backend that runs tasks later must make their results
     /// visible in `tensors` by the time [`TaskBackend::sync`] returns.
     fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), String>;
+    /// Whether the run's [`ExecOutcome::tasks`] lists every task (true by default). A backend
+    /// that does not need the list says no, so a run of millions of tasks keeps no memory per
+    /// task in the orchestration.
+    fn keeps_records(&self) -> bool {
+        true
+    }
     /// Called before the orchestration reads elements of `tensor` (a `when` condition, a task
     /// coordinate, a Ragged length or Sparse index): afterwards `tensors[tensor]` holds the
     /// results of every task generated so far that writes it.
@@ -1217,6 +1223,9 @@ impl<'p> Machine<'p, '_> {
         self.backend
             .task(&inst, self.tensors)
             .map_err(|m| xerr(format!("{task}: {m}")))?;
+        if !self.backend.keeps_records() {
+            return Ok(coords);
+        }
         self.out.tasks.push(TaskRecord {
             kernel: call.kernel,
             coords: coords.clone(),

@@ -1084,6 +1084,9 @@ mod callbacks {
             h.backend
                 .task(&inst, h.tensors)
                 .map_err(|m| xerr(format!("{}: {m}", cx.label)))?;
+            if !h.backend.keeps_records() {
+                return Ok(0);
+            }
             let rec = TaskRecord {
                 kernel: site.call.kernel,
                 coords: cx.coords.clone(),

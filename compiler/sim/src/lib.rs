@@ -51,7 +51,8 @@ pub struct Options {
     pub arch: Arch,
     /// Time only: kernels are not run and outputs are not computed.
     pub timing_only: bool,
-    /// Record a Chrome trace and the task graph.
+    /// Record a Chrome trace, the task graph and the per-task list of [`SimRun::outcome`]
+    /// (memory grows with the task count).
     pub record: bool,
     /// Host threads running kernels (1: on the orchestrating thread).
     pub threads: usize,
@@ -162,6 +163,7 @@ pub struct SimRun {
     pub workload: String,
     /// Final contents of every global tensor, in [`Program::tensors`] order.
     pub tensors: Vec<HostTensor>,
+    /// What the orchestration generated; its per-task list only with [`Options::record`].
     pub outcome: ExecOutcome,
     pub stats: rt::Stats,
     pub expects: Vec<ExpectReport>,
@@ -589,6 +591,8 @@ struct Submitter<'p> {
     channels: Vec<rt::ChannelId>,
     submitted: u64,
     progress: Option<fn(u64, u64)>,
+    /// Keep the per-task records of [`SimRun::outcome`] ([`Options::record`]).
+    records: bool,
 }
 
 /// A task ready to submit.
@@ -798,6 +802,9 @@ impl Stepper for wsp_jit::CompiledProc<'_> {
 }
 
 impl TaskBackend for RtBackend<'_> {
+    fn keeps_records(&self) -> bool {
+        self.s.records
+    }
     fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
         let pr = self.s.prepare(t)?;
         self.rt.submit(&pr.desc(t.coords)).map_err(submit_error)?;
@@ -942,6 +949,9 @@ struct ProcBackend<'c, 'r, 's, 'p> {
 }
 
 impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
+    fn keeps_records(&self) -> bool {
+        self.s.records
+    }
     fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
         let pr = self.s.prepare(t)?;
         let id = self.cx.submit(&pr.desc(t.coords)).map_err(submit_error)?;
@@ -1099,6 +1109,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             channels,
             submitted: 0,
             progress: opts.progress,
+            records: opts.record,
         },
     };
     let outcome = match &orch {

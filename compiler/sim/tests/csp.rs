@@ -145,7 +145,10 @@ fn opts(arch: &str) -> Options {
 }
 
 fn run(p: &Program, arch: &str) -> Result<wsp_sim::SimRun, SimError> {
-    wsp_sim::run(p, &wsp_jit::Jit::new(), &opts(arch))
+    // With the per-task records (Options::record), which a test below reads.
+    let mut o = opts(arch);
+    o.record = true;
+    wsp_sim::run(p, &wsp_jit::Jit::new(), &o)
 }
 
 #[test]

@@ -851,8 +851,9 @@ fn pipe_uses(stmts: &[Stmt], push: &mut Vec<PipeId>, pop: &mut Vec<PipeId>) {
 }
 
 /// Execution order of adjacent sections: producers of a pipe before its consumers (stable
-/// topological order); program order when the pipes form a cycle.
-pub(crate) fn section_order(group: &[Stmt]) -> Vec<usize> {
+/// topological order); program order when the pipes form a cycle. Backends that run sections
+/// one after another (the JIT) use it to order them as the interpreter does.
+pub fn section_order(group: &[Stmt]) -> Vec<usize> {
     let uses: Vec<(Vec<PipeId>, Vec<PipeId>)> = group
         .iter()
         .map(|s| {

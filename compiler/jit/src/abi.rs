@@ -19,7 +19,7 @@
 //! The JIT compiles tiles of f32, f16, bf16, i32 and bool and scalars of those and i64.
 //!
 //! `scratch` is a 16-byte aligned frame of [`Layout::scratch_bytes`] bytes for intermediate
-//! tiles; its contents need no initialisation. The result is 0 on success, or `i + 1` for the
+//! tiles, variables and pipe queues; its contents need no initialisation. The result is 0 on success, or `i + 1` for the
 //! error message `i` of the kernel (an out-of-range extent or region), detected before any
 //! out-of-range access.
 
@@ -58,7 +58,21 @@ pub struct Layout {
     pub value_offsets: Vec<Option<usize>>,
     /// Scratch offset of each variable: 16 bytes of extent (two i64), then the data.
     pub var_offsets: Vec<usize>,
+    /// The queue of each pipe.
+    pub pipes: Vec<PipeLayout>,
     pub scratch_bytes: usize,
+}
+
+/// The queue of one pipe in the scratch frame: a ring of `capacity` slots of `slot_bytes`
+/// each (16 bytes of valid extent, two i64, then the elements in compute form, as a
+/// variable), and its state at `state`: three i64, the ring index of the oldest queued slot,
+/// the number of queued slots, and the number of popped slots not yet freed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipeLayout {
+    pub state: usize,
+    pub ring: usize,
+    pub capacity: usize,
+    pub slot_bytes: usize,
 }
 
 fn align16(n: usize) -> usize {
@@ -76,7 +90,9 @@ fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
 }
 
 impl Layout {
-    pub fn new(k: &Kernel) -> Layout {
+    /// The layout of `k` whose pipes queue at most `queued[i]` slots at once (pipe `i`; see
+    /// the JIT's static bound of pipes).
+    pub fn new(k: &Kernel, queued: &[usize]) -> Layout {
         let mut params = Vec::new();
         let mut slot = 0;
         for p in &k.params {
@@ -114,6 +130,7 @@ impl Layout {
                         Op::Reduce { .. }
                         | Op::Transpose { .. }
                         | Op::VarRead { .. }
+                        | Op::TPop { .. }
                         | Op::Param { .. } => results.iter().for_each(|r| mark(*r)),
                         _ => {}
                     }
@@ -137,11 +154,26 @@ impl Layout {
             let n = v.ty.tile().map(|t| t.len()).unwrap_or(2);
             off = align16(off + 16 + n * 4);
         }
+        let mut pipes = Vec::new();
+        for (i, p) in k.pipes.iter().enumerate() {
+            let state = off;
+            let ring = state + 32;
+            let capacity = queued.get(i).copied().unwrap_or(0);
+            let slot_bytes = align16(16 + p.elem.len() * 4);
+            off = ring + capacity * slot_bytes;
+            pipes.push(PipeLayout {
+                state,
+                ring,
+                capacity,
+                slot_bytes,
+            });
+        }
         Layout {
             params,
             arg_slots: slot,
             value_offsets,
             var_offsets,
+            pipes,
             scratch_bytes: off.max(16),
         }
     }

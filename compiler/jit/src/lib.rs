@@ -12,15 +12,20 @@
 //! rounded to the dtype per operation and on store, ties to even), i32 and bool; scalars of
 //! those and i64; every operation of the kernel IR — elementwise, comparison, select,
 //! reduction, matmul (f16/bf16 operands accumulate in f32), transpose, cast between any two
-//! of those dtypes, full, iota, slice, `rowtopk`, `for`, `var` and store — except kernel pipes
-//! (talloc/tpush/tpop/tfree, which lowering does not produce yet, E0813). Other dtypes (f64,
-//! i8, i16, u8–u64, i64 tiles) and pipes are rejected with [`JitErrorKind::Unsupported`] (the
-//! caller falls back to the interpreter).
+//! of those dtypes, full, iota, slice, `rowtopk`, `for`, `var`, store, and kernel pipes
+//! (`cube`/`vector` sections, talloc/tpush/tpop/tfree, with the interpreter's semantics:
+//! sections run one after another, producers of a pipe first, FIFO queues, the same errors for
+//! a `tpop` on an empty pipe, a `tpush` of an unreserved slot and a `tfree` without `tpop`;
+//! each pipe's queue is a ring in the scratch frame sized by a static bound, `pipes.rs`).
+//! Other dtypes (f64, i8, i16, u8–u64, i64 tiles) and pipe queues that cannot be bounded
+//! (more than 1 GiB queued at once, or a queue length overflowing) are rejected with
+//! [`JitErrorKind::Unsupported`] (the caller falls back to the interpreter).
 
 pub mod abi;
 mod helpers;
 mod lower;
 pub mod orch;
+mod pipes;
 
 pub use orch::{compile_orchestration, CompiledOrch, CompiledProc, OrchRefusal};
 
@@ -314,6 +319,9 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
     })?;
     wsp_ir::typing::validate(k).map_err(|m| JitError::invalid(k, m))?;
     lower::check_supported(k)?;
+    let queued = pipes::max_queued(k).map_err(|m| {
+        JitError::unsupported(k, format!("{m} (the JIT sizes pipe queues statically)"))
+    })?;
     let isa = host_isa().map_err(|e| codegen(k, e))?;
     let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
     helpers::register(&mut jb);
@@ -329,7 +337,7 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     let mut fctx = FunctionBuilderContext::new();
-    let layout = Layout::new(k);
+    let layout = Layout::new(k, &queued);
     let mut errors = Vec::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);

@@ -5,9 +5,16 @@
 //! per element in one fused loop, 4 lanes at a time with a scalar tail. Buffers (in the
 //! scratch frame) exist only for values that are read many times or must be snapshots:
 //! reduction, matmul, transpose and `rowtopk` results, matmul and `rowtopk` operands,
-//! variables and their reads, integer divisions (so that a division by zero is found over the
-//! operation's whole extent, as the interpreter does), and loads of `inout` parameters that the
-//! kernel also stores to.
+//! variables and their reads, popped pipe slots (copied out of the pipe's ring), integer
+//! divisions (so that a division by zero is found over the operation's whole extent, as the
+//! interpreter does), and loads of `inout` parameters that the kernel also stores to.
+//!
+//! Pipes: sections run one after another in the interpreter's order; a pipe's queue is a ring
+//! of slots in the scratch frame ([`crate::abi::PipeLayout`], sized statically by
+//! [`crate::pipes::max_queued`]); `tpush` copies the slot variable into the ring and marks the
+//! variable empty (valid rows −1), `tpop` copies the oldest slot out; every misuse the
+//! interpreter reports (empty pipe, unreserved slot, `tfree` without `tpop`, reading an empty
+//! slot) is a run-time check with the interpreter's message.
 //!
 //! Registers hold every element in its compute form ([`Kind`]): f32, f16 and bf16 as f32
 //! (`F32X4`; f16/bf16 values are exact in f32, and each f16/bf16 operation rounds its f32
@@ -15,13 +22,14 @@
 //! an `I32X4` lane mask (one lane: an `i8` 0/1), i64 scalars as `i64`. Parameter tiles keep
 //! their dtype's real bit layout in memory ([`Elem`]); scratch buffers hold compute forms.
 
-use crate::abi::{Layout, ParamSlot};
+use crate::abi::{Layout, ParamSlot, PipeLayout};
+use crate::pipes::exec_order;
 use crate::JitError;
 use cranelift::codegen::ir::{BlockArg, Endianness, FuncRef, InstructionData, Opcode, ValueDef};
 use cranelift::prelude::*;
 use std::collections::HashMap;
 use wsp_ir::kernel::{
-    BinaryOp, CmpOp, KIndex, Kernel, Op, ParamKind, ReduceOp, Region, Stmt, TileType,
+    BinaryOp, CmpOp, KIndex, Kernel, Op, ParamKind, PipeId, ReduceOp, Region, Stmt, TileType,
     Type as IrType, UnaryOp, ValueId, VarId,
 };
 use wsp_ir::tensor::El;
@@ -179,6 +187,9 @@ pub(crate) struct Lower<'a, 'b> {
     params: Vec<Option<(Buf, Value, Value)>>,
     scalar_params: Vec<Option<Value>>,
     memo: HashMap<(ValueId, Value, Value, bool), Value>,
+    /// Variables that are pipe slots (named by a `talloc` or `tpush`): their valid rows are
+    /// −1 while they hold no value (before `talloc`, after `tpush`), checked at run time.
+    slot_vars: Vec<bool>,
 }
 
 type R<T> = Result<T, JitError>;
@@ -200,35 +211,10 @@ fn fmt_ty(t: IrType) -> String {
     }
 }
 
-/// Checks that the JIT supports every type and operation of `k`: tiles of f32, f16, bf16,
-/// i32 and bool; scalars of those and i64; every operation but pipes.
+/// Checks that the JIT supports every type of `k`: tiles of f32, f16, bf16, i32 and bool;
+/// scalars of those and i64 (every operation is supported; pipe queues are bounded by
+/// [`crate::pipes::max_queued`]).
 pub(crate) fn check_supported(k: &Kernel) -> R<()> {
-    let mut bad_op = None;
-    if let Some(body) = &k.body {
-        walk(body, &mut |s| {
-            let pipe = matches!(
-                s,
-                Stmt::Op {
-                    op: Op::TPop { .. },
-                    ..
-                } | Stmt::TAlloc { .. }
-                    | Stmt::TPush { .. }
-                    | Stmt::TFree { .. }
-            );
-            if pipe && bad_op.is_none() {
-                bad_op = Some("pipes (talloc/tpush/tpop/tfree)");
-            }
-        });
-    }
-    if let Some(name) = bad_op {
-        return Err(JitError::unsupported(k, name.into()));
-    }
-    if !k.pipes.is_empty() {
-        return Err(JitError::unsupported(
-            k,
-            "pipes (talloc/tpush/tpop/tfree)".into(),
-        ));
-    }
     let tile_ok = |d: DType| Elem::param(d).is_some();
     let scalar_ok = |d: DType| Kind::of(d).is_some();
     let ty_ok = |t: IrType| match t {
@@ -326,6 +312,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             params: vec![None; k.params.len()],
             scalar_params: vec![None; k.params.len()],
             memo: HashMap::new(),
+            slot_vars: vec![false; k.vars.len()],
         }
     }
 
@@ -624,6 +611,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let mut stored = vec![false; self.k.params.len()];
         let mut defs = HashMap::new();
         let mut needs = Vec::new();
+        let mut slot_vars = Vec::new();
         let k = self.k;
         walk(body, &mut |s| match s {
             Stmt::Op { results, op } => {
@@ -645,6 +633,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     *s = true;
                 }
             }
+            Stmt::TAlloc { slot, .. } | Stmt::TPush { slot, .. } => slot_vars.push(*slot),
             _ => {}
         });
         // Operands read from memory in place: a parameter of f32 or i32 (its layout is its
@@ -670,7 +659,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         for (id, op) in self.defs.clone() {
             let buf = match op {
-                Op::VarRead { .. } => true,
+                Op::VarRead { .. } | Op::TPop { .. } => true,
                 Op::Param { param } => stored.get(param.index()).copied().unwrap_or(false),
                 _ => false,
             };
@@ -755,6 +744,23 @@ impl<'a, 'b> Lower<'a, 'b> {
                     }
                 }
                 _ => return Err(self.err(format!("parameter `{}` has no ABI slot", p.name))),
+            }
+        }
+        // Pipes start empty and slots unreserved.
+        for v in slot_vars {
+            if let Some(x) = self.slot_vars.get_mut(v.index()) {
+                *x = true;
+            }
+            let (_, _, off) = self.var_buf(v)?;
+            let m1 = self.iconst(-1);
+            self.b.ins().store(mf(), m1, self.scratch, off as i32);
+        }
+        for p in self.layout.pipes.clone() {
+            let z = self.iconst(0);
+            for i in 0..3 {
+                self.b
+                    .ins()
+                    .store(mf(), z, self.scratch, (p.state + 8 * i) as i32);
             }
         }
         Ok(())
@@ -1484,8 +1490,10 @@ impl<'a, 'b> Lower<'a, 'b> {
 
     // ----- statements ------------------------------------------------------------------
 
+    /// Lowers a block; runs of adjacent pipe sections in the interpreter's order (producers
+    /// of a pipe before its consumers, see [`exec_order`]).
     pub fn block(&mut self, stmts: &'a [Stmt]) -> R<()> {
-        for s in stmts {
+        for s in exec_order(stmts) {
             self.stmt(s)?;
         }
         Ok(())
@@ -1548,9 +1556,184 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
             Stmt::Section { body, .. } => self.block(body),
             Stmt::Assign { var, region, value } => self.assign(*var, region.as_ref(), *value),
-            Stmt::TAlloc { .. } | Stmt::TPush { .. } | Stmt::TFree { .. } => Err(
-                JitError::unsupported(self.k, "pipes (talloc/tpush/tpop/tfree)".into()),
+            Stmt::TAlloc { pipe, slot } => self.talloc(*pipe, *slot),
+            Stmt::TPush { pipe, slot } => self.tpush(*pipe, *slot),
+            Stmt::TFree { pipe, .. } => {
+                let (p, name) = self.pipe(*pipe)?;
+                let at = p.state as i32 + 16;
+                let n = self.b.ins().load(types::I64, mf(), self.scratch, at);
+                let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
+                self.check(
+                    ok,
+                    format!("tfree on pipe `{name}` without a matching tpop"),
+                );
+                let n = self.b.ins().iadd_imm_s(n, -1);
+                self.b.ins().store(mf(), n, self.scratch, at);
+                Ok(())
+            }
+        }
+    }
+
+    // ----- pipes -----------------------------------------------------------------------
+
+    fn pipe(&self, p: PipeId) -> R<(PipeLayout, String)> {
+        match (
+            self.layout.pipes.get(p.index()),
+            self.k.pipes.get(p.index()),
+        ) {
+            (Some(l), Some(info)) => Ok((*l, info.name.clone())),
+            _ => Err(self.err(format!("pipe #{} does not exist", p.0))),
+        }
+    }
+
+    /// Copies `bytes` (a multiple of 16) from `src` to `dst`, 16 at a time.
+    fn copy_bytes(&mut self, dst: Value, src: Value, bytes: usize) -> R<()> {
+        let zero = self.iconst(0);
+        let end = self.iconst(bytes as i64);
+        self.for_loop(zero, end, 16, &[], &mut |s, i, _| {
+            let a = s.b.ins().iadd(src, i);
+            let x = s.b.ins().load(types::I32X4, mf(), a, 0);
+            let a = s.b.ins().iadd(dst, i);
+            s.b.ins().store(mf(), x, a, 0);
+            Ok(vec![])
+        })?;
+        Ok(())
+    }
+
+    /// Address of ring slot `i` (an i64 in `0..capacity`) of a pipe.
+    fn ring_slot(&mut self, p: PipeLayout, i: Value) -> Value {
+        let o = self.b.ins().imul_imm_s(i, p.slot_bytes as i64);
+        let o = self.b.ins().iadd_imm_s(o, p.ring as i64);
+        self.b.ins().iadd(self.scratch, o)
+    }
+
+    /// `talloc`: the slot variable holds a zero tile of the pipe's full element shape.
+    fn talloc(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
+        self.pipe(pipe)?;
+        let (buf, ty, off) = self.var_buf(slot)?;
+        let t = ty
+            .tile()
+            .ok_or_else(|| self.err(format!("pipe slot #{} is not a tile", slot.0)))?;
+        let r = self.iconst(i64::from(t.rows()));
+        let c = self.iconst(i64::from(t.cols()));
+        self.b.ins().store(mf(), r, self.scratch, off as i32);
+        self.b.ins().store(mf(), c, self.scratch, off as i32 + 8);
+        let z = self.ci(0, true);
+        let zero = self.iconst(0);
+        let end = self.iconst((t.len() * 4).div_ceil(16) as i64 * 16);
+        self.for_loop(zero, end, 16, &[], &mut |s, i, _| {
+            let a = s.b.ins().iadd(buf.ptr, i);
+            s.b.ins().store(mf(), z, a, 0);
+            Ok(vec![])
+        })?;
+        Ok(())
+    }
+
+    /// `tpush`: moves the slot variable's value (extent and elements) to the back of the
+    /// queue; the variable holds no value afterwards.
+    fn tpush(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
+        let (p, name) = self.pipe(pipe)?;
+        let (_, _, off) = self.var_buf(slot)?;
+        let vr = self
+            .b
+            .ins()
+            .load(types::I64, mf(), self.scratch, off as i32);
+        let ok = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, vr, 0);
+        self.check(
+            ok,
+            format!("tpush on pipe `{name}` of a slot that was not reserved by talloc"),
+        );
+        let head = self
+            .b
+            .ins()
+            .load(types::I64, mf(), self.scratch, p.state as i32);
+        let count = self
+            .b
+            .ins()
+            .load(types::I64, mf(), self.scratch, p.state as i32 + 8);
+        // Never fails: the ring holds the most slots any run queues (`pipes::max_queued`).
+        let cap = p.capacity as i64;
+        let ok = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, count, cap);
+        self.check(
+            ok,
+            format!(
+                "pipe `{name}` holds more than the {cap} slots the JIT's static bound allows \
+                 (an internal error of the JIT)"
             ),
+        );
+        let tail = self.b.ins().iadd(head, count);
+        let wrapped = self.b.ins().iadd_imm_s(tail, -cap);
+        let past = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, tail, cap);
+        let tail = self.b.ins().select(past, wrapped, tail);
+        let dst = self.ring_slot(p, tail);
+        let src = self.b.ins().iadd_imm_s(self.scratch, off as i64);
+        self.copy_bytes(dst, src, p.slot_bytes)?;
+        let count = self.b.ins().iadd_imm_s(count, 1);
+        self.b
+            .ins()
+            .store(mf(), count, self.scratch, p.state as i32 + 8);
+        let m1 = self.iconst(-1);
+        self.b.ins().store(mf(), m1, self.scratch, off as i32);
+        Ok(())
+    }
+
+    /// `tpop`: the oldest queued slot, copied into `v`'s buffer (a snapshot, as the
+    /// interpreter's value is).
+    fn tpop(&mut self, v: ValueId, pipe: PipeId) -> R<()> {
+        let (p, name) = self.pipe(pipe)?;
+        let st = p.state as i32;
+        let head = self.b.ins().load(types::I64, mf(), self.scratch, st);
+        let count = self.b.ins().load(types::I64, mf(), self.scratch, st + 8);
+        let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, count, 0);
+        self.check(
+            ok,
+            format!(
+                "tpop on empty pipe `{name}` (the reference interpreter runs sections in \
+                 program order: the producing section must come first)"
+            ),
+        );
+        let src = self.ring_slot(p, head);
+        let vr = self.b.ins().load(types::I64, mf(), src, 0);
+        let vc = self.b.ins().load(types::I64, mf(), src, 8);
+        let (buf, _) = self.value_buf(v)?;
+        let data = self.b.ins().iadd_imm_s(src, 16);
+        self.copy_bytes(buf.ptr, data, p.slot_bytes - 16)?;
+        self.set_ext(v, (vr, vc));
+        self.set_slot(v, Slot::Buf(buf))?;
+        let next = self.b.ins().iadd_imm_s(head, 1);
+        let z = self.iconst(0);
+        let wrap =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, next, p.capacity as i64);
+        let next = self.b.ins().select(wrap, z, next);
+        self.b.ins().store(mf(), next, self.scratch, st);
+        let count = self.b.ins().iadd_imm_s(count, -1);
+        self.b.ins().store(mf(), count, self.scratch, st + 8);
+        let popped = self.b.ins().load(types::I64, mf(), self.scratch, st + 16);
+        let popped = self.b.ins().iadd_imm_s(popped, 1);
+        self.b.ins().store(mf(), popped, self.scratch, st + 16);
+        Ok(())
+    }
+
+    /// For a pipe slot variable: fails with `message` when it holds no value.
+    fn check_holds_value(&mut self, var: VarId, off: usize, message: String) {
+        if self.slot_vars.get(var.index()).copied().unwrap_or(false) {
+            let vr = self
+                .b
+                .ins()
+                .load(types::I64, mf(), self.scratch, off as i32);
+            let ok = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, vr, 0);
+            self.check(ok, message);
         }
     }
 
@@ -1679,6 +1862,18 @@ impl<'a, 'b> Lower<'a, 'b> {
                         self.store_into(buf, r, c, t, None, value, &name)
                     }
                     Some(reg) => {
+                        if self.slot_vars.get(var.index()).copied().unwrap_or(false) {
+                            // The interpreter checks the region, then that the slot holds a
+                            // value.
+                            let (r0, c0) = self.region_start(reg)?;
+                            let vname = format!("`{}`", self.k.vars[var.index()].name);
+                            self.check_region(r0, c0, reg, t.shape, &vname);
+                            self.check_holds_value(
+                                var,
+                                off,
+                                format!("sub-range assignment to {vname} before it has a value"),
+                            );
+                        }
                         // Clipped to the variable's current extent, as a store is.
                         let dvr = self
                             .b
@@ -1855,8 +2050,15 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.set_ext(v, (xc, xr));
                 self.set_slot(v, Slot::Buf(buf))
             }
+            (Op::TPop { pipe }, Some(_)) => self.tpop(v, *pipe),
             (Op::VarRead { var }, _) => {
                 let (vb, ty, off) = self.var_buf(*var)?;
+                let vname = self.k.vars[var.index()].name.clone();
+                self.check_holds_value(
+                    *var,
+                    off,
+                    format!("variable `{vname}` is read before it is assigned"),
+                );
                 match ty {
                     IrType::Scalar { dtype } => {
                         let kind = Kind::of(dtype).ok_or_else(|| {

@@ -96,6 +96,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("varlen_attention", 2154),
     ("flash_attention", 10412),
     ("llama_layer", 76036),
+    ("pipe_scores", 660),
     ("attention", 536),
     ("bgemm", 8160),
     ("deepseek_v3", 1185),

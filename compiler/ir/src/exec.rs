@@ -455,16 +455,115 @@ struct ExtIo {
     action: Option<ProcAction>,
 }
 
-struct Chan {
-    queue: VecDeque<(u64, Vec<i64>)>,
-    live_producers: u32,
-    serial: u64,
+/// A channel of the interpreters' own round-robin ([`round_robin`]).
+pub struct Chan {
+    /// Queued tokens with their serial numbers.
+    pub queue: VecDeque<(u64, Vec<i64>)>,
+    /// Producers still running (the channel is closed at 0).
+    pub live_producers: u32,
+    pub serial: u64,
 }
 
-enum Step {
+/// What one step of a process did under [`round_robin`].
+pub enum Step {
     Progress,
     Blocked,
     Done,
+}
+
+/// The deterministic round-robin of a `connect` that both orchestration engines use when the
+/// backend does not schedule processes: steps every unfinished thread in turn until all have
+/// finished; a channel closes when every producer of it has finished; a round in which no
+/// thread makes progress is a deadlock (E0811), reported with what each thread waits for
+/// (`waiting`: its name and wait) and every channel's fill.
+pub fn round_robin<T>(
+    p: &Program,
+    wname: &str,
+    threads: &mut [T],
+    produces: impl Fn(&T) -> Vec<ChannelId>,
+    waiting: impl Fn(&T) -> (String, String),
+    mut step: impl FnMut(&mut T, &mut [Chan]) -> Result<Step, ExecError>,
+) -> Result<(), ExecError> {
+    let mut chans: Vec<Chan> = p
+        .channels
+        .iter()
+        .map(|_| Chan {
+            queue: VecDeque::new(),
+            live_producers: 0,
+            serial: 0,
+        })
+        .collect();
+    for t in threads.iter() {
+        for c in produces(t) {
+            let ch = chans
+                .get_mut(c.index())
+                .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
+            ch.live_producers += 1;
+        }
+    }
+    let mut done = vec![false; threads.len()];
+    loop {
+        let mut progressed = false;
+        for (i, th) in threads.iter_mut().enumerate() {
+            if done[i] {
+                continue;
+            }
+            match step(th, &mut chans)? {
+                Step::Progress => progressed = true,
+                Step::Blocked => {}
+                Step::Done => {
+                    done[i] = true;
+                    progressed = true;
+                    for c in produces(th) {
+                        if let Some(ch) = chans.get_mut(c.index()) {
+                            ch.live_producers = ch.live_producers.saturating_sub(1);
+                        }
+                    }
+                }
+            }
+        }
+        if done.iter().all(|d| *d) {
+            return Ok(());
+        }
+        if !progressed {
+            let waits: Vec<String> = threads
+                .iter()
+                .zip(&done)
+                .filter(|(_, d)| !**d)
+                .map(|(t, _)| {
+                    let (name, wait) = waiting(t);
+                    format!("`{name}` waits {wait}")
+                })
+                .collect();
+            let fill: Vec<String> = p
+                .channels
+                .iter()
+                .zip(&chans)
+                .map(|(c, s)| {
+                    format!(
+                        "`{}` {}/{}{}",
+                        c.name,
+                        s.queue.len(),
+                        c.depth,
+                        if s.live_producers == 0 {
+                            " (closed)"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            return Err(ExecError {
+                code: "E0811",
+                message: format!(
+                    "deadlock in `{wname}`: {}; channels: {}. Increase a channel's depth or \
+                     reorder sends and consumes so that every wait can be satisfied",
+                    waits.join(", "),
+                    fill.join(", ")
+                ),
+            });
+        }
+    }
 }
 
 impl<'p> Machine<'p, '_> {
@@ -548,95 +647,23 @@ impl<'p> Machine<'p, '_> {
 
     fn run_connect(&mut self, wname: &str, items: &[ConnectItem]) -> Result<(), ExecError> {
         let p = self.p;
-        let mut threads = Vec::new();
-        let mut chans: Vec<Chan> = p
-            .channels
-            .iter()
-            .map(|_| Chan {
-                queue: VecDeque::new(),
-                live_producers: 0,
-                serial: 0,
-            })
+        let mut threads: Vec<Thread<'p>> = connect_threads(p, items)?
+            .into_iter()
+            .map(|pt| pt.th)
             .collect();
-        for pt in connect_threads(p, items)? {
-            for c in &pt.produces {
-                let ch = chans
-                    .get_mut(c.index())
-                    .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
-                ch.live_producers += 1;
-            }
-            threads.push(pt.th);
-        }
-        let mut done = vec![false; threads.len()];
-        loop {
-            let mut progressed = false;
-            for (i, th) in threads.iter_mut().enumerate() {
-                if done[i] {
-                    continue;
-                }
-                match self.step(th, &mut chans)? {
-                    Step::Progress => progressed = true,
-                    Step::Blocked => {}
-                    Step::Done => {
-                        done[i] = true;
-                        progressed = true;
-                        if let Some(pid) = th.process {
-                            if let Some(pr) = p.processes.get(pid.index()) {
-                                for c in &pr.produces {
-                                    if let Some(ch) = chans.get_mut(c.index()) {
-                                        ch.live_producers = ch.live_producers.saturating_sub(1);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if done.iter().all(|d| *d) {
-                return Ok(());
-            }
-            if !progressed {
-                let waiting: Vec<String> = threads
-                    .iter()
-                    .zip(&done)
-                    .filter(|(_, d)| !**d)
-                    .map(|(t, _)| {
-                        format!(
-                            "`{}` waits {}",
-                            t.name,
-                            t.waiting.clone().unwrap_or_default()
-                        )
-                    })
-                    .collect();
-                let fill: Vec<String> = p
-                    .channels
-                    .iter()
-                    .zip(&chans)
-                    .map(|(c, s)| {
-                        format!(
-                            "`{}` {}/{}{}",
-                            c.name,
-                            s.queue.len(),
-                            c.depth,
-                            if s.live_producers == 0 {
-                                " (closed)"
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .collect();
-                return Err(ExecError {
-                    code: "E0811",
-                    message: format!(
-                        "deadlock in `{wname}`: {}; channels: {}. Increase a channel's depth or \
-                         reorder sends and consumes so that every wait can be satisfied",
-                        waiting.join(", "),
-                        fill.join(", ")
-                    ),
-                });
-            }
-        }
+        round_robin(
+            p,
+            wname,
+            &mut threads,
+            |t| {
+                t.process
+                    .and_then(|pid| p.processes.get(pid.index()))
+                    .map(|pr| pr.produces.clone())
+                    .unwrap_or_default()
+            },
+            |t| (t.name.clone(), t.waiting.clone().unwrap_or_default()),
+            |th, chans| self.step(th, chans),
+        )
     }
 
     /// Runs `th` until one visible action, a block, or its end.
@@ -655,7 +682,7 @@ impl<'p> Machine<'p, '_> {
             th.awaiting = None;
         }
         if let Some((c, tok)) = th.pending.take() {
-            return Ok(match try_send(p, chans, c, tok, th)? {
+            return Ok(match try_send(p, chans, c, tok, th.send_state())? {
                 true => Step::Progress,
                 false => Step::Blocked,
             });
@@ -794,7 +821,7 @@ impl<'p> Machine<'p, '_> {
                                 });
                                 return Ok(Step::Progress);
                             }
-                            try_send(p, chans, *channel, tok, th)?;
+                            try_send(p, chans, *channel, tok, th.send_state())?;
                             return Ok(Step::Progress);
                         }
                         WStmt::Consume {
@@ -1656,12 +1683,23 @@ fn set_var(th: &mut Thread<'_>, v: LoopVar, x: i64) -> Result<(), ExecError> {
     }
 }
 
-fn try_send(
+/// A thread's channel state under [`round_robin`]: the token it could not send yet, the
+/// token of a rendezvous it waits to see taken, and what it waits for (for messages).
+pub struct SendState<'a> {
+    pub pending: &'a mut Option<(ChannelId, Vec<i64>)>,
+    pub awaiting: &'a mut Option<(ChannelId, u64)>,
+    pub waiting: &'a mut Option<String>,
+}
+
+/// Sends `tok` on channel `c` under [`round_robin`]: false (and the token kept as pending)
+/// when the channel is full; a depth-0 channel is a rendezvous (the sender then awaits the
+/// token being taken).
+pub fn try_send(
     p: &Program,
     chans: &mut [Chan],
     c: ChannelId,
     tok: Vec<i64>,
-    th: &mut Thread<'_>,
+    st: SendState<'_>,
 ) -> Result<bool, ExecError> {
     let depth = p.channels.get(c.index()).map(|c| c.depth).unwrap_or(0);
     let ch = chans
@@ -1669,16 +1707,26 @@ fn try_send(
         .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
     let cap = depth.max(1) as usize;
     if ch.queue.len() >= cap {
-        th.waiting = Some(format!("to send on `{}` (full)", chan_name(p, c)));
-        th.pending = Some((c, tok));
+        *st.waiting = Some(format!("to send on `{}` (full)", chan_name(p, c)));
+        *st.pending = Some((c, tok));
         return Ok(false);
     }
     ch.serial += 1;
     ch.queue.push_back((ch.serial, tok));
     if depth == 0 {
-        th.awaiting = Some((c, ch.serial));
+        *st.awaiting = Some((c, ch.serial));
     }
     Ok(true)
+}
+
+impl Thread<'_> {
+    fn send_state(&mut self) -> SendState<'_> {
+        SendState {
+            pending: &mut self.pending,
+            awaiting: &mut self.awaiting,
+            waiting: &mut self.waiting,
+        }
+    }
 }
 
 fn chan_name(p: &Program, c: ChannelId) -> &str {

@@ -32,7 +32,6 @@ use codegen::{Cb, Facts, Gen, BLOCKED, DONE, PROGRESS};
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use wsp_ir::exec::{
     self, ExecError, ExecOutcome, OrderEvent, ProcAction, TaskBackend, TaskInstance, TaskRecord,
@@ -416,7 +415,7 @@ enum Io<'c> {
     None,
     External(&'c mut ExtIo),
     Internal {
-        chans: &'c mut [Chan],
+        chans: &'c mut [exec::Chan],
         st: &'c mut ProcState,
     },
 }
@@ -427,19 +426,22 @@ struct ExtIo {
     action: Option<ProcAction>,
 }
 
-/// A channel of the built-in round-robin.
-struct Chan {
-    queue: VecDeque<(u64, Vec<i64>)>,
-    live_producers: u32,
-    serial: u64,
-}
-
 /// Channel state of a process instance under the built-in round-robin.
 #[derive(Default)]
 struct ProcState {
     pending: Option<(ChannelId, Vec<i64>)>,
     awaiting: Option<(ChannelId, u64)>,
     waiting: Option<String>,
+}
+
+impl ProcState {
+    fn send_state(&mut self) -> exec::SendState<'_> {
+        exec::SendState {
+            pending: &mut self.pending,
+            awaiting: &mut self.awaiting,
+            waiting: &mut self.waiting,
+        }
+    }
 }
 
 /// What a callback sees: the run, the invocation's frame and thread.
@@ -652,7 +654,11 @@ impl CompiledProc<'_> {
 
     /// One step under the built-in round-robin (the interpreter's `Machine::step` for a
     /// process thread with its own channels).
-    fn step_internal(&mut self, host: *mut Host<'_>, chans: &mut [Chan]) -> Result<i64, ExecError> {
+    fn step_internal(
+        &mut self,
+        host: *mut Host<'_>,
+        chans: &mut [exec::Chan],
+    ) -> Result<i64, ExecError> {
         let p = self.o.p;
         self.st.waiting = None;
         if let Some((c, serial)) = self.st.awaiting {
@@ -667,7 +673,7 @@ impl CompiledProc<'_> {
             self.st.awaiting = None;
         }
         if let Some((c, tok)) = self.st.pending.take() {
-            return Ok(if try_send(p, chans, c, tok, &mut self.st)? {
+            return Ok(if exec::try_send(p, chans, c, tok, self.st.send_state())? {
                 PROGRESS
             } else {
                 BLOCKED
@@ -692,31 +698,6 @@ fn chan_name(p: &Program, c: ChannelId) -> &str {
         .get(c.index())
         .map(|c| c.name.as_str())
         .unwrap_or("?")
-}
-
-fn try_send(
-    p: &Program,
-    chans: &mut [Chan],
-    c: ChannelId,
-    tok: Vec<i64>,
-    st: &mut ProcState,
-) -> Result<bool, ExecError> {
-    let depth = p.channels.get(c.index()).map(|c| c.depth).unwrap_or(0);
-    let ch = chans
-        .get_mut(c.index())
-        .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
-    let cap = depth.max(1) as usize;
-    if ch.queue.len() >= cap {
-        st.waiting = Some(format!("to send on `{}` (full)", chan_name(p, c)));
-        st.pending = Some((c, tok));
-        return Ok(false);
-    }
-    ch.serial += 1;
-    ch.queue.push_back((ch.serial, tok));
-    if depth == 0 {
-        st.awaiting = Some((c, ch.serial));
-    }
-    Ok(true)
 }
 
 fn run_workload(host: &mut Host<'_>, w: WorkloadId) -> Result<(), ExecError> {
@@ -780,94 +761,26 @@ fn run_workload(host: &mut Host<'_>, w: WorkloadId) -> Result<(), ExecError> {
     r
 }
 
-/// The built-in deterministic round-robin of a `connect` (the interpreter's `run_connect`).
+/// The built-in deterministic round-robin of a `connect` (the interpreter's, shared:
+/// [`exec::round_robin`]).
 fn run_connect(host: &mut Host<'_>, wname: &str, items: &[ConnectItem]) -> Result<(), ExecError> {
     let o = host.o;
-    let p = o.p;
-    let mut chans: Vec<Chan> = p
-        .channels
-        .iter()
-        .map(|_| Chan {
-            queue: VecDeque::new(),
-            live_producers: 0,
-            serial: 0,
-        })
-        .collect();
     let mut threads = o.connect_threads(items)?;
-    for t in &threads {
-        for c in &t.produces {
-            let ch = chans
-                .get_mut(c.index())
-                .ok_or_else(|| xerr(format!("channel #{} does not exist", c.0)))?;
-            ch.live_producers += 1;
-        }
-    }
-    let mut done = vec![false; threads.len()];
-    loop {
-        let mut progressed = false;
-        for (i, th) in threads.iter_mut().enumerate() {
-            if done[i] {
-                continue;
-            }
-            match th.step_internal(host, &mut chans)? {
-                PROGRESS => progressed = true,
-                BLOCKED => {}
-                _ => {
-                    done[i] = true;
-                    progressed = true;
-                    for c in &th.produces {
-                        if let Some(ch) = chans.get_mut(c.index()) {
-                            ch.live_producers = ch.live_producers.saturating_sub(1);
-                        }
-                    }
-                }
-            }
-        }
-        if done.iter().all(|d| *d) {
-            return Ok(());
-        }
-        if !progressed {
-            let waiting: Vec<String> = threads
-                .iter()
-                .zip(&done)
-                .filter(|(_, d)| !**d)
-                .map(|(t, _)| {
-                    format!(
-                        "`{}` waits {}",
-                        t.name,
-                        t.st.waiting.clone().unwrap_or_default()
-                    )
-                })
-                .collect();
-            let fill: Vec<String> = p
-                .channels
-                .iter()
-                .zip(&chans)
-                .map(|(c, s)| {
-                    format!(
-                        "`{}` {}/{}{}",
-                        c.name,
-                        s.queue.len(),
-                        c.depth,
-                        if s.live_producers == 0 {
-                            " (closed)"
-                        } else {
-                            ""
-                        }
-                    )
-                })
-                .collect();
-            return Err(ExecError {
-                code: "E0811",
-                message: format!(
-                    "deadlock in `{wname}`: {}; channels: {}. Increase a channel's depth or \
-                     reorder sends and consumes so that every wait can be satisfied",
-                    waiting.join(", "),
-                    fill.join(", ")
-                ),
-            });
-        }
-    }
+    let host: *mut Host<'_> = host;
+    exec::round_robin(
+        o.p,
+        wname,
+        &mut threads,
+        |t| t.produces.clone(),
+        |t| (t.name.clone(), t.st.waiting.clone().unwrap_or_default()),
+        |th, chans| {
+            Ok(match th.step_internal(host, chans)? {
+                PROGRESS => exec::Step::Progress,
+                BLOCKED => exec::Step::Blocked,
+                _ => exec::Step::Done,
+            })
+        },
+    )
 }
 
 /// The host callbacks of the generated code. Each returns 0 (or a value) on success and −1
@@ -1132,7 +1045,7 @@ mod callbacks {
                     Ok(0)
                 }
                 Io::Internal { chans, st } => {
-                    try_send(p, chans, c, tok, st)?;
+                    exec::try_send(p, chans, c, tok, st.send_state())?;
                     Ok(0)
                 }
                 Io::None => Err(xerr("a channel operation outside a process")),

@@ -266,27 +266,7 @@ impl Walker<'_> {
 
     fn block(&mut self, stmts: &[Stmt]) -> Result<(), String> {
         // Adjacent sections run producers first, as in the interpreter.
-        let mut ordered: Vec<&Stmt> = Vec::with_capacity(stmts.len());
-        let mut i = 0;
-        while i < stmts.len() {
-            let n = stmts[i..]
-                .iter()
-                .take_while(|s| matches!(s, Stmt::Section { .. }))
-                .count();
-            if n == 0 {
-                ordered.extend(stmts.get(i));
-                i += 1;
-            } else {
-                let group = &stmts[i..i + n];
-                ordered.extend(
-                    crate::interp::section_order(group)
-                        .into_iter()
-                        .filter_map(|j| group.get(j)),
-                );
-                i += n;
-            }
-        }
-        for s in ordered {
+        for s in crate::interp::exec_order(stmts) {
             match s {
                 Stmt::Op { results, op } => self.op(results, op)?,
                 Stmt::For {

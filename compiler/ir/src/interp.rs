@@ -381,24 +381,8 @@ impl Interp<'_, '_> {
     }
 
     fn block(&mut self, stmts: &[Stmt]) -> R<()> {
-        let mut i = 0;
-        while let Some(s) = stmts.get(i) {
-            if matches!(s, Stmt::Section { .. }) {
-                let n = stmts[i..]
-                    .iter()
-                    .take_while(|s| matches!(s, Stmt::Section { .. }))
-                    .count();
-                let group = &stmts[i..i + n];
-                for j in section_order(group) {
-                    if let Some(s) = group.get(j) {
-                        self.stmt(s)?;
-                    }
-                }
-                i += n;
-            } else {
-                self.stmt(s)?;
-                i += 1;
-            }
+        for s in exec_order(stmts) {
+            self.stmt(s)?;
         }
         Ok(())
     }
@@ -848,6 +832,33 @@ fn pipe_uses(stmts: &[Stmt], push: &mut Vec<PipeId>, pop: &mut Vec<PipeId>) {
             _ => {}
         }
     }
+}
+
+/// The statements of a block in execution order (the interpreter's, and every backend that
+/// runs sections one after another): each run of adjacent sections ordered by
+/// [`section_order`] (producers before consumers), everything else in program order.
+pub fn exec_order(stmts: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::with_capacity(stmts.len());
+    let mut i = 0;
+    while i < stmts.len() {
+        let n = stmts[i..]
+            .iter()
+            .take_while(|s| matches!(s, Stmt::Section { .. }))
+            .count();
+        if n == 0 {
+            out.extend(stmts.get(i));
+            i += 1;
+        } else {
+            let group = &stmts[i..i + n];
+            out.extend(
+                section_order(group)
+                    .into_iter()
+                    .filter_map(|j| group.get(j)),
+            );
+            i += n;
+        }
+    }
+    out
 }
 
 /// Execution order of adjacent sections: producers of a pipe before its consumers (stable

@@ -23,11 +23,11 @@
 //! their dtype's real bit layout in memory ([`Elem`]); scratch buffers hold compute forms.
 
 use crate::abi::{Layout, ParamSlot, PipeLayout};
-use crate::pipes::exec_order;
 use crate::JitError;
 use cranelift::codegen::ir::{BlockArg, Endianness, FuncRef, InstructionData, Opcode, ValueDef};
 use cranelift::prelude::*;
 use std::collections::HashMap;
+use wsp_ir::interp::exec_order;
 use wsp_ir::kernel::{
     BinaryOp, CmpOp, KIndex, Kernel, Op, ParamKind, PipeId, ReduceOp, Region, Stmt, TileType,
     Type as IrType, UnaryOp, ValueId, VarId,

@@ -1,43 +1,17 @@
 //! Static bounds of kernel pipes.
 //!
 //! The JIT runs pipe sections one after another in the reference interpreter's order
-//! ([`exec_order`]) and keeps each pipe's queued slots in a ring of the scratch frame. The IR
+//! ([`wsp_ir::interp::exec_order`]) and keeps each pipe's queued slots in a ring of the scratch frame. The IR
 //! has no branches and every `for` has constant bounds, so the sequence of `tpush`/`tpop` of a
 //! run is fixed by the kernel text (a run-time error only cuts it short): [`max_queued`]
 //! computes, per pipe, the most slots queued (pushed and not yet popped) at any point, which
 //! sizes the ring.
 
-use wsp_ir::interp::section_order;
+use wsp_ir::interp::exec_order;
 use wsp_ir::kernel::{Kernel, Op, Stmt, TileType};
 
 /// The most bytes the JIT reserves for the queue of one pipe.
 pub(crate) const MAX_QUEUE_BYTES: u64 = 1 << 30;
-
-/// The statements of a block in execution order: each run of adjacent sections ordered by
-/// [`section_order`] (producers before consumers), everything else in program order.
-pub(crate) fn exec_order(stmts: &[Stmt]) -> Vec<&Stmt> {
-    let mut out = Vec::with_capacity(stmts.len());
-    let mut i = 0;
-    while i < stmts.len() {
-        let n = stmts[i..]
-            .iter()
-            .take_while(|s| matches!(s, Stmt::Section { .. }))
-            .count();
-        if n == 0 {
-            out.extend(stmts.get(i));
-            i += 1;
-        } else {
-            let group = &stmts[i..i + n];
-            out.extend(
-                section_order(group)
-                    .into_iter()
-                    .filter_map(|j| group.get(j)),
-            );
-            i += n;
-        }
-    }
-    out
-}
 
 /// The effect of a statement sequence on one pipe's queue length: the net change and the
 /// highest length above the starting one reached on the way (at least 0).

@@ -299,7 +299,6 @@ struct Core {
     free_at: u64,
     busy: u64,
     tasks: u64,
-    idle: bool,
     queue: ReadyQ,
 }
 
@@ -592,7 +591,6 @@ impl Runtime {
                         free_at: 0,
                         busy: 0,
                         tasks: 0,
-                        idle: true,
                         queue: ReadyQ::new(p.ready),
                     })
                     .collect(),
@@ -1432,7 +1430,6 @@ impl Runtime {
                 {
                     let c = &mut self.classes[ci];
                     let core = &mut c.cores[k];
-                    core.idle = false;
                     core.free_at = end;
                     core.busy += end - now;
                     core.tasks += 1;
@@ -1606,13 +1603,11 @@ impl Runtime {
         self.makespan = self.makespan.max(now);
         let ci = class_index(&self.classes, class);
         let cs = &mut self.classes[ci];
-        if let Some(c) = cs.cores.get_mut(core as usize) {
-            if !c.idle {
-                c.idle = true;
-                cs.idle += 1;
-                cs.idle_bits[core as usize / 64] |= 1 << (core % 64);
-                self.dispatch_due = true;
-            }
+        let (w, bit) = (core as usize / 64, 1u64 << (core % 64));
+        if let Some(b) = cs.idle_bits.get_mut(w).filter(|b| **b & bit == 0) {
+            *b |= bit;
+            cs.idle += 1;
+            self.dispatch_due = true;
         }
         let oh = self.cfg.arch.overheads;
         let ready_at = now + oh.complete + oh.resolve;

@@ -1729,7 +1729,8 @@ impl Thread<'_> {
     }
 }
 
-fn chan_name(p: &Program, c: ChannelId) -> &str {
+/// A channel's name for messages (`?` for an unknown id).
+pub fn chan_name(p: &Program, c: ChannelId) -> &str {
     p.channels
         .get(c.index())
         .map(|c| c.name.as_str())

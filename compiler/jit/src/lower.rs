@@ -1634,16 +1634,10 @@ impl<'a, 'b> Lower<'a, 'b> {
     fn tpush(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
         let (p, name) = self.pipe(pipe)?;
         let (_, _, off) = self.var_buf(slot)?;
-        let vr = self
-            .b
-            .ins()
-            .load(types::I64, mf(), self.scratch, off as i32);
-        let ok = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, vr, 0);
-        self.check(
-            ok,
+        // Every `tpush` operand is a slot variable (see `slot_vars`), so this always checks.
+        self.check_holds_value(
+            slot,
+            off,
             format!("tpush on pipe `{name}` of a slot that was not reserved by talloc"),
         );
         let head = self

@@ -666,7 +666,7 @@ impl CompiledProc<'_> {
             if ch.queue.iter().any(|(s, _)| *s == serial) {
                 self.st.waiting = Some(format!(
                     "for its token on `{}` to be taken",
-                    chan_name(p, c)
+                    exec::chan_name(p, c)
                 ));
                 return Ok(BLOCKED);
             }
@@ -691,13 +691,6 @@ impl CompiledProc<'_> {
             },
         )
     }
-}
-
-fn chan_name(p: &Program, c: ChannelId) -> &str {
-    p.channels
-        .get(c.index())
-        .map(|c| c.name.as_str())
-        .unwrap_or("?")
 }
 
 fn run_workload(host: &mut Host<'_>, w: WorkloadId) -> Result<(), ExecError> {
@@ -1076,7 +1069,7 @@ mod callbacks {
                         Some((_, tok)) => tok,
                         None if q.live_producers == 0 => return Ok(1),
                         None => {
-                            st.waiting = Some(format!("on `{}` (empty)", chan_name(p, c)));
+                            st.waiting = Some(format!("on `{}` (empty)", exec::chan_name(p, c)));
                             return Ok(2);
                         }
                     }
@@ -1088,7 +1081,7 @@ mod callbacks {
                     "in {}: a token of {} values on `{}` binds {} names",
                     cx.thread,
                     tok.len(),
-                    chan_name(p, c),
+                    exec::chan_name(p, c),
                     nb
                 )));
             }

@@ -806,6 +806,25 @@ where
     })
 }
 
+/// Skips to the end of the current statement at bracket depth 0: before a newline, `;`, or a
+/// `}` that closes the enclosing block. Whether it skipped anything.
+fn skip_to_statement_end(inp: &mut Inp<'_, '_>) -> bool {
+    let mut depth = 0i32;
+    let mut moved = false;
+    while let Some(k) = inp.peek() {
+        match k {
+            Token::Newline | Token::Semi if depth <= 0 => break,
+            Token::RBrace if depth <= 0 => break,
+            Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
+            Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
+            _ => {}
+        }
+        inp.skip();
+        moved = true;
+    }
+    moved
+}
+
 /// Statement recovery: skips to the failure point, then to the end of its line at the current
 /// bracket depth, stopping before a `}` that closes the enclosing block. Always makes progress.
 fn sync_statement<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
@@ -820,18 +839,7 @@ fn sync_statement<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
             inp.skip();
             moved = true;
         }
-        let mut depth = 0i32;
-        while let Some(k) = inp.peek() {
-            match k {
-                Token::Newline | Token::Semi if depth <= 0 => break,
-                Token::RBrace if depth <= 0 => break,
-                Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
-                Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
-                _ => {}
-            }
-            inp.skip();
-            moved = true;
-        }
+        moved |= skip_to_statement_end(inp);
         if !moved && inp.peek().is_some() {
             inp.skip();
         }
@@ -1368,17 +1376,7 @@ fn statement_end<'a>() -> impl Parser<'a, In<'a>, (), Ex<'a>> + Clone {
         let e = unexpected_err(inp, "end of statement (a new line or `;`)");
         inp.emit(e);
         inp.state().fail_at = span.start;
-        let mut depth = 0i32;
-        while let Some(k) = inp.peek() {
-            match k {
-                Token::Newline | Token::Semi if depth <= 0 => break,
-                Token::RBrace if depth <= 0 => break,
-                Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
-                Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
-                _ => {}
-            }
-            inp.skip();
-        }
+        skip_to_statement_end(inp);
         Ok(())
     })
 }

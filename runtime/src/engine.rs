@@ -3,7 +3,7 @@
 use crate::api::*;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
-use crate::tensormap::{TensorMap, NIL};
+use crate::tensormap::{TensorMap, MAX_POOL, MAX_TENSORS, WIDE_SPAN};
 use crate::v9::{Order, V9Clock};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -13,6 +13,9 @@ use std::time::Instant;
 use wsp_arch::{Arch, CoreClass, TimingSemantics};
 
 const IO_CACHE: usize = 64;
+
+/// No edge, no channel, no process.
+const NIL: u32 = u32::MAX;
 
 /// Workers of the `pto_wsp_v9` clocks when the dispatch does not say (PTO-WSP's default).
 const V9_DEFAULT_WORKERS: usize = 4;
@@ -149,55 +152,50 @@ struct ExecData {
     scalars: Vec<i64>,
 }
 
+/// A task in the ring: 32 bytes, what graph construction and the event model need. The
+/// policy key (for `priority`), the channel a completion sends on and the kernel arguments
+/// live in side arrays that exist only when a run uses them.
+#[derive(Clone, Copy)]
 struct Slot {
-    seq: u64,
-    kernel: u32,
-    class: CoreClass,
-    cycles: u64,
-    io_cycles: u64,
-    key: i64,
-    state: State,
-    issued: bool,
+    /// Compute plus transfer cycles.
+    dur: u64,
     preds_left: u32,
+    /// Successor edges (a list through `Edge::next`).
     succ: u32,
+    /// The task's first tensor-map generation (its entries run to the next task's first).
+    first: u32,
+    kernel: u32,
     scope: u32,
-    held: bool,
-    core: u32,
-    chan_after: u32,
-    /// The task's tensor-map entries (released when it completes).
-    entries: u32,
-    exec: Option<Box<ExecData>>,
-    /// The kernel has run on the host (with a thread pool).
-    host_done: bool,
+    /// The assigned core (fixed dispatch policies), then the running one; `NO_CORE`: none.
+    core: u16,
+    state: State,
+    flags: u8,
 }
 
+const NO_CORE: u16 = u16::MAX;
+/// Slot flags: issued per the timing policy; held by an open scope; the kernel has run on the
+/// host (with a thread pool).
+const ISSUED: u8 = 1;
+const HELD: u8 = 2;
+const HOST_DONE: u8 = 4;
+
 impl Slot {
-    fn empty() -> Slot {
-        Slot {
-            seq: u64::MAX,
-            kernel: 0,
-            class: CoreClass::Vector,
-            cycles: 0,
-            io_cycles: 0,
-            key: 0,
-            state: State::Empty,
-            issued: false,
-            preds_left: 0,
-            succ: NIL,
-            scope: 0,
-            held: false,
-            core: NIL,
-            chan_after: NIL,
-            entries: NIL,
-            exec: None,
-            host_done: false,
-        }
-    }
+    const EMPTY: Slot = Slot {
+        dur: 0,
+        preds_left: 0,
+        succ: NIL,
+        first: 0,
+        kernel: 0,
+        scope: 0,
+        core: NO_CORE,
+        state: State::Empty,
+        flags: 0,
+    };
 }
 
 #[derive(Clone, Copy)]
 struct Edge {
-    /// The successor's ring slot.
+    /// The successor's sequence number (low 32 bits).
     succ: u32,
     next: u32,
 }
@@ -511,6 +509,12 @@ pub struct Runtime {
     /// Slots: the window rounded up to a power of two (indexed by `seq & ring_mask`).
     ring: Vec<Slot>,
     ring_mask: u64,
+    /// Per slot, only when the ready order is `priority`: the task's key.
+    keys: Vec<i64>,
+    /// Per slot, once a process sends after a task: the channel its completion sends on.
+    chan_after: Vec<u32>,
+    /// Per slot, when kernels run: the kernel's arguments.
+    execs: Vec<Option<Box<ExecData>>>,
     next_seq: u64,
     head: u64,
     tmap: TensorMap,
@@ -535,7 +539,7 @@ pub struct Runtime {
     total_edges: u64,
     makespan: u64,
     scratch: Vec<u64>,
-    covered: Vec<u32>,
+    deps: Vec<u32>,
     io_cache: [Option<(CoreClass, u64, u64, u64)>; IO_CACHE],
     /// Kernel argument buffers for reuse (boxed: they move to pool jobs and back).
     #[allow(clippy::vec_box)]
@@ -578,6 +582,18 @@ impl Runtime {
         }
         if cfg.ready_queue == 0 {
             return api("ready_queue must be ≥ 1".into());
+        }
+        if cfg.tensormap_pool > MAX_POOL || p.task_window > 1 << 30 {
+            return api(format!(
+                "tensormap_pool is at most {MAX_POOL} and task_window at most {}",
+                1u32 << 30
+            ));
+        }
+        if let Some((c, n)) = cfg.arch.cores.iter().find(|(_, n)| **n >= NO_CORE as u32) {
+            return api(format!(
+                "the model has {n} {c} cores; the runtime models at most {}",
+                NO_CORE - 1
+            ));
         }
         let window = p.task_window as u64;
         let classes = cfg
@@ -629,10 +645,19 @@ impl Runtime {
         rings[4].cap = cfg.ready_queue as u64;
         Ok(Runtime {
             window,
-            ring: (0..window.next_power_of_two())
-                .map(|_| Slot::empty())
-                .collect(),
+            ring: vec![Slot::EMPTY; window.next_power_of_two() as usize],
             ring_mask: window.next_power_of_two() - 1,
+            keys: if p.ready == ReadyOrder::Priority {
+                vec![0; window.next_power_of_two() as usize]
+            } else {
+                Vec::new()
+            },
+            chan_after: Vec::new(),
+            execs: if cfg.execute {
+                (0..window.next_power_of_two()).map(|_| None).collect()
+            } else {
+                Vec::new()
+            },
             tmap: TensorMap::new(cfg.tensormap_pool),
             edges: Vec::new(),
             edge_free: NIL,
@@ -658,7 +683,7 @@ impl Runtime {
             total_edges: 0,
             makespan: 0,
             scratch: Vec::new(),
-            covered: Vec::new(),
+            deps: Vec::new(),
             io_cache: [None; IO_CACHE],
             exec_free: Vec::new(),
             channels: Vec::new(),
@@ -758,6 +783,9 @@ impl Runtime {
             self.tensors[id as usize] = t;
             id
         } else {
+            if self.tensors.len() as u32 >= MAX_TENSORS {
+                return api(format!("more than {MAX_TENSORS} tensors"));
+            }
             self.tensors.push(t);
             self.tensors.len() as u32 - 1
         };
@@ -857,7 +885,7 @@ impl Runtime {
         for seq in self.head..self.next_seq {
             let slot = &mut self.ring[(seq & self.ring_mask) as usize];
             if slot.scope == s.id {
-                slot.held = false;
+                slot.flags &= !HELD;
             }
         }
         for (t, b) in s.allocs {
@@ -939,9 +967,21 @@ impl Runtime {
     }
 
     fn is_live(&self, seq: u64) -> bool {
-        seq >= self.head && seq < self.next_seq && {
-            let s = self.slot(seq);
-            s.seq == seq && s.state != State::Done
+        seq >= self.head && seq < self.next_seq && self.slot(seq).state != State::Done
+    }
+
+    /// The in-flight task whose sequence number ends in `low`.
+    #[inline]
+    fn seq_of(&self, low: u32) -> u64 {
+        self.head + low.wrapping_sub(self.head as u32) as u64
+    }
+
+    /// The generation that ends task `seq`'s tensor-map entries.
+    fn entries_end(&self, seq: u64) -> u32 {
+        if seq + 1 < self.next_seq {
+            self.slot(seq + 1).first
+        } else {
+            self.tmap.next_gen()
         }
     }
 
@@ -960,28 +1000,20 @@ impl Runtime {
         }
     }
 
-    /// The in-flight tasks `t` depends on (sorted, deduplicated) into `self.scratch`, and the
-    /// entries its writes cover into `self.covered`.
+    /// The in-flight tasks `t` depends on (sorted, deduplicated) into `self.scratch`.
     fn collect_preds(&mut self, t: &TaskDesc<'_>, key: i64) {
-        let mut preds = std::mem::take(&mut self.scratch);
-        let mut covered = std::mem::take(&mut self.covered);
-        preds.clear();
-        covered.clear();
-        let ring = &self.ring;
+        let mut deps = std::mem::take(&mut self.deps);
+        deps.clear();
+        let (ring, mask) = (&self.ring, self.ring_mask);
+        let pending = |task: u32| ring[(task as u64 & mask) as usize].state != State::Done;
         for a in t.args {
-            let write = a.dir.writes();
-            self.tmap.scan(&a.region, write, |h| {
-                if h.overlaps {
-                    if write || h.write {
-                        preds.push(ring[h.slot as usize].seq);
-                    }
-                    // Entries this write covers are ordered before it: drop them.
-                    if write && h.covered {
-                        covered.push(h.id);
-                    }
-                }
-            });
+            self.tmap
+                .deps(&a.region, a.dir.writes(), pending, &mut deps);
         }
+        let mut preds = std::mem::take(&mut self.scratch);
+        preds.clear();
+        preds.extend(deps.iter().map(|&d| self.seq_of(d)));
+        self.deps = deps;
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
             let s = key.rem_euclid(n) as usize;
@@ -995,27 +1027,18 @@ impl Runtime {
             preds.dedup();
         }
         self.scratch = preds;
-        self.covered = covered;
     }
 
-    fn insert_entries(&mut self, t: &TaskDesc<'_>, seq: u64) {
-        for &id in &self.covered {
-            self.tmap.unlink(id);
-        }
-        let slot = (seq & self.ring_mask) as u32;
-        let mut chain = NIL;
-        for a in t.args {
-            let r = &a.region;
-            let ten = &self.tensors[r.tensor.0 as usize];
-            self.tmap
-                .insert(r, &ten.dims[..ten.rank], a.dir.writes(), slot, &mut chain);
-        }
-        self.ring[slot as usize].entries = chain;
-        self.rings[1].set(self.tmap.used() as u64);
+    /// Tensor-map entries `t` takes.
+    fn entries_needed(&self, t: &TaskDesc<'_>) -> u64 {
+        t.args
+            .iter()
+            .map(|a| self.tmap.entries_for(&a.region) as u64)
+            .sum()
     }
 
     fn entries_free(&self) -> u64 {
-        self.cfg.tensormap_pool as u64 - self.tmap.used() as u64
+        self.tmap.free() as u64
     }
 
     fn edges_free(&self) -> u64 {
@@ -1024,13 +1047,17 @@ impl Runtime {
 
     fn submit_from(&mut self, t: &TaskDesc<'_>, proc: u32) -> Result<TaskId, RuntimeError> {
         self.validate(t)?;
-        if t.args.len() as u64 > self.cfg.tensormap_pool as u64 {
+        // Each argument takes one entry per bucket it touches, at most `WIDE_SPAN`.
+        let mut need_m = t.args.len() as u64;
+        if self.entries_free() < need_m * WIDE_SPAN as u64 {
+            need_m = self.entries_needed(t);
+        }
+        if need_m > self.cfg.tensormap_pool as u64 {
             return Err(self.deadlock(
                 StallReason::TensormapPoolFull,
                 format!(
-                    "raise tensormap_pool to at least {} (one task has {} region arguments)",
+                    "raise tensormap_pool to at least {need_m} (one task's {} region arguments need {need_m} entries)",
                     t.args.len(),
-                    t.args.len()
                 ),
             ));
         }
@@ -1081,7 +1108,7 @@ impl Runtime {
                 self.note_stall(2, t0);
                 continue;
             }
-            if self.entries_free() < t.args.len() as u64 {
+            if self.entries_free() < need_m {
                 let t0 = self.now;
                 self.flush_batch();
                 if !self.advance()? {
@@ -1159,23 +1186,30 @@ impl Runtime {
             None => 0,
         };
         let npreds = preds.len() as u32;
-        {
-            let slot = self.slot_mut(seq);
-            *slot = Slot::empty();
-            slot.seq = seq;
-            slot.kernel = kernel;
-            slot.class = class;
-            slot.cycles = t.cycles;
-            slot.io_cycles = io_cycles;
-            slot.key = key;
-            slot.state = State::Waiting;
-            slot.preds_left = npreds;
-            slot.scope = scope;
-            slot.held = scope != 0;
-            slot.exec = exec;
+        let si = (seq & self.ring_mask) as usize;
+        self.ring[si] = Slot {
+            dur: t.cycles.saturating_add(io_cycles),
+            preds_left: npreds,
+            succ: NIL,
+            first: self.tmap.next_gen(),
+            kernel,
+            scope,
+            core: NO_CORE,
+            state: State::Waiting,
+            flags: if scope != 0 { HELD } else { 0 },
+        };
+        if let Some(k) = self.keys.get_mut(si) {
+            *k = key;
+        }
+        if let Some(c) = self.chan_after.get_mut(si) {
+            *c = NIL;
+        }
+        if let Some(x) = self.execs.get_mut(si) {
+            *x = exec;
         }
         self.next_seq += 1;
         self.rings[0].set(self.next_seq - self.head);
+        let low = seq as u32;
         for &p in &preds {
             let id = if self.edge_free != NIL {
                 let id = self.edge_free;
@@ -1185,12 +1219,12 @@ impl Runtime {
                 self.edges.push(Edge { succ: 0, next: NIL });
                 self.edges.len() as u32 - 1
             };
-            let head = self.slot(p).succ;
+            let ps = &mut self.ring[(p & self.ring_mask) as usize];
             self.edges[id as usize] = Edge {
-                succ: (seq & self.ring_mask) as u32,
-                next: head,
+                succ: low,
+                next: ps.succ,
             };
-            self.slot_mut(p).succ = id;
+            ps.succ = id;
             if self.cfg.record {
                 self.graph_edges.push((p, seq));
             }
@@ -1199,7 +1233,13 @@ impl Runtime {
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
         self.scratch = preds;
-        self.insert_entries(t, seq);
+        for a in t.args {
+            let r = &a.region;
+            let ten = &self.tensors[r.tensor.0 as usize];
+            self.tmap
+                .insert(r, &ten.dims[..ten.rank], a.dir.writes(), low);
+        }
+        self.rings[1].set(self.tmap.used() as u64);
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
             self.streams_last[key.rem_euclid(n) as usize] = seq;
@@ -1208,10 +1248,10 @@ impl Runtime {
         let ci = class_index(&self.classes, class);
         let ncores = self.classes[ci].cores.len() as u64;
         let core = match self.cfg.policies.dispatch {
-            Dispatch::RoundRobin(n) => (self.classes[ci].emitted % (n as u64).min(ncores)) as u32,
-            Dispatch::Affinity => key.rem_euclid(ncores as i64) as u32,
-            Dispatch::Hash => (mix(key) % ncores) as u32,
-            Dispatch::WorkSteal => NIL,
+            Dispatch::RoundRobin(n) => (self.classes[ci].emitted % (n as u64).min(ncores)) as u16,
+            Dispatch::Affinity => key.rem_euclid(ncores as i64) as u16,
+            Dispatch::Hash => (mix(key) % ncores) as u16,
+            Dispatch::WorkSteal => NO_CORE,
         };
         self.classes[ci].emitted += 1;
         self.slot_mut(seq).core = core;
@@ -1279,7 +1319,7 @@ impl Runtime {
 
     fn held_tasks(&self) -> u64 {
         (self.head..self.next_seq)
-            .filter(|s| self.slot(*s).held)
+            .filter(|s| self.slot(*s).flags & HELD != 0)
             .count() as u64
     }
 
@@ -1294,19 +1334,20 @@ impl Runtime {
 
     fn issue(&mut self, seq: u64) {
         let s = self.slot_mut(seq);
-        s.issued = true;
+        s.flags |= ISSUED;
         if s.preds_left == 0 && s.state == State::Waiting {
             self.make_ready(seq);
         }
     }
 
     fn make_ready(&mut self, seq: u64) {
-        let (class, core, key) = {
+        let (kernel, core) = {
             let s = self.slot_mut(seq);
             s.state = State::Ready;
-            (s.class, s.core, s.key)
+            (s.kernel, s.core)
         };
-        let ci = class_index(&self.classes, class);
+        let key = self.key_of(seq);
+        let ci = class_index(&self.classes, self.kernels[kernel as usize].class);
         if self.classes[ci].queued >= self.cfg.ready_queue {
             self.classes[ci].overflow.push_back(seq);
             self.rings[4].stalls += 1;
@@ -1315,7 +1356,15 @@ impl Runtime {
         self.enqueue(ci, seq, core, key);
     }
 
-    fn enqueue(&mut self, ci: usize, seq: u64, core: u32, key: i64) {
+    /// The policy key of a task (kept only for `priority`, the one order that reads it here).
+    fn key_of(&self, seq: u64) -> i64 {
+        self.keys
+            .get((seq & self.ring_mask) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn enqueue(&mut self, ci: usize, seq: u64, core: u16, key: i64) {
         self.ready_stamp += 1;
         let st = self.ready_stamp as i64;
         let k = match self.cfg.policies.ready {
@@ -1325,7 +1374,7 @@ impl Runtime {
         };
         let c = &mut self.classes[ci];
         let item = (k.0, k.1, seq);
-        if core == NIL {
+        if core == NO_CORE {
             c.shared.push(item);
         } else if let Some(cr) = c.cores.get_mut(core as usize) {
             cr.queue.push(item);
@@ -1419,12 +1468,12 @@ impl Runtime {
                 };
                 c.queued -= 1;
                 if let Some(o) = c.overflow.pop_front() {
-                    let (core, key) = (self.slot(o).core, self.slot(o).key);
+                    let (core, key) = (self.slot(o).core, self.key_of(o));
                     self.enqueue(ci, o, core, key);
                 }
                 let (cycles, kernel) = {
                     let s = self.slot(seq);
-                    (s.cycles + s.io_cycles, s.kernel)
+                    (s.dur, s.kernel)
                 };
                 let end = now + disp + cycles;
                 {
@@ -1438,7 +1487,7 @@ impl Runtime {
                 }
                 let slot = self.slot_mut(seq);
                 slot.state = State::Running;
-                slot.core = k as u32;
+                slot.core = k as u16;
                 if self.cfg.record {
                     let name = format!(
                         "{}{:?}",
@@ -1463,7 +1512,8 @@ impl Runtime {
     }
 
     fn start_exec(&mut self, seq: u64, inline: bool) {
-        let Some(data) = self.slot_mut(seq).exec.take() else {
+        let si = (seq & self.ring_mask) as usize;
+        let Some(data) = self.execs.get_mut(si).and_then(Option::take) else {
             return;
         };
         let ki = self.slot(seq).kernel as usize;
@@ -1475,7 +1525,7 @@ impl Runtime {
             self.exec_free.push(data);
             return;
         }
-        let slot = &mut self.ring[(seq & self.ring_mask) as usize];
+        let slot = &mut self.ring[si];
         if !inline {
             let threads = self.cfg.threads;
             let pool = self.pool.get_or_insert_with(|| Pool::new(threads));
@@ -1488,7 +1538,7 @@ impl Runtime {
             }
             pool.failed
                 .get_or_insert((seq, "the host thread pool stopped".into()));
-            slot.host_done = true;
+            slot.flags |= HOST_DONE;
             return;
         }
         let ke = &mut self.kernels[ki];
@@ -1503,14 +1553,14 @@ impl Runtime {
         if let Err(m) = r {
             self.failed_inline.get_or_insert((seq, m));
         }
-        slot.host_done = true;
+        slot.flags |= HOST_DONE;
         self.exec_free.push(data);
     }
 
     fn wait_exec(&mut self, seq: u64) {
         let Some(pool) = &mut self.pool else { return };
         let w = self.ring_mask;
-        while !self.ring[(seq & w) as usize].host_done {
+        while self.ring[(seq & w) as usize].flags & HOST_DONE == 0 {
             match pool.rx.recv() {
                 Ok((s, r, data, ns)) => {
                     pool.in_flight -= 1;
@@ -1520,7 +1570,7 @@ impl Runtime {
                         }
                     }
                     let slot = &mut self.ring[(s & w) as usize];
-                    slot.host_done = true;
+                    slot.flags |= HOST_DONE;
                     if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
                         k.est_ns = estimate(k.est_ns, ns);
                     }
@@ -1578,9 +1628,10 @@ impl Runtime {
             (a, b) => a.or(b),
         };
         if let Some((seq, message)) = failed {
-            let s = self.slot(seq);
-            let kernel = match self.kernels.get(s.kernel as usize) {
-                Some(k) if s.seq == seq => k.name.clone(),
+            // The slot still holds the task unless a later one took it.
+            let live = seq < self.next_seq && self.next_seq - seq <= self.ring.len() as u64;
+            let kernel = match self.kernels.get(self.slot(seq).kernel as usize) {
+                Some(k) if live => k.name.clone(),
                 _ => String::from("?"),
             };
             return Err(RuntimeError::Kernel {
@@ -1595,13 +1646,20 @@ impl Runtime {
     fn complete(&mut self, seq: u64) {
         self.wait_exec(seq);
         let now = self.now;
-        let (class, core, chan) = {
-            let s = self.slot_mut(seq);
+        let si = (seq & self.ring_mask) as usize;
+        let (kernel, core, first, mut e) = {
+            let s = &mut self.ring[si];
             s.state = State::Done;
-            (s.class, s.core, s.chan_after)
+            (
+                s.kernel,
+                s.core,
+                s.first,
+                std::mem::replace(&mut s.succ, NIL),
+            )
         };
+        let chan = self.chan_after.get(si).copied().unwrap_or(NIL);
         self.makespan = self.makespan.max(now);
-        let ci = class_index(&self.classes, class);
+        let ci = class_index(&self.classes, self.kernels[kernel as usize].class);
         let cs = &mut self.classes[ci];
         let (w, bit) = (core as usize / 64, 1u64 << (core % 64));
         if let Some(b) = cs.idle_bits.get_mut(w).filter(|b| **b & bit == 0) {
@@ -1611,7 +1669,6 @@ impl Runtime {
         }
         let oh = self.cfg.arch.overheads;
         let ready_at = now + oh.complete + oh.resolve;
-        let mut e = self.slot(seq).succ;
         let mut freed = 0;
         while e != NIL {
             let Edge { succ, next } = self.edges[e as usize];
@@ -1619,10 +1676,10 @@ impl Runtime {
             self.edge_free = e;
             freed += 1;
             e = next;
-            let s = &mut self.ring[succ as usize];
-            let succ = s.seq;
+            let s = &mut self.ring[(succ as u64 & self.ring_mask) as usize];
             s.preds_left -= 1;
-            if s.preds_left == 0 && s.issued {
+            if s.preds_left == 0 && s.flags & ISSUED != 0 {
+                let succ = self.seq_of(succ);
                 if ready_at == now {
                     self.make_ready(succ);
                 } else {
@@ -1630,11 +1687,8 @@ impl Runtime {
                 }
             }
         }
-        let s = self.slot_mut(seq);
-        s.succ = NIL;
-        let entries = std::mem::replace(&mut s.entries, NIL);
-        self.tmap.release(entries);
-        self.rings[1].set(self.tmap.used() as u64);
+        let end = self.entries_end(seq);
+        self.tmap.complete(first, end);
         let used = self.rings[2].used - freed;
         self.rings[2].set(used);
         if chan != NIL {
@@ -1643,13 +1697,23 @@ impl Runtime {
     }
 
     fn retire(&mut self) {
+        let from = self.head;
         while self.head < self.next_seq {
             let s = self.slot(self.head);
-            if s.state != State::Done || s.held {
+            if s.state != State::Done || s.flags & HELD != 0 {
                 break;
             }
             self.slot_mut(self.head).state = State::Empty;
             self.head += 1;
+        }
+        if self.head != from {
+            let to = if self.head < self.next_seq {
+                self.slot(self.head).first
+            } else {
+                self.tmap.next_gen()
+            };
+            self.tmap.retire_to(to);
+            self.rings[1].set(self.tmap.used() as u64);
         }
         self.rings[0].set(self.next_seq - self.head);
     }
@@ -1991,10 +2055,14 @@ impl Runtime {
                 return api(format!("send after unknown task {}", t.0));
             }
             if self.is_live(t.0) {
-                if self.slot(t.0).chan_after != NIL {
+                if self.chan_after.is_empty() {
+                    self.chan_after = vec![NIL; self.ring.len()];
+                }
+                let si = (t.0 & self.ring_mask) as usize;
+                if self.chan_after[si] != NIL {
                     return api(format!("task {} already sends a token", t.0));
                 }
-                self.slot_mut(t.0).chan_after = c;
+                self.chan_after[si] = c;
                 avail = u64::MAX;
                 after_seq = t.0;
             }

@@ -10,12 +10,13 @@
 //! - **Bounded rings**: the task ring (`task_window`), tensor-map entries, dependency edges, the
 //!   heap arena and per-class ready queues are fixed-size; exhausting one stalls the submitter,
 //!   which advances the event clock until something retires. A task's tensor-map entries are
-//!   released when it completes (`tensormap.rs` keeps them in intrusive lists of one
-//!   hash table). Memory depends on the configuration, not on the number of tasks or the
-//!   tensors' shapes.
+//!   freed in order when it retires (`tensormap.rs`: chains of generations, newest first, cut
+//!   lazily). Memory depends on the configuration, not on the number of tasks or the tensors'
+//!   shapes.
 //! - **Exact dependencies** ([`region`]): strided hyper-rectangles intersect iff their
 //!   per-dimension arithmetic progressions do (decided with gcd/CRT); RAW, WAR and WAW edges
-//!   are added only between overlapping regions, and entries a later write covers are dropped.
+//!   are added only between overlapping regions, and a scan stops at the newest writer that
+//!   contains its region (everything older is ordered before that writer).
 //! - **One clock**: a deterministic discrete-event simulation on the single orchestrating
 //!   thread decides when each task starts and ends on a modeled core; kernels run on host
 //!   threads in that dependency order, so results and cycles never depend on host timing. The

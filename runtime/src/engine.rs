@@ -1,6 +1,7 @@
 //! The engine: bounded rings, the tensor map, the event clock, host execution and CSP.
 
 use crate::api::*;
+use crate::chunked::Chunked;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 use crate::tensormap::{TensorMap, MAX_POOL, MAX_TENSORS, WIDE_SPAN};
@@ -152,25 +153,27 @@ struct ExecData {
     scalars: Vec<i64>,
 }
 
-/// A task in the ring: 32 bytes, what graph construction and the event model need. The
-/// policy key (for `priority`), the channel a completion sends on and the kernel arguments
-/// live in side arrays that exist only when a run uses them.
+/// A task in the ring: 28 bytes, what graph construction and the event model need. The
+/// policy key (for `priority`), the scope, the channel a completion sends on and the kernel
+/// arguments live in side arrays that exist only when a run uses them.
 #[derive(Clone, Copy)]
 struct Slot {
-    /// Compute plus transfer cycles.
-    dur: u64,
+    /// Compute plus transfer cycles (low and high halves: 4-byte alignment keeps the slot
+    /// at 28 bytes).
+    dur: [u32; 2],
     preds_left: u32,
     /// Successor edges (a list through `Edge::next`).
     succ: u32,
     /// The task's first tensor-map generation (its entries run to the next task's first).
     first: u32,
     kernel: u32,
-    scope: u32,
     /// The assigned core (fixed dispatch policies), then the running one; `NO_CORE`: none.
     core: u16,
     state: State,
     flags: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 28);
 
 const NO_CORE: u16 = u16::MAX;
 /// Slot flags: issued per the timing policy; held by an open scope; the kernel has run on the
@@ -180,20 +183,23 @@ const HELD: u8 = 2;
 const HOST_DONE: u8 = 4;
 
 impl Slot {
+    fn dur(&self) -> u64 {
+        (self.dur[1] as u64) << 32 | self.dur[0] as u64
+    }
+
     const EMPTY: Slot = Slot {
-        dur: 0,
+        dur: [0; 2],
         preds_left: 0,
         succ: NIL,
         first: 0,
         kernel: 0,
-        scope: 0,
         core: NO_CORE,
         state: State::Empty,
         flags: 0,
     };
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Edge {
     /// The successor's sequence number (low 32 bits).
     succ: u32,
@@ -513,12 +519,14 @@ pub struct Runtime {
     keys: Vec<i64>,
     /// Per slot, once a process sends after a task: the channel its completion sends on.
     chan_after: Vec<u32>,
+    /// Per slot, once a scope has opened: the task's innermost scope (0: none).
+    scope_of: Vec<u32>,
     /// Per slot, when kernels run: the kernel's arguments.
     execs: Vec<Option<Box<ExecData>>>,
     next_seq: u64,
     head: u64,
     tmap: TensorMap,
-    edges: Vec<Edge>,
+    edges: Chunked<Edge>,
     /// Free edges, linked through `Edge::next`.
     edge_free: u32,
     classes: Vec<ClassState>,
@@ -653,13 +661,14 @@ impl Runtime {
                 Vec::new()
             },
             chan_after: Vec::new(),
+            scope_of: Vec::new(),
             execs: if cfg.execute {
                 (0..window.next_power_of_two()).map(|_| None).collect()
             } else {
                 Vec::new()
             },
             tmap: TensorMap::new(cfg.tensormap_pool),
-            edges: Vec::new(),
+            edges: Chunked::new(),
             edge_free: NIL,
             classes,
             kernels: Vec::new(),
@@ -868,6 +877,9 @@ impl Runtime {
     }
 
     pub fn scope_begin(&mut self) {
+        if self.scope_of.is_empty() {
+            self.scope_of = vec![0; self.ring.len()];
+        }
         self.scope_ids += 1;
         self.scopes.push(Scope {
             id: self.scope_ids,
@@ -883,9 +895,9 @@ impl Runtime {
             return api("scope_end without a matching scope_begin".into());
         };
         for seq in self.head..self.next_seq {
-            let slot = &mut self.ring[(seq & self.ring_mask) as usize];
-            if slot.scope == s.id {
-                slot.flags &= !HELD;
+            let i = (seq & self.ring_mask) as usize;
+            if self.scope_of.get(i) == Some(&s.id) {
+                self.ring[i].flags &= !HELD;
             }
         }
         for (t, b) in s.allocs {
@@ -1187,13 +1199,13 @@ impl Runtime {
         };
         let npreds = preds.len() as u32;
         let si = (seq & self.ring_mask) as usize;
+        let dur = t.cycles.saturating_add(io_cycles);
         self.ring[si] = Slot {
-            dur: t.cycles.saturating_add(io_cycles),
+            dur: [dur as u32, (dur >> 32) as u32],
             preds_left: npreds,
             succ: NIL,
             first: self.tmap.next_gen(),
             kernel,
-            scope,
             core: NO_CORE,
             state: State::Waiting,
             flags: if scope != 0 { HELD } else { 0 },
@@ -1204,6 +1216,9 @@ impl Runtime {
         if let Some(c) = self.chan_after.get_mut(si) {
             *c = NIL;
         }
+        if let Some(c) = self.scope_of.get_mut(si) {
+            *c = scope;
+        }
         if let Some(x) = self.execs.get_mut(si) {
             *x = exec;
         }
@@ -1211,18 +1226,18 @@ impl Runtime {
         self.rings[0].set(self.next_seq - self.head);
         let low = seq as u32;
         for &p in &preds {
-            let id = if self.edge_free != NIL {
-                let id = self.edge_free;
-                self.edge_free = self.edges[id as usize].next;
-                id
-            } else {
-                self.edges.push(Edge { succ: 0, next: NIL });
-                self.edges.len() as u32 - 1
-            };
             let ps = &mut self.ring[(p & self.ring_mask) as usize];
-            self.edges[id as usize] = Edge {
+            let e = Edge {
                 succ: low,
                 next: ps.succ,
+            };
+            let id = if self.edge_free != NIL {
+                let id = self.edge_free;
+                self.edge_free = self.edges.get(id).next;
+                *self.edges.get_mut(id) = e;
+                id
+            } else {
+                self.edges.push(e)
             };
             ps.succ = id;
             if self.cfg.record {
@@ -1473,7 +1488,7 @@ impl Runtime {
                 }
                 let (cycles, kernel) = {
                     let s = self.slot(seq);
-                    (s.dur, s.kernel)
+                    (s.dur(), s.kernel)
                 };
                 let end = now + disp + cycles;
                 {
@@ -1671,8 +1686,8 @@ impl Runtime {
         let ready_at = now + oh.complete + oh.resolve;
         let mut freed = 0;
         while e != NIL {
-            let Edge { succ, next } = self.edges[e as usize];
-            self.edges[e as usize].next = self.edge_free;
+            let Edge { succ, next } = *self.edges.get(e);
+            self.edges.get_mut(e).next = self.edge_free;
             self.edge_free = e;
             freed += 1;
             e = next;

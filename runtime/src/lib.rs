@@ -28,6 +28,7 @@
 //!   the run stops with a [`DeadlockReport`].
 
 pub mod api;
+mod chunked;
 mod engine;
 pub mod policy;
 pub mod region;

@@ -18,9 +18,10 @@
 //! - A scan walks newest first and stops early: once it meets a writer whose region contains
 //!   the scanned one, every older conflicting entry is ordered before that writer (it overlaps
 //!   it, and that writer's own scan ordered it), so it needs no edge of its own.
-//! - Entries are 28 bytes: chain link, task, tensor and flags, and the region as `i32`s for
-//!   dense regions of rank ≤ 2. Other regions (larger ranks, strides, coordinates beyond
-//!   `i32`) live in a side table.
+//! - Entries are 16 bytes: chain link, task, tensor and flags, and the region as its bucket
+//!   cell when it is exactly one cell of the grid (the usual tile). Other dense regions of rank
+//!   ≤ 2 with `i32` coordinates live in a side table of 16-byte compact forms, the rest (larger
+//!   ranks, strides, larger coordinates) in a side table of full regions.
 
 use crate::api::{Region, MAX_RANK};
 use crate::region::{covers, overlaps, progressions_meet};
@@ -39,13 +40,18 @@ pub(crate) const MAX_POOL: u32 = 1 << 24;
 /// head's generation could come round again.
 const SWEEP_EVERY: u32 = 1 << 30;
 /// Tensor ids fit in an entry beside its flags.
-pub(crate) const MAX_TENSORS: u32 = 1 << 29;
+pub(crate) const MAX_TENSORS: u32 = 1 << 28;
 
 const F_WRITE: u32 = 1;
 /// The first entry of its argument (counts as the argument's writer for `pending_writers`).
 const F_PRIMARY: u32 = 2;
-/// The region is in the side table (`d[0]` is its index).
-const F_BIG: u32 = 4;
+/// The region is a compact form in `smalls` (`d[0]` is its index).
+const F_SMALL: u32 = 4;
+/// The region is in `bigs` (`d[0]` is its index).
+const F_BIG: u32 = 8;
+const F_BITS: u32 = 4;
+/// Flags that do not take part in matching an entry to a scan.
+const F_REPR: u32 = F_PRIMARY | F_SMALL | F_BIG;
 
 #[derive(Clone, Copy, Default)]
 struct Geo {
@@ -55,6 +61,10 @@ struct Geo {
     bsize: [i64; 2],
     shift: [u32; 2],
     nb: [i64; 2],
+    /// Extents of dimensions 0 and 1 (1 past the rank).
+    dims: [i64; 2],
+    /// Bits of a cell's bucket index along dimension 1 (the low bits of `Entry::d`).
+    b1_bits: u32,
     /// Writing arguments of tasks that have not completed (for `wait_tensor`, and to skip
     /// reads that cannot meet a writer).
     pending_writers: u32,
@@ -66,11 +76,11 @@ struct Entry {
     next: u32,
     /// The task's sequence number (low 32 bits).
     task: u32,
-    /// Tensor id << 3 | flags.
+    /// Tensor id << `F_BITS` | flags.
     tf: u32,
-    /// Dense rank ≤ 2 region: offset 0, extent 0, offset 1, extent 1. `F_BIG`: `d[0]` indexes
-    /// the side table.
-    d: [i32; 4],
+    /// The bucket cell that is the region (bucket 0 << `Geo::b1_bits` | bucket 1), or
+    /// (`F_SMALL`, `F_BIG`) the region's index in its side table.
+    d: u32,
 }
 
 /// A chain head: a hash-table slot, or a tensor's wide chain (`[readers, writers]`).
@@ -93,10 +103,13 @@ pub(crate) struct TensorMap {
     tail: u32,
     alloc: u32,
     pool: u32,
+    /// Compact regions (offset 0, extent 0, offset 1, extent 1) and full ones, by index.
+    smalls: Vec<[i32; 4]>,
+    small_free: Vec<u32>,
     bigs: Vec<Region>,
     big_free: Vec<u32>,
-    /// Live entries with `F_BIG`.
-    nbig: u32,
+    /// Live entries with a side-table region.
+    nside: u32,
     /// `alloc` at the last sweep of stale heads.
     swept: u32,
 }
@@ -127,7 +140,9 @@ impl TensorMap {
     /// A map for `pool` live entries (at most [`MAX_POOL`]).
     pub(crate) fn new(pool: u32) -> TensorMap {
         let pool = pool.clamp(1, MAX_POOL);
-        let size = (pool as usize).next_power_of_two().max(64);
+        // Half a head per pool entry: most entries share their chain with a task's earlier or
+        // later access of the same tile.
+        let size = (pool as usize).next_power_of_two().max(128) / 2;
         let nchunks = (pool as usize / CHUNK + 2).next_power_of_two();
         TensorMap {
             geo: Vec::new(),
@@ -140,9 +155,11 @@ impl TensorMap {
             tail: 0,
             alloc: 0,
             pool,
+            smalls: Vec::new(),
+            small_free: Vec::new(),
             bigs: Vec::new(),
             big_free: Vec::new(),
-            nbig: 0,
+            nside: 0,
             swept: 0,
         }
     }
@@ -235,6 +252,8 @@ impl TensorMap {
         }
         g.bsize = bs;
         g.nb = nb;
+        g.dims = [dims[0], dims.get(1).copied().unwrap_or(1)];
+        g.b1_bits = 64 - ((nb[1] - 1) as u64).leading_zeros();
         g.shift = bs.map(|b| {
             if b > 0 && (b as u64).is_power_of_two() {
                 b.trailing_zeros()
@@ -290,23 +309,51 @@ impl TensorMap {
         }
     }
 
+    /// The entry's region along dimensions 0 and 1 as dense intervals [lo, hi], when it has
+    /// that form (bucket cells and compact regions).
+    #[inline]
+    fn intervals(&self, g: &Geo, e: &Entry) -> Option<[(i64, i64); 2]> {
+        if e.tf & F_BIG != 0 {
+            return None;
+        }
+        if e.tf & F_SMALL != 0 {
+            let [o0, n0, o1, n1] = self.smalls[e.d as usize];
+            let (o0, n0, o1, n1) = (o0 as i64, n0 as i64, o1 as i64, n1 as i64);
+            return Some([(o0, o0 + n0 - 1), (o1, o1 + n1 - 1)]);
+        }
+        let mut iv = [(0, 0); 2];
+        let cell = [
+            (e.d as u64 >> g.b1_bits) as i64,
+            (e.d as u64 & ((1u64 << g.b1_bits) - 1)) as i64,
+        ];
+        for (d, v) in iv.iter_mut().enumerate() {
+            let b = cell[d];
+            let lo = if g.shift[d] != u32::MAX {
+                b << g.shift[d]
+            } else {
+                b * g.bsize[d]
+            };
+            *v = (lo, (lo + g.bsize[d]).min(g.dims[d]) - 1);
+        }
+        Some(iv)
+    }
+
     /// (overlaps, contains): does the entry's region meet `r`, and contain all of it?
     #[inline]
-    fn meet(&self, e: &Entry, r: &Region) -> (bool, bool) {
-        if e.tf & F_BIG != 0 {
-            let b = &self.bigs[e.d[0] as usize];
+    fn meet(&self, g: &Geo, e: &Entry, r: &Region) -> (bool, bool) {
+        let Some(iv) = self.intervals(g, e) else {
+            let b = &self.bigs[e.d as usize];
             return (overlaps(r, b), covers(b, r));
-        }
+        };
         let mut cv = true;
-        for d in 0..(r.rank as usize).min(2) {
-            let (o, n) = (e.d[2 * d] as i64, e.d[2 * d + 1] as i64);
+        for (d, &(o, e_last)) in iv.iter().enumerate().take((r.rank as usize).min(2)) {
             let (a, t, m) = (r.offsets[d], r.strides[d], r.extents[d]);
-            let (e_last, r_last) = (o + n - 1, a + (m - 1) * t);
+            let r_last = a + (m - 1) * t;
             if t == 1 || m == 1 {
                 if o > r_last || a > e_last {
                     return (false, false);
                 }
-            } else if !progressions_meet(a, t, m, o, 1, n) {
+            } else if !progressions_meet(a, t, m, o, 1, e_last - o + 1) {
                 return (false, false);
             }
             cv &= a >= o && r_last <= e_last;
@@ -322,6 +369,7 @@ impl TensorMap {
     #[inline]
     fn walk(
         &mut self,
+        geo: &Geo,
         h: Head,
         r: &Region,
         readers: bool,
@@ -329,7 +377,7 @@ impl TensorMap {
         pending: &impl Fn(u32) -> bool,
         out: &mut Vec<u32>,
     ) -> Option<u32> {
-        let want = r.tensor.0 << 3 | if readers { 0 } else { F_WRITE };
+        let want = r.tensor.0 << F_BITS | if readers { 0 } else { F_WRITE };
         let mut prev = u32::MAX;
         let mut g = self.head(h);
         loop {
@@ -349,8 +397,8 @@ impl TensorMap {
                     return None;
                 }
             }
-            if e.tf & !(F_PRIMARY | F_BIG) == want {
-                let (ov, cv) = self.meet(&e, r);
+            if e.tf & !F_REPR == want {
+                let (ov, cv) = self.meet(geo, &e, r);
                 if ov && stop != Some(e.task) {
                     if pending(e.task) {
                         out.push(e.task);
@@ -378,9 +426,10 @@ impl TensorMap {
         out: &mut Vec<u32>,
     ) {
         let t = r.tensor.0;
-        let Some(g) = self.geo.get(t as usize).filter(|g| g.init) else {
+        let Some(&g) = self.geo.get(t as usize).filter(|g| g.init) else {
             return;
         };
+        let g = &g;
         // A read meets only writers, and a completed writer needs no edge.
         if !write && g.pending_writers == 0 {
             return;
@@ -391,9 +440,9 @@ impl TensorMap {
             let mut gen = self.tail;
             while gen != self.alloc {
                 let e = *self.entry(gen);
-                if e.tf >> 3 == t
+                if e.tf >> F_BITS == t
                     && (write || e.tf & F_WRITE != 0)
-                    && self.meet(&e, r).0
+                    && self.meet(g, &e, r).0
                     && pending(e.task)
                 {
                     out.push(e.task);
@@ -410,11 +459,11 @@ impl TensorMap {
         for b0 in q[0].0..=q[0].1 {
             for b1 in q[1].0..=q[1].1 {
                 let h = Head::Table(self.slot_of(t, b0, b1, true));
-                let s = self.walk(h, r, false, None, &pending, out);
+                let s = self.walk(g, h, r, false, None, &pending, out);
                 stop = newer(stop, s);
             }
         }
-        let s = self.walk(Head::Wide(t as usize, 1), r, false, None, &pending, out);
+        let s = self.walk(g, Head::Wide(t as usize, 1), r, false, None, &pending, out);
         stop = newer(stop, s);
         if !write {
             return;
@@ -422,10 +471,10 @@ impl TensorMap {
         for b0 in q[0].0..=q[0].1 {
             for b1 in q[1].0..=q[1].1 {
                 let h = Head::Table(self.slot_of(t, b0, b1, false));
-                self.walk(h, r, true, stop, &pending, out);
+                self.walk(g, h, r, true, stop, &pending, out);
             }
         }
-        self.walk(Head::Wide(t as usize, 0), r, true, stop, &pending, out);
+        self.walk(g, Head::Wide(t as usize, 0), r, true, stop, &pending, out);
     }
 
     fn push(&mut self, e: Entry, h: Head) {
@@ -472,32 +521,25 @@ impl TensorMap {
         if !self.geo[t as usize].init {
             self.init_grid(r, dims);
         }
+        let g = self.geo[t as usize];
+        let q = Self::span(&g, r);
         let mut flags = if write { F_WRITE } else { 0 };
-        let d = match compact(r) {
-            Some(d) => d,
-            None => {
-                flags |= F_BIG;
-                self.nbig += 1;
-                let b = match self.big_free.pop() {
-                    Some(b) => {
-                        self.bigs[b as usize] = *r;
-                        b
-                    }
-                    None => {
-                        self.bigs.push(*r);
-                        self.bigs.len() as u32 - 1
-                    }
-                };
-                [b as i32, 0, 0, 0]
-            }
+        let d = if let Some(cell) = Self::cell(&g, r, &q) {
+            cell
+        } else if let Some(c) = compact(r) {
+            flags |= F_SMALL;
+            self.nside += 1;
+            side(&mut self.smalls, &mut self.small_free, c)
+        } else {
+            flags |= F_BIG;
+            self.nside += 1;
+            side(&mut self.bigs, &mut self.big_free, *r)
         };
-        let g = &mut self.geo[t as usize];
-        g.pending_writers += write as u32;
-        let q = Self::span(g, r);
+        self.geo[t as usize].pending_writers += write as u32;
         let e = Entry {
             next: 0,
             task,
-            tf: t << 3 | flags | F_PRIMARY,
+            tf: t << F_BITS | flags | F_PRIMARY,
             d,
         };
         if Self::count(&q) > WIDE_SPAN {
@@ -516,13 +558,30 @@ impl TensorMap {
         }
     }
 
+    /// `r` as a bucket cell: a dense region of rank ≤ 2 that is exactly one cell of its
+    /// tensor's grid (`q`: its span).
+    fn cell(g: &Geo, r: &Region, q: &[(i64, i64); 2]) -> Option<u32> {
+        if r.rank > 2 || q[0].0 != q[0].1 || q[1].0 != q[1].1 {
+            return None;
+        }
+        for (d, &(b, _)) in q.iter().enumerate().take(r.rank as usize) {
+            let lo = b * g.bsize[d];
+            let hi = (lo + g.bsize[d]).min(g.dims[d]) - 1;
+            if r.offsets[d] != lo || r.last(d) != hi || (r.strides[d] != 1 && r.extents[d] != 1) {
+                return None;
+            }
+        }
+        let c = (q[0].0 as u64) << g.b1_bits | q[1].0 as u64;
+        u32::try_from(c).ok()
+    }
+
     /// The task whose entries are the generations `[first, end)` has completed.
     pub(crate) fn complete(&mut self, first: u32, end: u32) {
         let mut g = first;
         while g != end {
             let e = *self.entry(g);
             if e.tf & (F_PRIMARY | F_WRITE) == F_PRIMARY | F_WRITE {
-                if let Some(geo) = self.geo.get_mut((e.tf >> 3) as usize) {
+                if let Some(geo) = self.geo.get_mut((e.tf >> F_BITS) as usize) {
                     geo.pending_writers = geo.pending_writers.saturating_sub(1);
                 }
             }
@@ -532,13 +591,18 @@ impl TensorMap {
 
     /// Frees every entry before generation `to` (their tasks have retired).
     pub(crate) fn retire_to(&mut self, to: u32) {
-        if self.nbig > 0 {
+        if self.nside > 0 {
             let mut g = self.tail;
             while g != to {
                 let e = *self.entry(g);
-                if e.tf & (F_BIG | F_PRIMARY) == F_BIG | F_PRIMARY {
-                    self.big_free.push(e.d[0] as u32);
-                    self.nbig -= 1;
+                if e.tf & F_PRIMARY != 0 {
+                    if e.tf & F_SMALL != 0 {
+                        self.small_free.push(e.d);
+                        self.nside -= 1;
+                    } else if e.tf & F_BIG != 0 {
+                        self.big_free.push(e.d);
+                        self.nside -= 1;
+                    }
                 }
                 g = g.wrapping_add(1);
             }
@@ -557,7 +621,22 @@ impl TensorMap {
     }
 }
 
+/// Stores `x` in a side table, reusing a freed index.
+fn side<T>(v: &mut Vec<T>, free: &mut Vec<u32>, x: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            v[i as usize] = x;
+            i
+        }
+        None => {
+            v.push(x);
+            v.len() as u32 - 1
+        }
+    }
+}
+
 const _: () = assert!(MAX_RANK >= 2);
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
 #[cfg(test)]
 mod tests {
@@ -720,6 +799,32 @@ mod tests {
         m.retire_to(3);
         assert_eq!(m.used(), 0);
         assert!(deps(&mut m, &reg(&[0, 0], &[256, 128]), true).is_empty());
+    }
+
+    #[test]
+    fn cells_small_and_big_entries_keep_their_regions() {
+        let mut m = TensorMap::new(64);
+        m.add_tensor(0, 2);
+        let dims = [100, 10];
+        // Grid of 64 × 10: rows 64..100 are the last, partial cell.
+        m.insert(&reg(&[0, 0], &[64, 10]), &dims, true, 0);
+        m.insert(&reg(&[64, 0], &[36, 10]), &dims, true, 1);
+        // Not a cell (a part of one): the compact side table.
+        m.insert(&reg(&[70, 2], &[3, 3]), &dims, true, 2);
+        // Strided: the full side table.
+        let strided = Region::new(TensorId(0), &[1, 0], &[3, 1], &[20, 1]).unwrap();
+        m.insert(&strided, &dims, true, 3);
+        assert_eq!((m.smalls.len(), m.bigs.len()), (1, 1));
+        assert_eq!(deps(&mut m, &reg(&[99, 9], &[1, 1]), false), vec![1]);
+        // The newest writer contains the point: the walk stops there.
+        assert_eq!(deps(&mut m, &reg(&[72, 4], &[1, 1]), false), vec![2]);
+        assert_eq!(deps(&mut m, &reg(&[63, 9], &[1, 1]), false), vec![0]);
+        // Rows 1, 21, 41 of column 0.
+        assert_eq!(deps(&mut m, &reg(&[21, 0], &[1, 1]), false), vec![3]);
+        assert_eq!(deps(&mut m, &reg(&[22, 0], &[1, 1]), false), vec![0]);
+        m.complete(0, 4);
+        m.retire_to(4);
+        assert_eq!((m.small_free.len(), m.big_free.len(), m.nside), (1, 1, 0));
     }
 
     #[test]

@@ -297,8 +297,34 @@ fn memory_report(sizes: &[i64]) {
 
 criterion_group!(benches, bench);
 
+/// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times and
+/// prints the median time per task (for profiling without criterion's analysis).
+fn empty_report(shape: &str, threads: usize, reps: usize) {
+    let mut per_task: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let t0 = Instant::now();
+            let n = empty_graph(shape, threads, 10_000);
+            t0.elapsed().as_nanos() as f64 / n as f64
+        })
+        .collect();
+    per_task.sort_by(f64::total_cmp);
+    println!(
+        "empty_kernels {shape} {threads}t: median {:.1} ns/task over {} runs",
+        per_task[per_task.len() / 2],
+        per_task.len()
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(p) = args.iter().position(|a| a == "--empty") {
+        let get = |i: usize| args.get(p + i).map(String::as_str);
+        let shape = get(1).unwrap_or("chain");
+        let threads = get(2).and_then(|a| a.parse().ok()).unwrap_or(1);
+        let reps = get(3).and_then(|a| a.parse().ok()).unwrap_or(101);
+        empty_report(shape, threads, reps);
+        return;
+    }
     if let Some(p) = args.iter().position(|a| a == "--memory") {
         let sizes: Vec<i64> = args[p + 1..]
             .iter()

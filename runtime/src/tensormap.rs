@@ -285,12 +285,14 @@ impl TensorMap {
         (q[0].1 - q[0].0 + 1).saturating_mul(q[1].1 - q[1].0 + 1)
     }
 
+    /// The table slot of a bucket's readers (`w` false) or writers: the two are adjacent, so
+    /// one cache line serves a task's scan of one chain and its insert into the other.
     #[inline]
     fn slot_of(&self, t: u32, b0: i64, b1: i64, w: bool) -> usize {
-        let k = ((t as u64) << 1 | w as u64)
+        let k = t as u64
             ^ (b0 as u64).wrapping_mul(0x1000_0000_01b3)
             ^ (b1 as u64).wrapping_mul(0x9e37_79b9);
-        (mix(k) as u32 & self.mask) as usize
+        ((mix(k) as u32 & (self.mask >> 1)) << 1 | w as u32) as usize
     }
 
     /// Entries `insert` will take for `r`.

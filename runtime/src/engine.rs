@@ -4,7 +4,7 @@ use crate::api::*;
 use crate::chunked::Chunked;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
-use crate::tensormap::{TensorMap, MAX_POOL, MAX_TENSORS, WIDE_SPAN};
+use crate::tensormap::{Access, TensorMap, MAX_POOL, MAX_TENSORS};
 use crate::v9::{Order, V9Clock};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -548,6 +548,8 @@ pub struct Runtime {
     makespan: u64,
     scratch: Vec<u64>,
     deps: Vec<u32>,
+    /// The submitted task's arguments as the tensor map sees them.
+    accesses: Vec<Access>,
     io_cache: [Option<(CoreClass, u64, u64, u64)>; IO_CACHE],
     /// Kernel argument buffers for reuse (boxed: they move to pool jobs and back).
     #[allow(clippy::vec_box)]
@@ -693,6 +695,7 @@ impl Runtime {
             makespan: 0,
             scratch: Vec::new(),
             deps: Vec::new(),
+            accesses: Vec::new(),
             io_cache: [None; IO_CACHE],
             exec_free: Vec::new(),
             channels: Vec::new(),
@@ -1018,9 +1021,8 @@ impl Runtime {
         deps.clear();
         let (ring, mask) = (&self.ring, self.ring_mask);
         let pending = |task: u32| ring[(task as u64 & mask) as usize].state != State::Done;
-        for a in t.args {
-            self.tmap
-                .deps(&a.region, a.dir.writes(), pending, &mut deps);
+        for (a, acc) in t.args.iter().zip(&self.accesses) {
+            self.tmap.deps(acc, &a.region, pending, &mut deps);
         }
         let mut preds = std::mem::take(&mut self.scratch);
         preds.clear();
@@ -1041,12 +1043,18 @@ impl Runtime {
         self.scratch = preds;
     }
 
-    /// Tensor-map entries `t` takes.
-    fn entries_needed(&self, t: &TaskDesc<'_>) -> u64 {
-        t.args
-            .iter()
-            .map(|a| self.tmap.entries_for(&a.region) as u64)
-            .sum()
+    /// Prepares the task's arguments for the tensor map; returns the entries they take.
+    fn prepare_accesses(&mut self, t: &TaskDesc<'_>) -> u64 {
+        self.accesses.clear();
+        let mut need = 0;
+        for a in t.args {
+            let r = &a.region;
+            let ten = &self.tensors[r.tensor.0 as usize];
+            let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
+            need += TensorMap::entries_for(&acc) as u64;
+            self.accesses.push(acc);
+        }
+        need
     }
 
     fn entries_free(&self) -> u64 {
@@ -1059,11 +1067,7 @@ impl Runtime {
 
     fn submit_from(&mut self, t: &TaskDesc<'_>, proc: u32) -> Result<TaskId, RuntimeError> {
         self.validate(t)?;
-        // Each argument takes one entry per bucket it touches, at most `WIDE_SPAN`.
-        let mut need_m = t.args.len() as u64;
-        if self.entries_free() < need_m * WIDE_SPAN as u64 {
-            need_m = self.entries_needed(t);
-        }
+        let need_m = self.prepare_accesses(t);
         if need_m > self.cfg.tensormap_pool as u64 {
             return Err(self.deadlock(
                 StallReason::TensormapPoolFull,
@@ -1248,11 +1252,8 @@ impl Runtime {
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
         self.scratch = preds;
-        for a in t.args {
-            let r = &a.region;
-            let ten = &self.tensors[r.tensor.0 as usize];
-            self.tmap
-                .insert(r, &ten.dims[..ten.rank], a.dir.writes(), low);
+        for (a, acc) in t.args.iter().zip(&self.accesses) {
+            self.tmap.insert(acc, &a.region, low);
         }
         self.rings[1].set(self.tmap.used() as u64);
         if !self.streams_last.is_empty() {

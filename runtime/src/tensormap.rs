@@ -83,6 +83,21 @@ struct Entry {
     d: u32,
 }
 
+/// A region argument as the map sees it, worked out once for its scan and its insert.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Access {
+    t: u32,
+    write: bool,
+    /// The bucket rectangle: inclusive (first, last) along dimensions 0 and 1.
+    q: [(i64, i64); 2],
+    /// Buckets spanned.
+    n: i64,
+    /// With one bucket: its table pair (readers at `slot`, writers at `slot + 1`).
+    slot: usize,
+    /// The region as a grid cell (`u32::MAX`: it is not one).
+    cell: u32,
+}
+
 /// A chain head: a hash-table slot, or a tensor's wide chain (`[readers, writers]`).
 #[derive(Clone, Copy)]
 enum Head {
@@ -295,19 +310,37 @@ impl TensorMap {
         ((mix(k) as u32 & (self.mask >> 1)) << 1 | w as u32) as usize
     }
 
-    /// Entries `insert` will take for `r`.
-    pub(crate) fn entries_for(&self, r: &Region) -> u32 {
-        match self.geo.get(r.tensor.0 as usize) {
-            Some(g) if g.init => {
-                let n = Self::count(&Self::span(g, r));
-                if n > WIDE_SPAN {
-                    1
-                } else {
-                    n as u32
-                }
-            }
-            // The grid will come from this region: one bucket.
-            _ => 1,
+    /// Prepares region argument `r` (`dims`: its tensor's shape; the tensor's grid comes from
+    /// the first region it sees).
+    pub(crate) fn access(&mut self, r: &Region, dims: &[i64], write: bool) -> Access {
+        let t = r.tensor.0;
+        if !self.geo[t as usize].init {
+            self.init_grid(r, dims);
+        }
+        let g = &self.geo[t as usize];
+        let q = Self::span(g, r);
+        let n = Self::count(&q);
+        let cell = if n == 1 {
+            Self::cell(g, r, &q).unwrap_or(u32::MAX)
+        } else {
+            u32::MAX
+        };
+        Access {
+            t,
+            write,
+            q,
+            n,
+            slot: self.slot_of(t, q[0].0, q[1].0, false),
+            cell,
+        }
+    }
+
+    /// Entries `insert` will take for `a`.
+    pub(crate) fn entries_for(a: &Access) -> u32 {
+        if a.n > WIDE_SPAN {
+            1
+        } else {
+            a.n as u32
         }
     }
 
@@ -415,29 +448,27 @@ impl TensorMap {
         }
     }
 
-    /// The in-flight tasks an access of `r` must follow, pushed (as low 32 bits of their
+    /// The in-flight tasks access `a` of `r` must follow, pushed (as low 32 bits of their
     /// sequence numbers, possibly repeated) into `out`: writers that overlap it, and for a
     /// write also readers. `pending(task)`: the task has not completed (a completed one needs
     /// no edge). Older entries that a pushed or completed writer containing `r` follows are
     /// left out: the edges order them already.
     pub(crate) fn deps(
         &mut self,
+        a: &Access,
         r: &Region,
-        write: bool,
         pending: impl Fn(u32) -> bool,
         out: &mut Vec<u32>,
     ) {
-        let t = r.tensor.0;
-        let Some(&g) = self.geo.get(t as usize).filter(|g| g.init) else {
-            return;
-        };
+        let (t, write) = (a.t, a.write);
+        let g = self.geo[t as usize];
         let g = &g;
         // A read meets only writers, and a completed writer needs no edge.
         if !write && g.pending_writers == 0 {
             return;
         }
-        let q = Self::span(g, r);
-        if Self::count(&q) > self.used() as i64 {
+        let q = a.q;
+        if a.n > self.used() as i64 {
             // Cheaper to look at every live entry than at every bucket.
             let mut gen = self.tail;
             while gen != self.alloc {
@@ -453,30 +484,44 @@ impl TensorMap {
             }
             return;
         }
-        let mut stop: Option<u32> = None;
         let newer = |a: Option<u32>, b: Option<u32>| match (a, b) {
             (Some(x), Some(y)) => Some(if (x.wrapping_sub(y) as i32) > 0 { x } else { y }),
             (x, y) => x.or(y),
         };
-        for b0 in q[0].0..=q[0].1 {
-            for b1 in q[1].0..=q[1].1 {
-                let h = Head::Table(self.slot_of(t, b0, b1, true));
-                let s = self.walk(g, h, r, false, None, &pending, out);
-                stop = newer(stop, s);
+        let mut stop = if a.n == 1 {
+            self.walk(g, Head::Table(a.slot + 1), r, false, None, &pending, out)
+        } else {
+            let mut stop = None;
+            for b0 in q[0].0..=q[0].1 {
+                for b1 in q[1].0..=q[1].1 {
+                    let h = Head::Table(self.slot_of(t, b0, b1, true));
+                    let s = self.walk(g, h, r, false, None, &pending, out);
+                    stop = newer(stop, s);
+                }
             }
+            stop
+        };
+        let wide = self.wide[t as usize];
+        if self.live(wide[1]) {
+            let s = self.walk(g, Head::Wide(t as usize, 1), r, false, None, &pending, out);
+            stop = newer(stop, s);
         }
-        let s = self.walk(g, Head::Wide(t as usize, 1), r, false, None, &pending, out);
-        stop = newer(stop, s);
         if !write {
             return;
         }
-        for b0 in q[0].0..=q[0].1 {
-            for b1 in q[1].0..=q[1].1 {
-                let h = Head::Table(self.slot_of(t, b0, b1, false));
-                self.walk(g, h, r, true, stop, &pending, out);
+        if a.n == 1 {
+            self.walk(g, Head::Table(a.slot), r, true, stop, &pending, out);
+        } else {
+            for b0 in q[0].0..=q[0].1 {
+                for b1 in q[1].0..=q[1].1 {
+                    let h = Head::Table(self.slot_of(t, b0, b1, false));
+                    self.walk(g, h, r, true, stop, &pending, out);
+                }
             }
         }
-        self.walk(g, Head::Wide(t as usize, 0), r, true, stop, &pending, out);
+        if self.live(wide[0]) {
+            self.walk(g, Head::Wide(t as usize, 0), r, true, stop, &pending, out);
+        }
     }
 
     fn push(&mut self, e: Entry, h: Head) {
@@ -516,18 +561,13 @@ impl TensorMap {
         }
     }
 
-    /// Records region argument `r` (`dims`: its tensor's shape) of task `task`. The caller
-    /// has checked that [`TensorMap::entries_for`] entries are free.
-    pub(crate) fn insert(&mut self, r: &Region, dims: &[i64], write: bool, task: u32) {
-        let t = r.tensor.0;
-        if !self.geo[t as usize].init {
-            self.init_grid(r, dims);
-        }
-        let g = self.geo[t as usize];
-        let q = Self::span(&g, r);
+    /// Records access `a` of region `r` by task `task`. The caller has checked that
+    /// [`TensorMap::entries_for`] entries are free.
+    pub(crate) fn insert(&mut self, a: &Access, r: &Region, task: u32) {
+        let (t, write) = (a.t, a.write);
         let mut flags = if write { F_WRITE } else { 0 };
-        let d = if let Some(cell) = Self::cell(&g, r, &q) {
-            cell
+        let d = if a.cell != u32::MAX {
+            a.cell
         } else if let Some(c) = compact(r) {
             flags |= F_SMALL;
             self.nside += 1;
@@ -538,19 +578,23 @@ impl TensorMap {
             side(&mut self.bigs, &mut self.big_free, *r)
         };
         self.geo[t as usize].pending_writers += write as u32;
-        let e = Entry {
+        let mut e = Entry {
             next: 0,
             task,
             tf: t << F_BITS | flags | F_PRIMARY,
             d,
         };
-        if Self::count(&q) > WIDE_SPAN {
+        if a.n == 1 {
+            self.push(e, Head::Table(a.slot + write as usize));
+            return;
+        }
+        if a.n > WIDE_SPAN {
             self.push(e, Head::Wide(t as usize, write as usize));
             return;
         }
         // One entry per bucket; the first is the argument's own (it alone counts as a
         // pending writer and frees the side-table region).
-        let mut e = e;
+        let q = a.q;
         for b0 in q[0].0..=q[0].1 {
             for b1 in q[1].0..=q[1].1 {
                 let h = Head::Table(self.slot_of(t, b0, b1, write));
@@ -649,9 +693,30 @@ mod tests {
         Region::dense(TensorId(0), o, e).unwrap()
     }
 
+    impl TensorMap {
+        /// Test shorthands: prepare and insert / scan in one call.
+        fn put(&mut self, r: &Region, dims: &[i64], write: bool, task: u32) {
+            let a = self.access(r, dims, write);
+            self.insert(&a, r, task);
+        }
+        fn scan(
+            &mut self,
+            r: &Region,
+            dims: &[i64],
+            write: bool,
+            pending: impl Fn(u32) -> bool,
+            out: &mut Vec<u32>,
+        ) {
+            let a = self.access(r, dims, write);
+            self.deps(&a, r, pending, out);
+        }
+    }
+
+    /// A scan of a tensor whose grid exists.
     fn deps(m: &mut TensorMap, r: &Region, write: bool) -> Vec<u32> {
+        assert!(m.geo[r.tensor.0 as usize].init);
         let mut v = Vec::new();
-        m.deps(r, write, |_| true, &mut v);
+        m.scan(r, &[], write, |_| true, &mut v);
         v.sort_unstable();
         v.dedup();
         v
@@ -702,13 +767,13 @@ mod tests {
                         Op::Submit(t, off, ext, st, w) => {
                             let ext = [ext[0].min((dims[0] - off[0] - 1) / st[0] + 1), ext[1].min((dims[1] - off[1] - 1) / st[1] + 1)];
                             let r = Region::new(TensorId(t as u32), &off, &ext, &st).unwrap();
-                            if m.free() < m.entries_for(&r) {
+                            if m.free() < TensorMap::entries_for(&m.access(&r, &dims, w)) {
                                 continue;
                             }
                             let seq = ts.len();
                             let mut v = Vec::new();
                             let done: Vec<bool> = ts.iter().map(|x| x.done).collect();
-                            m.deps(&r, w, |task| !ts[task as usize].done, &mut v);
+                            m.scan(&r, &dims, w, |task| !ts[task as usize].done, &mut v);
                             v.sort_unstable();
                             v.dedup();
                             for &p in &v {
@@ -717,7 +782,7 @@ mod tests {
                                 prop_assert!((w || ts[p].w) && region::overlaps(&r, &ts[p].r), "false edge {p} -> {seq}");
                             }
                             let first = m.next_gen();
-                            m.insert(&r, &dims, w, seq as u32);
+                            m.put(&r, &dims, w, seq as u32);
                             ts.push(T { r, w, first, preds: v.iter().map(|p| *p as usize).collect(), done: false, done_before: done });
                         }
                         Op::Complete(i) => {
@@ -783,9 +848,9 @@ mod tests {
         let mut m = TensorMap::new(16);
         m.add_tensor(0, 2);
         let dims = [256, 128];
-        m.insert(&reg(&[0, 0], &[64, 128]), &dims, true, 0);
-        m.insert(&reg(&[0, 0], &[64, 128]), &dims, false, 1);
-        m.insert(&reg(&[0, 0], &[64, 128]), &dims, true, 2);
+        m.put(&reg(&[0, 0], &[64, 128]), &dims, true, 0);
+        m.put(&reg(&[0, 0], &[64, 128]), &dims, false, 1);
+        m.put(&reg(&[0, 0], &[64, 128]), &dims, true, 2);
         assert_eq!(m.writers(0), 2);
         // A read of part of the tile follows the newest writer only.
         assert_eq!(deps(&mut m, &reg(&[32, 0], &[16, 8]), false), vec![2]);
@@ -809,13 +874,13 @@ mod tests {
         m.add_tensor(0, 2);
         let dims = [100, 10];
         // Grid of 64 × 10: rows 64..100 are the last, partial cell.
-        m.insert(&reg(&[0, 0], &[64, 10]), &dims, true, 0);
-        m.insert(&reg(&[64, 0], &[36, 10]), &dims, true, 1);
+        m.put(&reg(&[0, 0], &[64, 10]), &dims, true, 0);
+        m.put(&reg(&[64, 0], &[36, 10]), &dims, true, 1);
         // Not a cell (a part of one): the compact side table.
-        m.insert(&reg(&[70, 2], &[3, 3]), &dims, true, 2);
+        m.put(&reg(&[70, 2], &[3, 3]), &dims, true, 2);
         // Strided: the full side table.
         let strided = Region::new(TensorId(0), &[1, 0], &[3, 1], &[20, 1]).unwrap();
-        m.insert(&strided, &dims, true, 3);
+        m.put(&strided, &dims, true, 3);
         assert_eq!((m.smalls.len(), m.bigs.len()), (1, 1));
         assert_eq!(deps(&mut m, &reg(&[99, 9], &[1, 1]), false), vec![1]);
         // The newest writer contains the point: the walk stops there.
@@ -835,13 +900,16 @@ mod tests {
         m.add_tensor(0, 2);
         let dims = [1 << 20, 64];
         // The grid comes from the first region: 8 × 8 buckets.
-        m.insert(&reg(&[0, 0], &[8, 8]), &dims, true, 0);
+        m.put(&reg(&[0, 0], &[8, 8]), &dims, true, 0);
         // Straddles four buckets: four entries.
-        assert_eq!(m.entries_for(&reg(&[4, 4], &[8, 8])), 4);
-        m.insert(&reg(&[4, 4], &[8, 8]), &dims, false, 1);
+        assert_eq!(
+            TensorMap::entries_for(&m.access(&reg(&[4, 4], &[8, 8]), &dims, false)),
+            4
+        );
+        m.put(&reg(&[4, 4], &[8, 8]), &dims, false, 1);
         assert_eq!(m.used(), 5);
         // Spans many buckets: the wide chain.
-        m.insert(&reg(&[0, 0], &[1 << 19, 64]), &dims, false, 2);
+        m.put(&reg(&[0, 0], &[1 << 19, 64]), &dims, false, 2);
         assert_eq!(m.used(), 6);
         assert_eq!(deps(&mut m, &reg(&[11, 11], &[1, 1]), true), vec![1, 2]);
         assert_eq!(
@@ -860,14 +928,14 @@ mod tests {
         // Coordinates beyond i32 spill to the side table, freed at retirement.
         let mut m2 = TensorMap::new(8);
         m2.add_tensor(0, 1);
-        m2.insert(
+        m2.put(
             &Region::dense(TensorId(0), &[0], &[1]).unwrap(),
             &[1 << 40],
             true,
             0,
         );
         let far = Region::dense(TensorId(0), &[3_000_000_000], &[2]).unwrap();
-        m2.insert(&far, &[1 << 40], true, 1);
+        m2.put(&far, &[1 << 40], true, 1);
         let probe = Region::dense(TensorId(0), &[3_000_000_001], &[1]).unwrap();
         assert_eq!(deps(&mut m2, &probe, false), vec![1]);
         // Two buckets (of one element): two entries.
@@ -890,12 +958,13 @@ mod tests {
         m.add_tensor(0, 2);
         for i in 0..40u32 {
             let r = reg(&[(i % 4) as i64 * 8, 0], &[8, 8]);
-            let d = deps(&mut m, &r, true);
+            let mut d = Vec::new();
+            m.scan(&r, &dims, true, |_| true, &mut d);
             if i >= 4 {
                 assert_eq!(d, vec![i - 4], "task {i}");
             }
             let first = m.next_gen();
-            m.insert(&r, &dims, true, i);
+            m.put(&r, &dims, true, i);
             assert_eq!(m.next_gen(), first.wrapping_add(1));
             if m.used() >= 6 {
                 let to = m.tail.wrapping_add(1);

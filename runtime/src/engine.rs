@@ -118,6 +118,8 @@ fn api<T>(m: String) -> Result<T, RuntimeError> {
 struct KernelEntry {
     name: String,
     class: CoreClass,
+    /// The class's index in `Runtime::classes`.
+    ci: usize,
     body: Arc<dyn Kernel>,
     /// Host nanoseconds per run, measured (u64::MAX: not yet); decides, with a thread pool,
     /// whether handing a task to the pool pays for the round trip.
@@ -732,9 +734,11 @@ impl Runtime {
         } else {
             CoreClass::Cube
         };
+        let ci = class_index(&self.classes, class);
         self.kernels.push(KernelEntry {
             name: name.to_string(),
             class,
+            ci,
             body,
             est_ns: u64::MAX,
             runs: 0,
@@ -1043,18 +1047,22 @@ impl Runtime {
         self.scratch = preds;
     }
 
-    /// Prepares the task's arguments for the tensor map; returns the entries they take.
-    fn prepare_accesses(&mut self, t: &TaskDesc<'_>) -> u64 {
+    /// Prepares the task's arguments for the tensor map; returns the entries they take and
+    /// the bytes the task reads and writes.
+    fn prepare_accesses(&mut self, t: &TaskDesc<'_>) -> (u64, u64, u64) {
         self.accesses.clear();
-        let mut need = 0;
+        let (mut need, mut i, mut o) = (0, 0, 0);
         for a in t.args {
             let r = &a.region;
             let ten = &self.tensors[r.tensor.0 as usize];
+            let b = r.elements() * ten.elem_size;
             let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
             need += TensorMap::entries_for(&acc) as u64;
             self.accesses.push(acc);
+            i += if a.dir.reads() { b } else { 0 };
+            o += if a.dir.writes() { b } else { 0 };
         }
-        need
+        (need, i, o)
     }
 
     fn entries_free(&self) -> u64 {
@@ -1067,7 +1075,7 @@ impl Runtime {
 
     fn submit_from(&mut self, t: &TaskDesc<'_>, proc: u32) -> Result<TaskId, RuntimeError> {
         self.validate(t)?;
-        let need_m = self.prepare_accesses(t);
+        let (need_m, in_bytes, out_bytes) = self.prepare_accesses(t);
         if need_m > self.cfg.tensormap_pool as u64 {
             return Err(self.deadlock(
                 StallReason::TensormapPoolFull,
@@ -1138,7 +1146,7 @@ impl Runtime {
                 continue;
             }
             if self.scratch.is_empty() {
-                let ci = class_index(&self.classes, class);
+                let ci = self.kernels[kernel as usize].ci;
                 if self.classes[ci].queued >= self.cfg.ready_queue {
                     let t0 = self.now;
                     if !self.advance()? {
@@ -1152,13 +1160,6 @@ impl Runtime {
             break std::mem::take(&mut self.scratch);
         };
         // 3. Fill the slot.
-        let (in_bytes, out_bytes) = t.args.iter().fold((0u64, 0u64), |(i, o), a| {
-            let b = a.region.elements() * self.tensors[a.region.tensor.0 as usize].elem_size;
-            (
-                i + if a.dir.reads() { b } else { 0 },
-                o + if a.dir.writes() { b } else { 0 },
-            )
-        });
         let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
         let exec = if self.cfg.execute {
             let mut x = self.exec_free.pop().unwrap_or_else(|| {
@@ -1261,7 +1262,7 @@ impl Runtime {
             self.streams_last[key.rem_euclid(n) as usize] = seq;
         }
         // Dispatch assignment for fixed policies, in emission order.
-        let ci = class_index(&self.classes, class);
+        let ci = self.kernels[kernel as usize].ci;
         let ncores = self.classes[ci].cores.len() as u64;
         let core = match self.cfg.policies.dispatch {
             Dispatch::RoundRobin(n) => (self.classes[ci].emitted % (n as u64).min(ncores)) as u16,
@@ -1363,7 +1364,7 @@ impl Runtime {
             (s.kernel, s.core)
         };
         let key = self.key_of(seq);
-        let ci = class_index(&self.classes, self.kernels[kernel as usize].class);
+        let ci = self.kernels[kernel as usize].ci;
         if self.classes[ci].queued >= self.cfg.ready_queue {
             self.classes[ci].overflow.push_back(seq);
             self.rings[4].stalls += 1;
@@ -1398,13 +1399,9 @@ impl Runtime {
         }
         c.queued += 1;
         self.dispatch_due = true;
-        let q = self
-            .classes
-            .iter()
-            .map(|c| c.queued as u64)
-            .max()
-            .unwrap_or(0);
-        self.rings[4].set(q);
+        // The ring's use is the fullest class's queue (worked out when reported).
+        let r = &mut self.rings[4];
+        r.hw = r.hw.max(c.queued as u64);
     }
 
     fn push_event(&mut self, t: u64, ev: Ev) {
@@ -1675,7 +1672,7 @@ impl Runtime {
         };
         let chan = self.chan_after.get(si).copied().unwrap_or(NIL);
         self.makespan = self.makespan.max(now);
-        let ci = class_index(&self.classes, self.kernels[kernel as usize].class);
+        let ci = self.kernels[kernel as usize].ci;
         let cs = &mut self.classes[ci];
         let (w, bit) = (core as usize / 64, 1u64 << (core % 64));
         if let Some(b) = cs.idle_bits.get_mut(w).filter(|b| **b & bit == 0) {
@@ -1799,12 +1796,14 @@ impl Runtime {
     }
 
     fn ring_uses(&self) -> Vec<RingUse> {
+        let queued = self.classes.iter().map(|c| c.queued as u64).max();
         StallReason::RINGS
             .iter()
             .zip(self.rings.iter())
-            .map(|(r, s)| RingUse {
+            .enumerate()
+            .map(|(i, (r, s))| RingUse {
                 name: r.ring(),
-                used: s.used,
+                used: if i == 4 { queued.unwrap_or(0) } else { s.used },
                 capacity: s.cap,
                 high_water: s.hw,
                 stalls: s.stalls,

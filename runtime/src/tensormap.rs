@@ -282,17 +282,20 @@ impl TensorMap {
     /// The bucket rectangle of `r`: inclusive (first, last) along dimensions 0 and 1.
     #[inline]
     fn span(g: &Geo, r: &Region) -> [(i64, i64); 2] {
-        let mut s = [(0, 0); 2];
-        for (d, sd) in s.iter_mut().enumerate().take((g.rank as usize).min(2)) {
+        #[inline(always)]
+        fn dim(g: &Geo, r: &Region, d: usize) -> (i64, i64) {
             let top = g.nb[d] - 1;
+            let last = r.offsets[d] + r.strides[d] * (r.extents[d] - 1);
             let (lo, hi) = if g.shift[d] != u32::MAX {
-                (r.offsets[d] >> g.shift[d], r.last(d) >> g.shift[d])
+                (r.offsets[d] >> g.shift[d], last >> g.shift[d])
             } else {
-                (r.offsets[d] / g.bsize[d], r.last(d) / g.bsize[d])
+                (r.offsets[d] / g.bsize[d], last / g.bsize[d])
             };
-            *sd = (lo.min(top), hi.min(top));
+            (lo.min(top), hi.min(top))
         }
-        s
+        let first = dim(g, r, 0);
+        let second = if g.rank >= 2 { dim(g, r, 1) } else { (0, 0) };
+        [first, second]
     }
 
     #[inline]
@@ -407,6 +410,7 @@ impl TensorMap {
         geo: &Geo,
         h: Head,
         r: &Region,
+        cell: u32,
         readers: bool,
         stop: Option<u32>,
         pending: &impl Fn(u32) -> bool,
@@ -419,10 +423,12 @@ impl TensorMap {
             if !self.live(g) {
                 // Stale: this entry and every older one have retired.
                 let cut = self.tail.wrapping_sub(1);
-                if prev == u32::MAX {
-                    *self.head_mut(h) = cut;
-                } else {
-                    self.entry_mut(prev).next = cut;
+                if g != cut {
+                    if prev == u32::MAX {
+                        *self.head_mut(h) = cut;
+                    } else {
+                        self.entry_mut(prev).next = cut;
+                    }
                 }
                 return None;
             }
@@ -433,7 +439,12 @@ impl TensorMap {
                 }
             }
             if e.tf & !F_REPR == want {
-                let (ov, cv) = self.meet(geo, &e, r);
+                // Two cells of one grid meet only if they are the same cell.
+                let (ov, cv) = if cell != u32::MAX && e.tf & (F_SMALL | F_BIG) == 0 {
+                    (e.d == cell, e.d == cell)
+                } else {
+                    self.meet(geo, &e, r)
+                };
                 if ov && stop != Some(e.task) {
                     if pending(e.task) {
                         out.push(e.task);
@@ -489,13 +500,22 @@ impl TensorMap {
             (x, y) => x.or(y),
         };
         let mut stop = if a.n == 1 {
-            self.walk(g, Head::Table(a.slot + 1), r, false, None, &pending, out)
+            self.walk(
+                g,
+                Head::Table(a.slot + 1),
+                r,
+                a.cell,
+                false,
+                None,
+                &pending,
+                out,
+            )
         } else {
             let mut stop = None;
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, true));
-                    let s = self.walk(g, h, r, false, None, &pending, out);
+                    let s = self.walk(g, h, r, a.cell, false, None, &pending, out);
                     stop = newer(stop, s);
                 }
             }
@@ -503,24 +523,42 @@ impl TensorMap {
         };
         let wide = self.wide[t as usize];
         if self.live(wide[1]) {
-            let s = self.walk(g, Head::Wide(t as usize, 1), r, false, None, &pending, out);
+            let s = self.walk(
+                g,
+                Head::Wide(t as usize, 1),
+                r,
+                a.cell,
+                false,
+                None,
+                &pending,
+                out,
+            );
             stop = newer(stop, s);
         }
         if !write {
             return;
         }
         if a.n == 1 {
-            self.walk(g, Head::Table(a.slot), r, true, stop, &pending, out);
+            self.walk(g, Head::Table(a.slot), r, a.cell, true, stop, &pending, out);
         } else {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, false));
-                    self.walk(g, h, r, true, stop, &pending, out);
+                    self.walk(g, h, r, a.cell, true, stop, &pending, out);
                 }
             }
         }
         if self.live(wide[0]) {
-            self.walk(g, Head::Wide(t as usize, 0), r, true, stop, &pending, out);
+            self.walk(
+                g,
+                Head::Wide(t as usize, 0),
+                r,
+                a.cell,
+                true,
+                stop,
+                &pending,
+                out,
+            );
         }
     }
 
@@ -607,15 +645,17 @@ impl TensorMap {
     /// `r` as a bucket cell: a dense region of rank ≤ 2 that is exactly one cell of its
     /// tensor's grid (`q`: its span).
     fn cell(g: &Geo, r: &Region, q: &[(i64, i64); 2]) -> Option<u32> {
+        #[inline(always)]
+        fn exact(g: &Geo, r: &Region, b: i64, d: usize) -> bool {
+            let lo = b * g.bsize[d];
+            let n = (lo + g.bsize[d]).min(g.dims[d]) - lo;
+            r.offsets[d] == lo && r.extents[d] == n && (r.strides[d] == 1 || n == 1)
+        }
         if r.rank > 2 || q[0].0 != q[0].1 || q[1].0 != q[1].1 {
             return None;
         }
-        for (d, &(b, _)) in q.iter().enumerate().take(r.rank as usize) {
-            let lo = b * g.bsize[d];
-            let hi = (lo + g.bsize[d]).min(g.dims[d]) - 1;
-            if r.offsets[d] != lo || r.last(d) != hi || (r.strides[d] != 1 && r.extents[d] != 1) {
-                return None;
-            }
+        if !exact(g, r, q[0].0, 0) || (r.rank == 2 && !exact(g, r, q[1].0, 1)) {
+            return None;
         }
         let c = (q[0].0 as u64) << g.b1_bits | q[1].0 as u64;
         u32::try_from(c).ok()

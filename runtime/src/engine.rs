@@ -26,7 +26,8 @@ const V9_DEFAULT_WORKERS: usize = 4;
 pub struct Config {
     pub arch: Arch,
     pub policies: Policies,
-    /// Tensor-map entries (one per live region argument).
+    /// Tensor-map entries (one per grid bucket a live region argument touches, at most four;
+    /// one for a region spanning more).
     pub tensormap_pool: u32,
     /// Dependency edges between in-flight tasks.
     pub deplist_pool: u32,
@@ -280,23 +281,33 @@ impl Events {
             self.heap.push(Reverse((t, self.order, ev)));
         }
     }
-    fn peek(&self) -> Option<(u64, u64, Ev)> {
+    /// The earliest event's time.
+    fn next_time(&self) -> Option<u64> {
         match (self.heap.peek(), self.fifo.front()) {
-            (Some(Reverse(h)), Some(f)) => Some(if (h.0, h.1) <= (f.0, f.1) { *h } else { *f }),
-            (Some(Reverse(h)), None) => Some(*h),
-            (None, f) => f.copied(),
+            (Some(Reverse(h)), Some(f)) => Some(h.0.min(f.0)),
+            (Some(Reverse(h)), None) => Some(h.0),
+            (None, f) => f.map(|f| f.0),
         }
     }
-    fn pop(&mut self) -> Option<(u64, u64, Ev)> {
+    /// Takes the earliest event if it is due at `t`.
+    fn pop_at(&mut self, t: u64) -> Option<Ev> {
         let from_heap = match (self.heap.peek(), self.fifo.front()) {
             (Some(Reverse(h)), Some(f)) => (h.0, h.1) <= (f.0, f.1),
             (Some(_), None) => true,
             (None, _) => false,
         };
         if from_heap {
-            self.heap.pop().map(|r| r.0)
+            match self.heap.peek_mut() {
+                Some(top) if top.0 .0 == t => {
+                    Some(std::collections::binary_heap::PeekMut::pop(top).0 .2)
+                }
+                _ => None,
+            }
         } else {
-            self.fifo.pop_front()
+            match self.fifo.front() {
+                Some(f) if f.0 == t => self.fifo.pop_front().map(|f| f.2),
+                _ => None,
+            }
         }
     }
 }
@@ -1597,32 +1608,40 @@ impl Runtime {
     /// Processes the earliest batch of events. False when nothing is pending.
     fn advance(&mut self) -> Result<bool, RuntimeError> {
         self.dispatch();
-        let Some((t, _, _)) = self.events.peek() else {
+        let Some(t) = self.events.next_time() else {
             return Ok(false);
         };
         self.now = self.now.max(t);
-        while let Some((te, _, ev)) = self.events.peek() {
-            if te != t {
-                break;
-            }
-            self.events.pop();
+        let mut done = false;
+        while let Some(ev) = self.events.pop_at(t) {
             match ev {
-                Ev::Done(seq) => self.complete(seq),
+                Ev::Done(seq) => {
+                    self.complete(seq);
+                    done = true;
+                }
                 Ev::Ready(seq) => self.make_ready(seq),
                 Ev::Token(_) => {}
             }
         }
-        self.retire();
-        self.release_arena();
-        self.wake_processes();
+        if done {
+            self.retire();
+        }
+        if !self.pending_free.is_empty() {
+            self.release_arena();
+        }
+        if !self.procs.is_empty() {
+            self.wake_processes();
+        }
         self.dispatch();
-        self.check_failure()?;
+        if self.failed_inline.is_some() || self.pool.is_some() {
+            self.check_failure()?;
+        }
         Ok(true)
     }
 
     /// Processes events up to time `t`, then sets the clock to `t`.
     fn advance_to(&mut self, t: u64) -> Result<(), RuntimeError> {
-        while let Some((te, _, _)) = self.events.peek() {
+        while let Some(te) = self.events.next_time() {
             if te > t {
                 break;
             }

@@ -125,13 +125,14 @@ struct KernelEntry {
     /// Host nanoseconds per run, measured (u64::MAX: not yet); decides, with a thread pool,
     /// whether handing a task to the pool pays for the round trip.
     est_ns: u64,
-    /// Inline runs so far (every `SAMPLE_EVERY`th is timed).
+    /// Inline runs so far (the first `SAMPLE_FIRST` are timed, then every `SAMPLE_EVERY`th).
     runs: u64,
 }
 
 /// Tasks whose kernels take less than this run on the orchestrating thread even with a pool.
 const OFFLOAD_NS: u64 = 5_000;
-const SAMPLE_EVERY: u64 = 16;
+const SAMPLE_FIRST: u64 = 8;
+const SAMPLE_EVERY: u64 = 256;
 
 struct Tensor {
     elem_size: u64,
@@ -1567,7 +1568,7 @@ impl Runtime {
         }
         let ke = &mut self.kernels[ki];
         ke.runs += 1;
-        let timed = ke.runs % SAMPLE_EVERY == 1;
+        let timed = ke.runs <= SAMPLE_FIRST || ke.runs % SAMPLE_EVERY == 0;
         let t0 = timed.then(Instant::now);
         let r = run_job(&data, seq, &*ke.body);
         if let Some(t0) = t0 {

@@ -1568,7 +1568,7 @@ impl Runtime {
         }
         let ke = &mut self.kernels[ki];
         ke.runs += 1;
-        let timed = ke.runs <= SAMPLE_FIRST || ke.runs % SAMPLE_EVERY == 0;
+        let timed = ke.runs <= SAMPLE_FIRST || ke.runs.is_multiple_of(SAMPLE_EVERY);
         let t0 = timed.then(Instant::now);
         let r = run_job(&data, seq, &*ke.body);
         if let Some(t0) = t0 {

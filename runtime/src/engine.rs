@@ -180,11 +180,11 @@ struct Slot {
 const _: () = assert!(std::mem::size_of::<Slot>() == 28);
 
 const NO_CORE: u16 = u16::MAX;
-/// Slot flags: issued per the timing policy; held by an open scope; the kernel has run on the
-/// host (with a thread pool).
+/// Slot flags: issued per the timing policy; held by an open scope; the kernel is on the
+/// thread pool and its result has not come back.
 const ISSUED: u8 = 1;
 const HELD: u8 = 2;
-const HOST_DONE: u8 = 4;
+const ON_POOL: u8 = 4;
 
 impl Slot {
     fn dur(&self) -> u64 {
@@ -1550,7 +1550,6 @@ impl Runtime {
             self.exec_free.push(data);
             return;
         }
-        let slot = &mut self.ring[si];
         if !inline {
             let threads = self.cfg.threads;
             let pool = self.pool.get_or_insert_with(|| Pool::new(threads));
@@ -1558,12 +1557,12 @@ impl Runtime {
             if let Some(tx) = &pool.tx {
                 if tx.send(Job { seq, kernel, data }).is_ok() {
                     pool.in_flight += 1;
+                    self.ring[si].flags |= ON_POOL;
                     return;
                 }
             }
             pool.failed
                 .get_or_insert((seq, "the host thread pool stopped".into()));
-            slot.flags |= HOST_DONE;
             return;
         }
         let ke = &mut self.kernels[ki];
@@ -1578,14 +1577,13 @@ impl Runtime {
         if let Err(m) = r {
             self.failed_inline.get_or_insert((seq, m));
         }
-        slot.flags |= HOST_DONE;
         self.exec_free.push(data);
     }
 
     fn wait_exec(&mut self, seq: u64) {
         let Some(pool) = &mut self.pool else { return };
         let w = self.ring_mask;
-        while self.ring[(seq & w) as usize].flags & HOST_DONE == 0 {
+        while self.ring[(seq & w) as usize].flags & ON_POOL != 0 {
             match pool.rx.recv() {
                 Ok((s, r, data, ns)) => {
                     pool.in_flight -= 1;
@@ -1595,7 +1593,7 @@ impl Runtime {
                         }
                     }
                     let slot = &mut self.ring[(s & w) as usize];
-                    slot.flags |= HOST_DONE;
+                    slot.flags &= !ON_POOL;
                     if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
                         k.est_ns = estimate(k.est_ns, ns);
                     }

@@ -857,17 +857,7 @@ mod tests {
                         }
                     }
                 }
-                for k in 0..n {
-                    for i in 0..n {
-                        if ord[i][k] {
-                            for j in 0..n {
-                                if ord[k][j] {
-                                    ord[i][j] = true;
-                                }
-                            }
-                        }
-                    }
-                }
+                crate::tests::close(&mut ord);
                 for j in 0..n {
                     for i in 0..j {
                         if (ts[i].w || ts[j].w) && region::overlaps(&ts[i].r, &ts[j].r) {

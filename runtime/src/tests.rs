@@ -297,6 +297,23 @@ fn task_ring_backpressure_bounds_memory() {
     assert_eq!(s.tasks, 20_000);
 }
 
+/// Closes a relation given as a square boolean matrix under transitivity.
+#[allow(clippy::needless_range_loop)]
+pub(crate) fn close(reach: &mut [Vec<bool>]) {
+    let n = reach.len();
+    for k in 0..n {
+        for i in 0..n {
+            if reach[i][k] {
+                for j in 0..n {
+                    if reach[k][j] {
+                        reach[i][j] = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Dependency inference against the brute-force oracle: every conflicting pair is ordered by
 /// the edges (transitively) and every edge joins a conflicting pair.
 /// (tensor, offsets, extents, strides, direction)
@@ -338,17 +355,7 @@ fn check_deps(regions: Vec<Access>) {
         assert!(a < b && conflict(a, b), "false edge {a} -> {b}");
         reach[a][b] = true;
     }
-    for k2 in 0..n {
-        for i in 0..n {
-            if reach[i][k2] {
-                for j in 0..n {
-                    if reach[k2][j] {
-                        reach[i][j] = true;
-                    }
-                }
-            }
-        }
-    }
+    close(&mut reach);
     for j in 0..n {
         for i in 0..j {
             if conflict(i, j) {

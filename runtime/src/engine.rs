@@ -4,7 +4,8 @@ use crate::api::*;
 use crate::chunked::Chunked;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
-use crate::tensormap::{Access, TensorMap, MAX_POOL, MAX_TENSORS};
+pub use crate::tensormap::MAX_POOL;
+use crate::tensormap::{Access, TensorMap, MAX_TENSORS};
 use crate::v9::{Order, V9Clock};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -17,6 +18,9 @@ const IO_CACHE: usize = 64;
 
 /// No edge, no channel, no process.
 const NIL: u32 = u32::MAX;
+
+/// The largest task window (its ring of 28-byte slots is allocated up front).
+pub const MAX_WINDOW: u32 = 1 << 24;
 
 /// Workers of the `pto_wsp_v9` clocks when the dispatch does not say (PTO-WSP's default).
 const V9_DEFAULT_WORKERS: usize = 4;
@@ -60,11 +64,12 @@ impl Config {
         }
     }
 
-    /// Sets the task window and sizes the other rings from it (4 entries, 8 edges per task).
+    /// Sets the task window and sizes the other rings from it (4 entries, at most
+    /// [`MAX_POOL`] in all, and 8 edges per task).
     pub fn with_window(mut self, w: u32) -> Config {
         self.policies.task_window = w;
-        self.tensormap_pool = 4 * w;
-        self.deplist_pool = 8 * w;
+        self.tensormap_pool = w.saturating_mul(4).min(MAX_POOL);
+        self.deplist_pool = w.saturating_mul(8);
         self.ready_queue = w;
         self
     }
@@ -607,10 +612,16 @@ impl Runtime {
         if cfg.ready_queue == 0 {
             return api("ready_queue must be ≥ 1".into());
         }
-        if cfg.tensormap_pool > MAX_POOL || p.task_window > 1 << 30 {
+        if p.task_window > MAX_WINDOW {
             return api(format!(
-                "tensormap_pool is at most {MAX_POOL} and task_window at most {}",
-                1u32 << 30
+                "task_window({}) is above the largest window, {MAX_WINDOW}",
+                p.task_window
+            ));
+        }
+        if cfg.tensormap_pool > MAX_POOL {
+            return api(format!(
+                "tensormap_pool {} is above the largest pool, {MAX_POOL}",
+                cfg.tensormap_pool
             ));
         }
         if let Some((c, n)) = cfg.arch.cores.iter().find(|(_, n)| **n >= NO_CORE as u32) {

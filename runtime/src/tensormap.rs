@@ -33,9 +33,9 @@ pub(crate) const WIDE_SPAN: i64 = 4;
 /// Entries per storage chunk.
 pub(crate) const CHUNK: usize = 64;
 const CHUNK_BITS: u32 = CHUNK.trailing_zeros();
-/// Largest pool: generations of live entries and their links stay far apart from the 32-bit
-/// wrap.
-pub(crate) const MAX_POOL: u32 = 1 << 24;
+/// The largest tensor-map pool: generations of live entries and their links stay far from the
+/// 32-bit wrap.
+pub const MAX_POOL: u32 = 1 << 24;
 /// Chain heads are checked for staleness this often (in allocations), long before a stale
 /// head's generation could come round again.
 const SWEEP_EVERY: u32 = 1 << 30;

@@ -877,3 +877,19 @@ fn wavefront_edges_are_exact() {
     assert_eq!(got, want);
     rt.finish().unwrap();
 }
+
+#[test]
+fn huge_windows_clamp_the_pool_and_bad_pools_are_refused() {
+    let cfg = Config::new(arch("ascend910b")).with_window(u32::MAX / 2);
+    assert_eq!(cfg.tensormap_pool, MAX_POOL);
+    assert_eq!(cfg.deplist_pool, u32::MAX);
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.tensormap_pool = MAX_POOL + 1;
+    match Runtime::new(cfg) {
+        Err(RuntimeError::Api(m)) => assert!(m.contains("above the largest pool"), "{m}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("accepted a pool above the maximum"),
+    }
+    let cfg = Config::new(arch("ascend910b")).with_window(MAX_WINDOW + 1);
+    assert!(matches!(Runtime::new(cfg), Err(RuntimeError::Api(_))));
+}

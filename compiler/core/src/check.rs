@@ -1730,6 +1730,21 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                 )
                 .with_help(directive_help(name)),
             );
+        } else if let Some(n) = (name == "task_window")
+            .then(|| crate::types::eval_int(arg, c.consts))
+            .flatten()
+            .filter(|n| *n > MAX_TASK_WINDOW)
+        {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0607",
+                    format!("`.task_window({n})` is larger than the runtime's ring"),
+                    c.label(arg.span, format!("at most {MAX_TASK_WINDOW}")),
+                )
+                .with_help(format!(
+                    "the runtime allocates the window's ring of task slots before the run, so a window holds at most {MAX_TASK_WINDOW} tasks in flight; use a smaller window"
+                )),
+            );
         } else if let ExprKind::Int(0) = arg.kind {
             if matches!(name, "task_window" | "streams") {
                 c.diags.push(
@@ -1831,6 +1846,10 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
         }
     }
 }
+
+/// The largest `.task_window(n)`: the runtime's `MAX_WINDOW` (the checker does not link the
+/// runtime; a wsp-sim test keeps the two equal).
+pub const MAX_TASK_WINDOW: i64 = 1 << 24;
 
 /// How a schedule directive is written (for messages and hovers).
 pub fn directive_help(name: &str) -> &'static str {

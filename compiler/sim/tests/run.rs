@@ -243,3 +243,13 @@ schedule main = both.dispatch(round_robin(4))
     assert_eq!(bits(&seq.tensors[2]), bits(&comb.tensors[2]));
     assert_eq!(bits(&seq.tensors[3]), bits(&comb.tensors[3]));
 }
+
+/// The checker's largest task window (E0607) is the runtime's: a window the checker accepts
+/// never fails to start, and none it refuses would.
+#[test]
+fn the_checkers_window_limit_is_the_runtimes() {
+    assert_eq!(
+        wsp_core::check::MAX_TASK_WINDOW,
+        wsp_runtime::MAX_WINDOW as i64
+    );
+}

@@ -218,21 +218,22 @@ impl TensorMap {
         self.geo.get(t as usize).map_or(0, |g| g.pending_writers)
     }
 
-    #[inline]
+    #[inline(always)]
     fn live(&self, g: u32) -> bool {
         g.wrapping_sub(self.tail) < self.alloc.wrapping_sub(self.tail)
     }
 
-    #[inline]
+    #[inline(always)]
     fn entry(&self, g: u32) -> &Entry {
         &self.chunks[((g >> CHUNK_BITS) & self.cmask) as usize][g as usize & (CHUNK - 1)]
     }
 
-    #[inline]
+    #[inline(always)]
     fn entry_mut(&mut self, g: u32) -> &mut Entry {
         &mut self.chunks[((g >> CHUNK_BITS) & self.cmask) as usize][g as usize & (CHUNK - 1)]
     }
 
+    #[inline(always)]
     fn head(&self, h: Head) -> u32 {
         match h {
             Head::Table(i) => self.table[i],
@@ -240,6 +241,7 @@ impl TensorMap {
         }
     }
 
+    #[inline(always)]
     fn head_mut(&mut self, h: Head) -> &mut u32 {
         match h {
             Head::Table(i) => &mut self.table[i],
@@ -280,7 +282,7 @@ impl TensorMap {
     }
 
     /// The bucket rectangle of `r`: inclusive (first, last) along dimensions 0 and 1.
-    #[inline]
+    #[inline(always)]
     fn span(g: &Geo, r: &Region) -> [(i64, i64); 2] {
         #[inline(always)]
         fn dim(g: &Geo, r: &Region, d: usize) -> (i64, i64) {
@@ -305,7 +307,7 @@ impl TensorMap {
 
     /// The table slot of a bucket's readers (`w` false) or writers: the two are adjacent, so
     /// one cache line serves a task's scan of one chain and its insert into the other.
-    #[inline]
+    #[inline(always)]
     fn slot_of(&self, t: u32, b0: i64, b1: i64, w: bool) -> usize {
         let k = t as u64
             ^ (b0 as u64).wrapping_mul(0x1000_0000_01b3)
@@ -315,6 +317,7 @@ impl TensorMap {
 
     /// Prepares region argument `r` (`dims`: its tensor's shape; the tensor's grid comes from
     /// the first region it sees).
+    #[inline(always)]
     pub(crate) fn access(&mut self, r: &Region, dims: &[i64], write: bool) -> Access {
         let t = r.tensor.0;
         if !self.geo[t as usize].init {
@@ -349,7 +352,7 @@ impl TensorMap {
 
     /// The entry's region along dimensions 0 and 1 as dense intervals [lo, hi], when it has
     /// that form (bucket cells and compact regions).
-    #[inline]
+    #[inline(always)]
     fn intervals(&self, g: &Geo, e: &Entry) -> Option<[(i64, i64); 2]> {
         if e.tf & F_BIG != 0 {
             return None;
@@ -377,7 +380,7 @@ impl TensorMap {
     }
 
     /// (overlaps, contains): does the entry's region meet `r`, and contain all of it?
-    #[inline]
+    #[inline(always)]
     fn meet(&self, g: &Geo, e: &Entry, r: &Region) -> (bool, bool) {
         let Some(iv) = self.intervals(g, e) else {
             let b = &self.bigs[e.d as usize];
@@ -404,7 +407,7 @@ impl TensorMap {
     /// task). With `readers`, reader entries of tasks newer than `stop` are pushed too, and
     /// the walk ends at the first entry of a task older than `stop`. Stale links are cut.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn walk(
         &mut self,
         geo: &Geo,
@@ -464,6 +467,7 @@ impl TensorMap {
     /// write also readers. `pending(task)`: the task has not completed (a completed one needs
     /// no edge). Older entries that a pushed or completed writer containing `r` follows are
     /// left out: the edges order them already.
+    #[inline(always)]
     pub(crate) fn deps(
         &mut self,
         a: &Access,
@@ -562,6 +566,7 @@ impl TensorMap {
         }
     }
 
+    #[inline(always)]
     fn push(&mut self, e: Entry, h: Head) {
         let g = self.alloc;
         if g & (CHUNK as u32 - 1) == 0 {
@@ -601,6 +606,7 @@ impl TensorMap {
 
     /// Records access `a` of region `r` by task `task`. The caller has checked that
     /// [`TensorMap::entries_for`] entries are free.
+    #[inline(always)]
     pub(crate) fn insert(&mut self, a: &Access, r: &Region, task: u32) {
         let (t, write) = (a.t, a.write);
         let mut flags = if write { F_WRITE } else { 0 };
@@ -644,6 +650,7 @@ impl TensorMap {
 
     /// `r` as a bucket cell: a dense region of rank ≤ 2 that is exactly one cell of its
     /// tensor's grid (`q`: its span).
+    #[inline(always)]
     fn cell(g: &Geo, r: &Region, q: &[(i64, i64); 2]) -> Option<u32> {
         #[inline(always)]
         fn exact(g: &Geo, r: &Region, b: i64, d: usize) -> bool {

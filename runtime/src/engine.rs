@@ -130,8 +130,9 @@ struct KernelEntry {
     /// Host nanoseconds per run, measured (u64::MAX: not yet); decides, with a thread pool,
     /// whether handing a task to the pool pays for the round trip.
     est_ns: u64,
-    /// Inline runs so far (the first `SAMPLE_FIRST` are timed, then every `SAMPLE_EVERY`th).
-    runs: u64,
+    /// Timed inline runs so far: the first `SAMPLE_FIRST` runs are timed, then those of tasks
+    /// whose sequence number is a multiple of `SAMPLE_EVERY`.
+    sampled: u64,
 }
 
 /// Tasks whose kernels take less than this run on the orchestrating thread even with a pool.
@@ -764,7 +765,7 @@ impl Runtime {
             ci,
             body,
             est_ns: u64::MAX,
-            runs: 0,
+            sampled: 0,
         });
         KernelId(self.kernels.len() as u32 - 1)
     }
@@ -1553,9 +1554,14 @@ impl Runtime {
             return;
         };
         let ki = self.slot(seq).kernel as usize;
-        if self.cfg.threads <= 1 {
-            // One thread: run here, no timing.
-            if let Err(m) = run_job(&data, seq, &*self.kernels[ki].body) {
+        let ke = &self.kernels[ki];
+        // One thread never times; with a pool, only the samples are timed, and every other
+        // inline run takes exactly the one-thread path.
+        let timed = self.cfg.threads > 1
+            && inline
+            && (ke.sampled < SAMPLE_FIRST || seq.is_multiple_of(SAMPLE_EVERY));
+        if (self.cfg.threads <= 1 || inline) && !timed {
+            if let Err(m) = run_job(&data, seq, &*ke.body) {
                 self.failed_inline.get_or_insert((seq, m));
             }
             self.exec_free.push(data);
@@ -1577,14 +1583,10 @@ impl Runtime {
             return;
         }
         let ke = &mut self.kernels[ki];
-        ke.runs += 1;
-        let timed = ke.runs <= SAMPLE_FIRST || ke.runs.is_multiple_of(SAMPLE_EVERY);
-        let t0 = timed.then(Instant::now);
+        ke.sampled += 1;
+        let t0 = Instant::now();
         let r = run_job(&data, seq, &*ke.body);
-        if let Some(t0) = t0 {
-            let ns = t0.elapsed().as_nanos() as u64;
-            ke.est_ns = estimate(ke.est_ns, ns);
-        }
+        ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
         if let Err(m) = r {
             self.failed_inline.get_or_insert((seq, m));
         }

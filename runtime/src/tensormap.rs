@@ -381,8 +381,8 @@ impl TensorMap {
 
     /// (overlaps, contains): does the entry's region meet `r`, and contain all of it?
     #[inline(always)]
-    fn meet(&self, g: &Geo, e: &Entry, r: &Region) -> (bool, bool) {
-        let Some(iv) = self.intervals(g, e) else {
+    fn meet(&self, e: &Entry, r: &Region) -> (bool, bool) {
+        let Some(iv) = self.intervals(&self.geo[r.tensor.0 as usize], e) else {
             let b = &self.bigs[e.d as usize];
             return (overlaps(r, b), covers(b, r));
         };
@@ -410,7 +410,6 @@ impl TensorMap {
     #[inline(always)]
     fn walk(
         &mut self,
-        geo: &Geo,
         h: Head,
         r: &Region,
         cell: u32,
@@ -446,7 +445,7 @@ impl TensorMap {
                 let (ov, cv) = if cell != u32::MAX && e.tf & (F_SMALL | F_BIG) == 0 {
                     (e.d == cell, e.d == cell)
                 } else {
-                    self.meet(geo, &e, r)
+                    self.meet(&e, r)
                 };
                 if ov && stop != Some(e.task) {
                     if pending(e.task) {
@@ -476,10 +475,9 @@ impl TensorMap {
         out: &mut Vec<u32>,
     ) {
         let (t, write) = (a.t, a.write);
-        let g = self.geo[t as usize];
-        let g = &g;
+        let pending_writers = self.geo[t as usize].pending_writers;
         // A read meets only writers, and a completed writer needs no edge.
-        if !write && g.pending_writers == 0 {
+        if !write && pending_writers == 0 {
             return;
         }
         let q = a.q;
@@ -490,7 +488,7 @@ impl TensorMap {
                 let e = *self.entry(gen);
                 if e.tf >> F_BITS == t
                     && (write || e.tf & F_WRITE != 0)
-                    && self.meet(g, &e, r).0
+                    && self.meet(&e, r).0
                     && pending(e.task)
                 {
                     out.push(e.task);
@@ -505,7 +503,6 @@ impl TensorMap {
         };
         let mut stop = if a.n == 1 {
             self.walk(
-                g,
                 Head::Table(a.slot + 1),
                 r,
                 a.cell,
@@ -519,7 +516,7 @@ impl TensorMap {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, true));
-                    let s = self.walk(g, h, r, a.cell, false, None, &pending, out);
+                    let s = self.walk(h, r, a.cell, false, None, &pending, out);
                     stop = newer(stop, s);
                 }
             }
@@ -528,7 +525,6 @@ impl TensorMap {
         let wide = self.wide[t as usize];
         if self.live(wide[1]) {
             let s = self.walk(
-                g,
                 Head::Wide(t as usize, 1),
                 r,
                 a.cell,
@@ -543,18 +539,17 @@ impl TensorMap {
             return;
         }
         if a.n == 1 {
-            self.walk(g, Head::Table(a.slot), r, a.cell, true, stop, &pending, out);
+            self.walk(Head::Table(a.slot), r, a.cell, true, stop, &pending, out);
         } else {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, false));
-                    self.walk(g, h, r, a.cell, true, stop, &pending, out);
+                    self.walk(h, r, a.cell, true, stop, &pending, out);
                 }
             }
         }
         if self.live(wide[0]) {
             self.walk(
-                g,
                 Head::Wide(t as usize, 0),
                 r,
                 a.cell,

@@ -17,7 +17,7 @@ use super::{CallSite, Fail, SiteArg, Ty};
 use cranelift::codegen::ir::{BlockArg, FuncRef};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::prelude::*;
-use wsp_ir::exec::{expr_reads, iter_reads, MAX_LOOP_ITERATIONS};
+use wsp_ir::exec::{chan_name, expr_reads, iter_reads, MAX_LOOP_ITERATIONS};
 use wsp_ir::kernel::ParamKind;
 use wsp_ir::workload::*;
 use wsp_ir::ScalarValue;
@@ -470,15 +470,6 @@ impl Gen<'_, '_> {
         }
     }
 
-    fn chan_name(&self, c: ChannelId) -> String {
-        self.f
-            .p
-            .channels
-            .get(c.index())
-            .map(|c| c.name.clone())
-            .unwrap_or_else(|| "?".into())
-    }
-
     fn stmt(&mut self, s: &WStmt) -> R<()> {
         match s {
             WStmt::For {
@@ -543,7 +534,7 @@ impl Gen<'_, '_> {
                 if !self.process {
                     self.fail0(Fail::InThread(format!(
                         "`send` on channel `{}` outside a `connect` of its processes",
-                        self.chan_name(*channel)
+                        chan_name(self.f.p, *channel)
                     )));
                     return Ok(());
                 }
@@ -580,7 +571,7 @@ impl Gen<'_, '_> {
                 if !self.process {
                     self.fail0(Fail::InThread(format!(
                         "`consume` on channel `{}` outside a `connect` of its processes",
-                        self.chan_name(*channel)
+                        chan_name(self.f.p, *channel)
                     )));
                     return Ok(());
                 }

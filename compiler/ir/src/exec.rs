@@ -227,11 +227,13 @@ pub struct ProcThread<'p> {
     pub produces: Vec<ChannelId>,
 }
 
-/// The process instances of a `connect` (`replicate(p, n)` gives `p#0` … `p#n-1`).
-pub fn connect_threads<'p>(
+/// The process instances of a `connect`, in order: each process's id, its definition and the
+/// instance's name (`replicate(p, n)` gives `p#0` … `p#n-1`). The interpreter and the
+/// compiled orchestration both start their instances from this list.
+pub fn connect_instances<'p>(
     p: &'p Program,
     items: &[ConnectItem],
-) -> Result<Vec<ProcThread<'p>>, ExecError> {
+) -> Result<Vec<(ProcessId, &'p Process, String)>, ExecError> {
     let mut out = Vec::new();
     for item in items {
         let proc_ = p
@@ -239,31 +241,43 @@ pub fn connect_threads<'p>(
             .get(item.process.index())
             .ok_or_else(|| xerr(format!("process #{} does not exist", item.process.0)))?;
         for r in 0..item.replicas {
-            out.push(ProcThread {
-                th: Thread {
-                    name: if item.replicas > 1 {
-                        format!("{}#{r}", proc_.name)
-                    } else {
-                        proc_.name.clone()
-                    },
-                    vars: vec![None; proc_.vars.len()],
-                    var_names: &proc_.vars,
-                    frames: vec![Frame::Block {
-                        stmts: &proc_.body,
-                        pc: 0,
-                    }],
-                    pending: None,
-                    awaiting: None,
-                    process: Some(item.process),
-                    waiting: None,
-                    var_axes: vec![None; proc_.vars.len()],
-                    external: None,
-                },
-                produces: proc_.produces.clone(),
-            });
+            let name = if item.replicas > 1 {
+                format!("{}#{r}", proc_.name)
+            } else {
+                proc_.name.clone()
+            };
+            out.push((item.process, proc_, name));
         }
     }
     Ok(out)
+}
+
+/// The process instances of a `connect`, ready to step.
+pub fn connect_threads<'p>(
+    p: &'p Program,
+    items: &[ConnectItem],
+) -> Result<Vec<ProcThread<'p>>, ExecError> {
+    Ok(connect_instances(p, items)?
+        .into_iter()
+        .map(|(id, proc_, name)| ProcThread {
+            th: Thread {
+                name,
+                vars: vec![None; proc_.vars.len()],
+                var_names: &proc_.vars,
+                frames: vec![Frame::Block {
+                    stmts: &proc_.body,
+                    pc: 0,
+                }],
+                pending: None,
+                awaiting: None,
+                process: Some(id),
+                waiting: None,
+                var_axes: vec![None; proc_.vars.len()],
+                external: None,
+            },
+            produces: proc_.produces.clone(),
+        })
+        .collect())
 }
 
 impl<'p> ProcThread<'p> {

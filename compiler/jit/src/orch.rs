@@ -545,40 +545,30 @@ impl<'p> CompiledOrch<'p> {
         Ok(())
     }
 
-    /// The process instances of a `connect`, like [`wsp_ir::exec::connect_threads`].
+    /// The process instances of a `connect` ([`wsp_ir::exec::connect_instances`]), compiled.
     pub fn connect_threads(
         &self,
         items: &[ConnectItem],
     ) -> Result<Vec<CompiledProc<'_>>, ExecError> {
-        let mut out = Vec::new();
-        for item in items {
-            let pr = self
-                .p
-                .processes
-                .get(item.process.index())
-                .ok_or_else(|| xerr(format!("process #{} does not exist", item.process.0)))?;
-            let body = self
-                .processes
-                .get(item.process.index())
-                .ok_or_else(|| xerr(format!("process `{}` is not compiled", pr.name)))?;
-            for r in 0..item.replicas {
-                out.push(CompiledProc {
+        exec::connect_instances(self.p, items)?
+            .into_iter()
+            .map(|(id, pr, name)| {
+                let body = self
+                    .processes
+                    .get(id.index())
+                    .ok_or_else(|| xerr(format!("process `{}` is not compiled", pr.name)))?;
+                Ok(CompiledProc {
                     o: self,
                     body,
                     frame: body.frame(),
-                    name: if item.replicas > 1 {
-                        format!("{}#{r}", pr.name)
-                    } else {
-                        pr.name.clone()
-                    },
+                    name,
                     io: ExtIo::default(),
                     st: ProcState::default(),
                     produces: pr.produces.clone(),
                     done: false,
-                });
-            }
-        }
-        Ok(out)
+                })
+            })
+            .collect()
     }
 }
 

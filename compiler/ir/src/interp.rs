@@ -187,6 +187,15 @@ pub fn broadcast_extent(operands: &[Option<Extent>]) -> Result<Option<Extent>, S
 /// The most elements one tile may hold (2²⁴; on-chip buffers hold far less).
 pub const MAX_TILE_ELEMENTS: usize = 1 << 24;
 
+/// The error for a tile argument whose dtype or shape is not its parameter's (the JIT's
+/// entry reports the same words).
+pub fn tile_arg_mismatch(name: &str, t: &Tile, want: &TileType) -> String {
+    format!(
+        "argument `{name}` is {}[{}, {}], expected {}[{}, {}]",
+        t.dtype, t.shape[0], t.shape[1], want.dtype, want.shape[0], want.shape[1]
+    )
+}
+
 /// Runs `kernel` on `args` (one per parameter, in order). Tile arguments of `out`/`inout`
 /// parameters are updated in place.
 pub fn run_kernel(kernel: &Kernel, args: &mut [KernelArg]) -> Result<(), KernelError> {
@@ -216,16 +225,7 @@ pub fn run_kernel(kernel: &Kernel, args: &mut [KernelArg]) -> Result<(), KernelE
         match (&p.kind, a) {
             (ParamKind::Tile { tile, partial, .. }, KernelArg::Tile(t)) => {
                 if t.dtype != tile.dtype || t.shape != tile.shape {
-                    return Err(err(format!(
-                        "argument `{}` is {}[{}, {}], expected {}[{}, {}]",
-                        p.name,
-                        t.dtype,
-                        t.shape[0],
-                        t.shape[1],
-                        tile.dtype,
-                        tile.shape[0],
-                        tile.shape[1]
-                    )));
+                    return Err(err(tile_arg_mismatch(&p.name, t, tile)));
                 }
                 for (d, part) in partial.iter().enumerate() {
                     let bad = t.valid[d] > t.shape[d] || (!part && t.valid[d] != t.shape[d]);

@@ -36,7 +36,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
-use wsp_ir::interp::{KernelArg, KernelError};
+use wsp_ir::interp::{tile_arg_mismatch, KernelArg, KernelError};
 use wsp_ir::kernel::*;
 use wsp_ir::tensor::Data;
 
@@ -187,16 +187,7 @@ impl CompiledKernel {
                 (KernelArg::Tile(t), ParamKind::Tile { tile, .. }, Some(ParamSlot::Tile(_))) => {
                     if t.dtype != tile.dtype || t.shape != tile.shape || t.data.len() != tile.len()
                     {
-                        return Err(kerr(format!(
-                            "argument `{}` is {}[{}, {}], expected {}[{}, {}]",
-                            p.name,
-                            t.dtype,
-                            t.shape[0],
-                            t.shape[1],
-                            tile.dtype,
-                            tile.shape[0],
-                            tile.shape[1]
-                        )));
+                        return Err(kerr(tile_arg_mismatch(&p.name, t, tile)));
                     }
                     bufs.push(t.data.to_bytes(tile.dtype));
                 }

@@ -271,51 +271,103 @@ impl ReadyQ {
 
 /// The event queue, earliest (time, order) first. `Ready` events come a fixed delay after the
 /// current time, which never goes back, so they arrive in order and wait in a FIFO; the
-/// others share a heap.
+/// others share a binary heap ordered by (time, order) alone: the order is unique, so the
+/// events themselves are never compared.
 #[derive(Default)]
 struct Events {
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    fifo: VecDeque<(u64, u64, Ev)>,
+    heap: Vec<Timed>,
+    fifo: VecDeque<Timed>,
     order: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Timed {
+    t: u64,
+    order: u64,
+    ev: Ev,
+}
+
+impl Timed {
+    #[inline(always)]
+    fn key(&self) -> (u64, u64) {
+        (self.t, self.order)
+    }
 }
 
 impl Events {
     fn push(&mut self, t: u64, ev: Ev) {
         self.order += 1;
-        if matches!(ev, Ev::Ready(_)) && self.fifo.back().is_none_or(|b| b.0 <= t) {
-            self.fifo.push_back((t, self.order, ev));
-        } else {
-            self.heap.push(Reverse((t, self.order, ev)));
+        let x = Timed {
+            t,
+            order: self.order,
+            ev,
+        };
+        if matches!(ev, Ev::Ready(_)) && self.fifo.back().is_none_or(|b| b.t <= t) {
+            self.fifo.push_back(x);
+            return;
         }
+        // Sift a hole up from the end.
+        let h = &mut self.heap;
+        let mut i = h.len();
+        h.push(x);
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if h[p].key() <= x.key() {
+                break;
+            }
+            h[i] = h[p];
+            i = p;
+        }
+        h[i] = x;
     }
     /// The earliest event's time.
     fn next_time(&self) -> Option<u64> {
-        match (self.heap.peek(), self.fifo.front()) {
-            (Some(Reverse(h)), Some(f)) => Some(h.0.min(f.0)),
-            (Some(Reverse(h)), None) => Some(h.0),
-            (None, f) => f.map(|f| f.0),
+        match (self.heap.first(), self.fifo.front()) {
+            (Some(h), Some(f)) => Some(h.t.min(f.t)),
+            (Some(h), None) => Some(h.t),
+            (None, f) => f.map(|f| f.t),
         }
     }
     /// Takes the earliest event if it is due at `t`.
     fn pop_at(&mut self, t: u64) -> Option<Ev> {
-        let from_heap = match (self.heap.peek(), self.fifo.front()) {
-            (Some(Reverse(h)), Some(f)) => (h.0, h.1) <= (f.0, f.1),
+        let from_heap = match (self.heap.first(), self.fifo.front()) {
+            (Some(h), Some(f)) => h.key() <= f.key(),
             (Some(_), None) => true,
             (None, _) => false,
         };
-        if from_heap {
-            match self.heap.peek_mut() {
-                Some(top) if top.0 .0 == t => {
-                    Some(std::collections::binary_heap::PeekMut::pop(top).0 .2)
-                }
+        if !from_heap {
+            return match self.fifo.front() {
+                Some(f) if f.t == t => self.fifo.pop_front().map(|f| f.ev),
                 _ => None,
-            }
-        } else {
-            match self.fifo.front() {
-                Some(f) if f.0 == t => self.fifo.pop_front().map(|f| f.2),
-                _ => None,
-            }
+            };
         }
+        let h = &mut self.heap;
+        if h.first().is_none_or(|x| x.t != t) {
+            return None;
+        }
+        let last = h.pop()?;
+        let Some(&top) = h.first() else {
+            return Some(last.ev);
+        };
+        // Sift the last element down from the root's hole.
+        let n = h.len();
+        let mut i = 0;
+        loop {
+            let mut c = 2 * i + 1;
+            if c >= n {
+                break;
+            }
+            if c + 1 < n && h[c + 1].key() < h[c].key() {
+                c += 1;
+            }
+            if last.key() <= h[c].key() {
+                break;
+            }
+            h[i] = h[c];
+            i = c;
+        }
+        h[i] = last;
+        Some(top.ev)
     }
 }
 
@@ -566,7 +618,7 @@ pub struct Runtime {
     v9: V9Clock,
     total_edges: u64,
     makespan: u64,
-    scratch: Vec<u64>,
+    /// The submitted task's predecessors (low 32 bits of their sequence numbers).
     deps: Vec<u32>,
     /// The submitted task's arguments as the tensor map sees them.
     accesses: Vec<Access>,
@@ -719,7 +771,6 @@ impl Runtime {
             v9: V9Clock::new(v9n, window as usize),
             total_edges: 0,
             makespan: 0,
-            scratch: Vec::new(),
             deps: Vec::new(),
             accesses: Vec::new(),
             io_cache: [None; IO_CACHE],
@@ -973,32 +1024,45 @@ impl Runtime {
         self.submit_from(t, NIL)
     }
 
-    fn validate(&self, t: &TaskDesc<'_>) -> Result<(), RuntimeError> {
+    /// One pass over the task's arguments: checks each against its tensor, prepares it for
+    /// the tensor map (into `self.accesses`), and returns the entries they take and the bytes
+    /// the task reads and writes.
+    fn prepare(&mut self, t: &TaskDesc<'_>) -> Result<(u64, u64, u64), RuntimeError> {
         if t.kernel.0 as usize >= self.kernels.len() {
             return api(format!("unknown kernel id {}", t.kernel.0));
         }
-        for (i, a) in t.args.iter().enumerate() {
+        self.accesses.clear();
+        let (mut need, mut i, mut o) = (0, 0, 0);
+        for (n, a) in t.args.iter().enumerate() {
             let r = &a.region;
             let Some(ten) = self.tensors.get(r.tensor.0 as usize).filter(|t| t.live) else {
-                return api(format!("argument {i}: unknown tensor id {}", r.tensor.0));
+                return api(format!("argument {n}: unknown tensor id {}", r.tensor.0));
             };
             if r.rank as usize != ten.rank {
                 return api(format!(
-                    "argument {i}: region of rank {} on a tensor of rank {}",
+                    "argument {n}: region of rank {} on a tensor of rank {}",
                     r.rank, ten.rank
                 ));
             }
+            let mut elems = 1u64;
             for d in 0..ten.rank {
                 if r.last(d) >= ten.dims[d] {
                     return api(format!(
-                        "argument {i}: dimension {d} reaches index {} but the tensor has {}",
+                        "argument {n}: dimension {d} reaches index {} but the tensor has {}",
                         r.last(d),
                         ten.dims[d]
                     ));
                 }
+                elems = elems.saturating_mul(r.extents[d] as u64);
             }
+            let b = elems.saturating_mul(ten.elem_size);
+            let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
+            need += TensorMap::entries_for(&acc) as u64;
+            self.accesses.push(acc);
+            i += if a.dir.reads() { b } else { 0 };
+            o += if a.dir.writes() { b } else { 0 };
         }
-        Ok(())
+        Ok((need, i, o))
     }
 
     fn slot(&self, seq: u64) -> &Slot {
@@ -1043,7 +1107,8 @@ impl Runtime {
         }
     }
 
-    /// The in-flight tasks `t` depends on (sorted, deduplicated) into `self.scratch`.
+    /// The in-flight tasks `t` depends on into `self.deps`, as the low 32 bits of their
+    /// sequence numbers, in submission order without repeats.
     fn collect_preds(&mut self, t: &TaskDesc<'_>, key: i64) {
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
@@ -1052,41 +1117,21 @@ impl Runtime {
         for (a, acc) in t.args.iter().zip(&self.accesses) {
             self.tmap.deps(acc, &a.region, pending, &mut deps);
         }
-        let mut preds = std::mem::take(&mut self.scratch);
-        preds.clear();
-        preds.extend(deps.iter().map(|&d| self.seq_of(d)));
-        self.deps = deps;
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
-            let s = key.rem_euclid(n) as usize;
-            let last = self.streams_last[s];
+            let last = self.streams_last[key.rem_euclid(n) as usize];
             if last != u64::MAX && self.is_live(last) {
-                preds.push(last);
+                deps.push(last as u32);
             }
         }
-        if preds.len() > 1 {
-            preds.sort_unstable();
-            preds.dedup();
+        if deps.len() > 1 {
+            // Age order: distance from the ring's head (sequence numbers in flight differ by
+            // less than 2^32).
+            let h = self.head as u32;
+            deps.sort_unstable_by_key(|d| d.wrapping_sub(h));
+            deps.dedup();
         }
-        self.scratch = preds;
-    }
-
-    /// Prepares the task's arguments for the tensor map; returns the entries they take and
-    /// the bytes the task reads and writes.
-    fn prepare_accesses(&mut self, t: &TaskDesc<'_>) -> (u64, u64, u64) {
-        self.accesses.clear();
-        let (mut need, mut i, mut o) = (0, 0, 0);
-        for a in t.args {
-            let r = &a.region;
-            let ten = &self.tensors[r.tensor.0 as usize];
-            let b = r.elements() * ten.elem_size;
-            let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
-            need += TensorMap::entries_for(&acc) as u64;
-            self.accesses.push(acc);
-            i += if a.dir.reads() { b } else { 0 };
-            o += if a.dir.writes() { b } else { 0 };
-        }
-        (need, i, o)
+        self.deps = deps;
     }
 
     fn entries_free(&self) -> u64 {
@@ -1098,8 +1143,7 @@ impl Runtime {
     }
 
     fn submit_from(&mut self, t: &TaskDesc<'_>, proc: u32) -> Result<TaskId, RuntimeError> {
-        self.validate(t)?;
-        let (need_m, in_bytes, out_bytes) = self.prepare_accesses(t);
+        let (need_m, in_bytes, out_bytes) = self.prepare(t)?;
         if need_m > self.cfg.tensormap_pool as u64 {
             return Err(self.deadlock(
                 StallReason::TensormapPoolFull,
@@ -1136,7 +1180,7 @@ impl Runtime {
         // 2. Room for the edges and the tensor-map entries.
         let preds = loop {
             self.collect_preds(t, key);
-            let need_e = self.scratch.len() as u64;
+            let need_e = self.deps.len() as u64;
             if need_e > self.cfg.deplist_pool as u64 {
                 let m = format!(
                     "raise deplist_pool to at least {need_e} (one task depends on {need_e} in-flight tasks)"
@@ -1169,7 +1213,7 @@ impl Runtime {
                 self.note_stall(1, t0);
                 continue;
             }
-            if self.scratch.is_empty() {
+            if self.deps.is_empty() {
                 let ci = self.kernels[kernel as usize].ci;
                 if self.classes[ci].queued >= self.cfg.ready_queue {
                     let t0 = self.now;
@@ -1181,7 +1225,7 @@ impl Runtime {
                     continue;
                 }
             }
-            break std::mem::take(&mut self.scratch);
+            break std::mem::take(&mut self.deps);
         };
         // 3. Fill the slot.
         let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
@@ -1255,7 +1299,7 @@ impl Runtime {
         self.rings[0].set(self.next_seq - self.head);
         let low = seq as u32;
         for &p in &preds {
-            let ps = &mut self.ring[(p & self.ring_mask) as usize];
+            let ps = &mut self.ring[(p as u64 & self.ring_mask) as usize];
             let e = Edge {
                 succ: low,
                 next: ps.succ,
@@ -1270,13 +1314,14 @@ impl Runtime {
             };
             ps.succ = id;
             if self.cfg.record {
+                let p = self.seq_of(p);
                 self.graph_edges.push((p, seq));
             }
         }
         self.total_edges += preds.len() as u64;
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
-        self.scratch = preds;
+        self.deps = preds;
         for (a, acc) in t.args.iter().zip(&self.accesses) {
             self.tmap.insert(acc, &a.region, low);
         }
@@ -1440,6 +1485,10 @@ impl Runtime {
         let mut started = std::mem::take(&mut self.started);
         started.clear();
         self.dispatch_into(&mut started);
+        if started.is_empty() {
+            self.started = started;
+            return;
+        }
         // With a pool: a lone task with an idle pool, or a task whose kernel is too short to
         // pay for a round trip, runs on this thread; the others run on the pool in parallel.
         let lone = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
@@ -1542,7 +1591,9 @@ impl Runtime {
                         cat: "task",
                     });
                 }
-                started.push(seq);
+                if !self.execs.is_empty() {
+                    started.push(seq);
+                }
                 self.push_event(end, Ev::Done(seq));
             }
         }

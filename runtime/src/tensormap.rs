@@ -68,6 +68,8 @@ struct Geo {
     /// Writing arguments of tasks that have not completed (for `wait_tensor`, and to skip
     /// reads that cannot meet a writer).
     pending_writers: u32,
+    /// Rank 2 with power-of-two buckets whose cells fit an entry: [`TensorMap::tile`] applies.
+    tiled: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -278,7 +280,25 @@ impl TensorMap {
                 u32::MAX
             }
         });
+        let top = ((nb[0] - 1) as u64) << g.b1_bits | (nb[1] - 1) as u64;
+        g.tiled = g.rank == 2 && !g.shift.contains(&u32::MAX) && top <= u32::MAX as u64;
         g.init = true;
+    }
+
+    /// The bucket of `r` when it is exactly one cell of a tiled grid (the usual tile): the
+    /// cheap case of [`TensorMap::span`] and [`TensorMap::cell`].
+    #[inline(always)]
+    fn tile(g: &Geo, r: &Region) -> Option<(i64, i64)> {
+        if !g.tiled {
+            return None;
+        }
+        let (o, e, s) = (r.offsets, r.extents, r.strides);
+        let b = [o[0] >> g.shift[0], o[1] >> g.shift[1]];
+        let whole = |d: usize| {
+            let lo = b[d] << g.shift[d];
+            lo == o[d] && e[d] == (lo + g.bsize[d]).min(g.dims[d]) - lo && (s[d] == 1 || e[d] == 1)
+        };
+        (whole(0) && whole(1)).then_some((b[0], b[1]))
     }
 
     /// The bucket rectangle of `r`: inclusive (first, last) along dimensions 0 and 1.
@@ -324,6 +344,16 @@ impl TensorMap {
             self.init_grid(r, dims);
         }
         let g = &self.geo[t as usize];
+        if let Some((b0, b1)) = Self::tile(g, r) {
+            return Access {
+                t,
+                write,
+                q: [(b0, b0), (b1, b1)],
+                n: 1,
+                slot: self.slot_of(t, b0, b1, false),
+                cell: ((b0 as u64) << g.b1_bits | b1 as u64) as u32,
+            };
+        }
         let q = Self::span(g, r);
         let n = Self::count(&q);
         let cell = if n == 1 {

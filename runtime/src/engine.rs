@@ -1477,11 +1477,18 @@ impl Runtime {
         self.events.push(t, ev);
     }
 
-    /// Starts ready tasks on idle cores at the current time.
+    /// Starts ready tasks on idle cores at the current time. Called after every step that
+    /// might have made work, so the nothing-to-do case is a flag test in the caller.
+    #[inline(always)]
     fn dispatch(&mut self) {
-        if !std::mem::take(&mut self.dispatch_due) {
-            return;
+        if self.dispatch_due {
+            self.dispatch_due = false;
+            self.dispatch_now();
         }
+    }
+
+    #[inline(never)]
+    fn dispatch_now(&mut self) {
         let mut started = std::mem::take(&mut self.started);
         started.clear();
         self.dispatch_into(&mut started);

@@ -117,6 +117,8 @@ impl From<ApiError> for RuntimeError {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn api<T>(m: String) -> Result<T, RuntimeError> {
     Err(RuntimeError::Api(m))
 }
@@ -1980,6 +1982,8 @@ impl Runtime {
         s
     }
 
+    #[cold]
+    #[inline(never)]
     fn deadlock(&mut self, reason: StallReason, mitigation: String) -> RuntimeError {
         let blocked = self
             .procs

@@ -85,19 +85,19 @@ struct Entry {
     d: u32,
 }
 
-/// A region argument as the map sees it, worked out once for its scan and its insert.
+/// A region argument as the map sees it, worked out once for its scan and its insert (small:
+/// one per argument is kept while the task is submitted). The bucket rectangle of a region
+/// spanning several buckets is worked out again where needed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Access {
     t: u32,
-    write: bool,
-    /// The bucket rectangle: inclusive (first, last) along dimensions 0 and 1.
-    q: [(i64, i64); 2],
-    /// Buckets spanned.
-    n: i64,
     /// With one bucket: its table pair (readers at `slot`, writers at `slot + 1`).
-    slot: usize,
+    slot: u32,
     /// The region as a grid cell (`u32::MAX`: it is not one).
     cell: u32,
+    /// Buckets spanned (saturating).
+    n: u32,
+    write: bool,
 }
 
 /// A chain head: a hash-table slot, or a tensor's wide chain (`[readers, writers]`).
@@ -347,11 +347,10 @@ impl TensorMap {
         if let Some((b0, b1)) = Self::tile(g, r) {
             return Access {
                 t,
-                write,
-                q: [(b0, b0), (b1, b1)],
-                n: 1,
-                slot: self.slot_of(t, b0, b1, false),
+                slot: self.slot_of(t, b0, b1, false) as u32,
                 cell: ((b0 as u64) << g.b1_bits | b1 as u64) as u32,
+                n: 1,
+                write,
             };
         }
         let q = Self::span(g, r);
@@ -363,20 +362,19 @@ impl TensorMap {
         };
         Access {
             t,
-            write,
-            q,
-            n,
-            slot: self.slot_of(t, q[0].0, q[1].0, false),
+            slot: self.slot_of(t, q[0].0, q[1].0, false) as u32,
             cell,
+            n: n.clamp(0, u32::MAX as i64) as u32,
+            write,
         }
     }
 
     /// Entries `insert` will take for `a`.
     pub(crate) fn entries_for(a: &Access) -> u32 {
-        if a.n > WIDE_SPAN {
+        if a.n as i64 > WIDE_SPAN {
             1
         } else {
-            a.n as u32
+            a.n
         }
     }
 
@@ -510,8 +508,7 @@ impl TensorMap {
         if !write && pending_writers == 0 {
             return;
         }
-        let q = a.q;
-        if a.n > self.used() as i64 {
+        if a.n > self.used() {
             // Cheaper to look at every live entry than at every bucket.
             let mut gen = self.tail;
             while gen != self.alloc {
@@ -533,7 +530,7 @@ impl TensorMap {
         };
         let mut stop = if a.n == 1 {
             self.walk(
-                Head::Table(a.slot + 1),
+                Head::Table(a.slot as usize + 1),
                 r,
                 a.cell,
                 false,
@@ -543,6 +540,7 @@ impl TensorMap {
             )
         } else {
             let mut stop = None;
+            let q = Self::span(&self.geo[t as usize], r);
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, true));
@@ -569,8 +567,9 @@ impl TensorMap {
             return;
         }
         if a.n == 1 {
-            self.walk(Head::Table(a.slot), r, a.cell, true, stop, &pending, out);
+            self.walk(Head::Table(a.slot as usize), r, a.cell, true, stop, &pending, out);
         } else {
+            let q = Self::span(&self.geo[t as usize], r);
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, false));
@@ -654,16 +653,16 @@ impl TensorMap {
             d,
         };
         if a.n == 1 {
-            self.push(e, Head::Table(a.slot + write as usize));
+            self.push(e, Head::Table(a.slot as usize + write as usize));
             return;
         }
-        if a.n > WIDE_SPAN {
+        if a.n as i64 > WIDE_SPAN {
             self.push(e, Head::Wide(t as usize, write as usize));
             return;
         }
         // One entry per bucket; the first is the argument's own (it alone counts as a
         // pending writer and frees the side-table region).
-        let q = a.q;
+        let q = Self::span(&self.geo[t as usize], r);
         for b0 in q[0].0..=q[0].1 {
             for b1 in q[1].0..=q[1].1 {
                 let h = Head::Table(self.slot_of(t, b0, b1, write));

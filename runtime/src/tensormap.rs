@@ -110,7 +110,8 @@ enum Head {
 pub(crate) struct TensorMap {
     geo: Vec<Geo>,
     table: Vec<u32>,
-    mask: u32,
+    /// 64 − log2(pairs of heads): a multiplicative hash's top bits pick the pair.
+    hshift: u32,
     wide: Vec<[u32; 2]>,
     /// Storage by generation: chunk `(gen >> CHUNK_BITS) & cmask`; chunks of retired
     /// generations are freed (one is kept for reuse).
@@ -129,11 +130,6 @@ pub(crate) struct TensorMap {
     nside: u32,
     /// `alloc` at the last sweep of stale heads.
     swept: u32,
-}
-
-fn mix(x: u64) -> u64 {
-    let x = (x ^ (x >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x ^ (x >> 29)
 }
 
 /// The compact form of a dense rank ≤ 2 region whose coordinates fit `i32`.
@@ -164,7 +160,7 @@ impl TensorMap {
         TensorMap {
             geo: Vec::new(),
             table: vec![u32::MAX; size],
-            mask: size as u32 - 1,
+            hshift: 64 - (size as u64 / 2).trailing_zeros(),
             wide: Vec::new(),
             chunks: (0..nchunks).map(|_| Box::default()).collect(),
             cmask: nchunks as u32 - 1,
@@ -329,10 +325,9 @@ impl TensorMap {
     /// one cache line serves a task's scan of one chain and its insert into the other.
     #[inline(always)]
     fn slot_of(&self, t: u32, b0: i64, b1: i64, w: bool) -> usize {
-        let k = t as u64
-            ^ (b0 as u64).wrapping_mul(0x1000_0000_01b3)
-            ^ (b1 as u64).wrapping_mul(0x9e37_79b9);
-        ((mix(k) as u32 & (self.mask >> 1)) << 1 | w as u32) as usize
+        let k = (t as u64) << 44 ^ (b0 as u64) << 22 ^ b1 as u64 ^ (b1 as u64) >> 22;
+        let pair = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.hshift;
+        (pair << 1 | w as u64) as usize
     }
 
     /// Prepares region argument `r` (`dims`: its tensor's shape; the tensor's grid comes from

@@ -225,11 +225,13 @@ enum Ev {
     Token(u32),
 }
 
-/// A ready queue, least (key, stamp, task) first. FIFO and LIFO keys are monotone in the
-/// ready stamp, so a deque serves them; priorities need a heap.
+/// A ready queue of sequence numbers. FIFO and LIFO take tasks in push order (a task is
+/// queued once, and only on its class's shared queue under work stealing, only on its core's
+/// own queue under fixed dispatch, so no two queues are ever compared); priorities need a
+/// heap, least (negated key, ready stamp) first.
 enum ReadyQ {
-    Fifo(VecDeque<(i64, u64, u64)>),
-    Lifo(Vec<(i64, u64, u64)>),
+    Fifo(VecDeque<u64>),
+    Lifo(Vec<u64>),
     Heap(BinaryHeap<Reverse<(i64, u64, u64)>>),
 }
 
@@ -241,25 +243,11 @@ impl ReadyQ {
             ReadyOrder::Priority => ReadyQ::Heap(BinaryHeap::new()),
         }
     }
-    fn push(&mut self, x: (i64, u64, u64)) {
-        match self {
-            ReadyQ::Fifo(q) => q.push_back(x),
-            ReadyQ::Lifo(q) => q.push(x),
-            ReadyQ::Heap(q) => q.push(Reverse(x)),
-        }
-    }
-    fn peek(&self) -> Option<(i64, u64, u64)> {
-        match self {
-            ReadyQ::Fifo(q) => q.front().copied(),
-            ReadyQ::Lifo(q) => q.last().copied(),
-            ReadyQ::Heap(q) => q.peek().map(|r| r.0),
-        }
-    }
-    fn pop(&mut self) -> Option<(i64, u64, u64)> {
+    fn pop(&mut self) -> Option<u64> {
         match self {
             ReadyQ::Fifo(q) => q.pop_front(),
             ReadyQ::Lifo(q) => q.pop(),
-            ReadyQ::Heap(q) => q.pop().map(|r| r.0),
+            ReadyQ::Heap(q) => q.pop().map(|r| r.0 .2),
         }
     }
     fn is_empty(&self) -> bool {
@@ -1429,44 +1417,41 @@ impl Runtime {
     }
 
     fn make_ready(&mut self, seq: u64) {
-        let (kernel, core) = {
-            let s = self.slot_mut(seq);
-            s.state = State::Ready;
-            (s.kernel, s.core)
-        };
-        let key = self.key_of(seq);
+        let s = &mut self.ring[(seq & self.ring_mask) as usize];
+        s.state = State::Ready;
+        let (kernel, core) = (s.kernel, s.core);
         let ci = self.kernels[kernel as usize].ci;
         if self.classes[ci].queued >= self.cfg.ready_queue {
             self.classes[ci].overflow.push_back(seq);
             self.rings[4].stalls += 1;
             return;
         }
-        self.enqueue(ci, seq, core, key);
+        self.enqueue(ci, seq, core);
     }
 
-    /// The policy key of a task (kept only for `priority`, the one order that reads it here).
-    fn key_of(&self, seq: u64) -> i64 {
-        self.keys
-            .get((seq & self.ring_mask) as usize)
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn enqueue(&mut self, ci: usize, seq: u64, core: u16, key: i64) {
-        self.ready_stamp += 1;
-        let st = self.ready_stamp as i64;
-        let k = match self.cfg.policies.ready {
-            ReadyOrder::Fifo => (st, 0u64),
-            ReadyOrder::Lifo => (-st, 0),
-            ReadyOrder::Priority => (key.saturating_neg(), st as u64),
-        };
+    fn enqueue(&mut self, ci: usize, seq: u64, core: u16) {
         let c = &mut self.classes[ci];
-        let item = (k.0, k.1, seq);
-        if core == NO_CORE {
-            c.shared.push(item);
-        } else if let Some(cr) = c.cores.get_mut(core as usize) {
-            cr.queue.push(item);
-            c.own_bits[core as usize / 64] |= 1 << (core % 64);
+        // `NO_CORE` is no core's index (classes have fewer cores): the shared queue.
+        let q = match c.cores.get_mut(core as usize) {
+            Some(cr) => {
+                c.own_bits[core as usize / 64] |= 1 << (core % 64);
+                &mut cr.queue
+            }
+            None => &mut c.shared,
+        };
+        match q {
+            ReadyQ::Fifo(q) => q.push_back(seq),
+            ReadyQ::Lifo(q) => q.push(seq),
+            ReadyQ::Heap(q) => {
+                // The policy key is kept only for `priority`, the one order that reads it.
+                let key = self
+                    .keys
+                    .get((seq & self.ring_mask) as usize)
+                    .copied()
+                    .unwrap_or(0);
+                self.ready_stamp += 1;
+                q.push(Reverse((key.saturating_neg(), self.ready_stamp, seq)));
+            }
         }
         c.queued += 1;
         self.dispatch_due = true;
@@ -1515,6 +1500,7 @@ impl Runtime {
     fn dispatch_into(&mut self, started: &mut Vec<u64>) {
         let now = self.now;
         let disp = self.cfg.arch.overheads.dispatch;
+        let steal = self.cfg.policies.dispatch == Dispatch::WorkSteal;
         for ci in 0..self.classes.len() {
             let mut from = 0usize;
             loop {
@@ -1522,67 +1508,56 @@ impl Runtime {
                 if c.queued == 0 || c.idle == 0 {
                     break;
                 }
-                // The next idle core at or after `from` that has work: its own queue, or any
-                // idle core while the shared queue has tasks (cores in index order).
-                let any = !c.shared.is_empty();
-                let mut k = usize::MAX;
-                let mut w = from / 64;
-                while w < c.idle_bits.len() {
-                    let mut m = c.idle_bits[w] & if any { u64::MAX } else { c.own_bits[w] };
-                    if w == from / 64 {
-                        m &= u64::MAX << (from % 64);
-                    }
-                    if m != 0 {
-                        k = 64 * w + m.trailing_zeros() as usize;
+                // Work stealing queues every task on the shared queue: the lowest idle core
+                // takes the next. Fixed dispatch queues each on its core's own queue: the idle
+                // cores with tasks, in index order from the last taken.
+                let (k, seq) = if steal {
+                    let Some(w) = c.idle_bits.iter().position(|&m| m != 0) else {
                         break;
+                    };
+                    let Some(seq) = c.shared.pop() else { break };
+                    (64 * w + c.idle_bits[w].trailing_zeros() as usize, seq)
+                } else {
+                    let mut k = usize::MAX;
+                    let mut w = from / 64;
+                    while w < c.idle_bits.len() {
+                        let mut m = c.idle_bits[w] & c.own_bits[w];
+                        if w == from / 64 {
+                            m &= u64::MAX << (from % 64);
+                        }
+                        if m != 0 {
+                            k = 64 * w + m.trailing_zeros() as usize;
+                            break;
+                        }
+                        w += 1;
                     }
-                    w += 1;
-                }
-                if k == usize::MAX {
-                    break;
-                }
-                from = k + 1;
-                let own = c.cores[k].queue.peek();
-                let shared = c.shared.peek();
-                let take_own = match (own, shared) {
-                    (Some(a), Some(b)) => a <= b,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => continue,
-                };
-                let Some((_, _, seq)) = (if take_own {
-                    let r = c.cores[k].queue.pop();
-                    if c.cores[k].queue.is_empty() {
+                    let Some(q) = c.cores.get_mut(k).map(|cr| &mut cr.queue) else {
+                        break;
+                    };
+                    from = k + 1;
+                    let Some(seq) = q.pop() else { continue };
+                    if q.is_empty() {
                         c.own_bits[k / 64] &= !(1 << (k % 64));
                     }
-                    r
-                } else {
-                    c.shared.pop()
-                }) else {
-                    continue;
+                    (k, seq)
                 };
                 c.queued -= 1;
                 if let Some(o) = c.overflow.pop_front() {
-                    let (core, key) = (self.slot(o).core, self.key_of(o));
-                    self.enqueue(ci, o, core, key);
+                    let core = self.slot(o).core;
+                    self.enqueue(ci, o, core);
                 }
-                let (cycles, kernel) = {
-                    let s = self.slot(seq);
-                    (s.dur(), s.kernel)
-                };
-                let end = now + disp + cycles;
-                {
-                    let c = &mut self.classes[ci];
-                    let core = &mut c.cores[k];
-                    core.free_at = end;
-                    core.busy += end - now;
-                    core.tasks += 1;
-                    c.idle -= 1;
-                    c.idle_bits[k / 64] &= !(1 << (k % 64));
-                }
-                let slot = self.slot_mut(seq);
+                let slot = &mut self.ring[(seq & self.ring_mask) as usize];
+                let end = now + disp + slot.dur();
                 slot.state = State::Running;
                 slot.core = k as u16;
+                let kernel = slot.kernel;
+                let c = &mut self.classes[ci];
+                let core = &mut c.cores[k];
+                core.free_at = end;
+                core.busy += end - now;
+                core.tasks += 1;
+                c.idle -= 1;
+                c.idle_bits[k / 64] &= !(1 << (k % 64));
                 if self.cfg.record {
                     let name = format!(
                         "{}{:?}",
@@ -1689,7 +1664,9 @@ impl Runtime {
             match ev {
                 Ev::Done(seq) => {
                     self.complete(seq);
-                    done = true;
+                    // Only the head's completion can let the ring retire (a done task at the
+                    // head is held by a scope until it ends, which retires).
+                    done |= seq == self.head;
                 }
                 Ev::Ready(seq) => self.make_ready(seq),
                 Ev::Token(_) => {}
@@ -1774,22 +1751,29 @@ impl Runtime {
         let oh = self.cfg.arch.overheads;
         let ready_at = now + oh.complete + oh.resolve;
         let mut freed = 0;
-        while e != NIL {
-            let Edge { succ, next } = *self.edges.get(e);
-            self.edges.get_mut(e).next = self.edge_free;
-            self.edge_free = e;
-            freed += 1;
-            e = next;
-            let s = &mut self.ring[(succ as u64 & self.ring_mask) as usize];
-            s.preds_left -= 1;
-            if s.preds_left == 0 && s.flags & ISSUED != 0 {
-                let succ = self.seq_of(succ);
-                if ready_at == now {
-                    self.make_ready(succ);
-                } else {
-                    self.push_event(ready_at, Ev::Ready(succ));
+        if e != NIL {
+            // The whole list goes onto the free list: only its last edge is rewritten.
+            let first = e;
+            loop {
+                let Edge { succ, next } = *self.edges.get(e);
+                freed += 1;
+                let s = &mut self.ring[(succ as u64 & self.ring_mask) as usize];
+                s.preds_left -= 1;
+                if s.preds_left == 0 && s.flags & ISSUED != 0 {
+                    let succ = self.seq_of(succ);
+                    if ready_at == now {
+                        self.make_ready(succ);
+                    } else {
+                        self.push_event(ready_at, Ev::Ready(succ));
+                    }
                 }
+                if next == NIL {
+                    break;
+                }
+                e = next;
             }
+            self.edges.get_mut(e).next = self.edge_free;
+            self.edge_free = first;
         }
         let end = self.entries_end(seq);
         self.tmap.complete(first, end);

@@ -1481,13 +1481,12 @@ impl Runtime {
 
     #[inline(never)]
     fn dispatch_now(&mut self) {
-        let mut started = std::mem::take(&mut self.started);
-        started.clear();
-        self.dispatch_into(&mut started);
-        if started.is_empty() {
-            self.started = started;
+        self.started.clear();
+        self.dispatch_into();
+        if self.started.is_empty() {
             return;
         }
+        let started = std::mem::take(&mut self.started);
         // With a pool: a lone task with an idle pool, or a task whose kernel is too short to
         // pay for a round trip, runs on this thread; the others run on the pool in parallel.
         let lone = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
@@ -1502,7 +1501,8 @@ impl Runtime {
         self.started = started;
     }
 
-    fn dispatch_into(&mut self, started: &mut Vec<u64>) {
+    /// Starts what can start now; with kernels to run, their tasks go to `self.started`.
+    fn dispatch_into(&mut self) {
         let now = self.now;
         let disp = self.cfg.arch.overheads.dispatch;
         let steal = self.cfg.policies.dispatch == Dispatch::WorkSteal;
@@ -1581,7 +1581,7 @@ impl Runtime {
                     });
                 }
                 if !self.execs.is_empty() {
-                    started.push(seq);
+                    self.started.push(seq);
                 }
                 self.push_event(end, Ev::Done(seq));
             }

@@ -225,11 +225,13 @@ enum Ev {
     Token(u32),
 }
 
-/// A ready queue, least (key, stamp, task) first. FIFO and LIFO keys are monotone in the
-/// ready stamp, so a deque serves them; priorities need a heap.
+/// A ready queue of sequence numbers. FIFO and LIFO take tasks in push order (a task is
+/// queued once, and only on its class's shared queue under work stealing, only on its core's
+/// own queue under fixed dispatch, so no two queues are ever compared); priorities need a
+/// heap, least (negated key, ready stamp) first.
 enum ReadyQ {
-    Fifo(VecDeque<(i64, u64, u64)>),
-    Lifo(Vec<(i64, u64, u64)>),
+    Fifo(VecDeque<u64>),
+    Lifo(Vec<u64>),
     Heap(BinaryHeap<Reverse<(i64, u64, u64)>>),
 }
 
@@ -241,25 +243,11 @@ impl ReadyQ {
             ReadyOrder::Priority => ReadyQ::Heap(BinaryHeap::new()),
         }
     }
-    fn push(&mut self, x: (i64, u64, u64)) {
-        match self {
-            ReadyQ::Fifo(q) => q.push_back(x),
-            ReadyQ::Lifo(q) => q.push(x),
-            ReadyQ::Heap(q) => q.push(Reverse(x)),
-        }
-    }
-    fn peek(&self) -> Option<(i64, u64, u64)> {
-        match self {
-            ReadyQ::Fifo(q) => q.front().copied(),
-            ReadyQ::Lifo(q) => q.last().copied(),
-            ReadyQ::Heap(q) => q.peek().map(|r| r.0),
-        }
-    }
-    fn pop(&mut self) -> Option<(i64, u64, u64)> {
+    fn pop(&mut self) -> Option<u64> {
         match self {
             ReadyQ::Fifo(q) => q.pop_front(),
             ReadyQ::Lifo(q) => q.pop(),
-            ReadyQ::Heap(q) => q.pop().map(|r| r.0),
+            ReadyQ::Heap(q) => q.pop().map(|r| r.0 .2),
         }
     }
     fn is_empty(&self) -> bool {
@@ -297,6 +285,8 @@ impl Timed {
 }
 
 impl Events {
+    /// Inline: callers name the event's kind, so the FIFO test folds away.
+    #[inline(always)]
     fn push(&mut self, t: u64, ev: Ev) {
         self.order += 1;
         let x = Timed {
@@ -330,8 +320,10 @@ impl Events {
             (None, f) => f.map(|f| f.t),
         }
     }
-    /// Takes the earliest event if it is due at `t`.
-    fn pop_at(&mut self, t: u64) -> Option<Ev> {
+    /// Takes the earliest event, with its time, if that is at most `t`. Inline: `advance`
+    /// calls it for a batch's first event and for the rest, both hot.
+    #[inline(always)]
+    fn pop_due(&mut self, t: u64) -> Option<(u64, Ev)> {
         let from_heap = match (self.heap.first(), self.fifo.front()) {
             (Some(h), Some(f)) => h.key() <= f.key(),
             (Some(_), None) => true,
@@ -339,17 +331,17 @@ impl Events {
         };
         if !from_heap {
             return match self.fifo.front() {
-                Some(f) if f.t == t => self.fifo.pop_front().map(|f| f.ev),
+                Some(f) if f.t <= t => self.fifo.pop_front().map(|f| (f.t, f.ev)),
                 _ => None,
             };
         }
         let h = &mut self.heap;
-        if h.first().is_none_or(|x| x.t != t) {
+        if h.first().is_none_or(|x| x.t > t) {
             return None;
         }
         let last = h.pop()?;
         let Some(&top) = h.first() else {
-            return Some(last.ev);
+            return Some((last.t, last.ev));
         };
         // Sift the last element down from the root's hole.
         let n = h.len();
@@ -369,7 +361,7 @@ impl Events {
             i = c;
         }
         h[i] = last;
-        Some(top.ev)
+        Some((top.t, top.ev))
     }
 }
 
@@ -1429,44 +1421,41 @@ impl Runtime {
     }
 
     fn make_ready(&mut self, seq: u64) {
-        let (kernel, core) = {
-            let s = self.slot_mut(seq);
-            s.state = State::Ready;
-            (s.kernel, s.core)
-        };
-        let key = self.key_of(seq);
+        let s = &mut self.ring[(seq & self.ring_mask) as usize];
+        s.state = State::Ready;
+        let (kernel, core) = (s.kernel, s.core);
         let ci = self.kernels[kernel as usize].ci;
         if self.classes[ci].queued >= self.cfg.ready_queue {
             self.classes[ci].overflow.push_back(seq);
             self.rings[4].stalls += 1;
             return;
         }
-        self.enqueue(ci, seq, core, key);
+        self.enqueue(ci, seq, core);
     }
 
-    /// The policy key of a task (kept only for `priority`, the one order that reads it here).
-    fn key_of(&self, seq: u64) -> i64 {
-        self.keys
-            .get((seq & self.ring_mask) as usize)
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn enqueue(&mut self, ci: usize, seq: u64, core: u16, key: i64) {
-        self.ready_stamp += 1;
-        let st = self.ready_stamp as i64;
-        let k = match self.cfg.policies.ready {
-            ReadyOrder::Fifo => (st, 0u64),
-            ReadyOrder::Lifo => (-st, 0),
-            ReadyOrder::Priority => (key.saturating_neg(), st as u64),
-        };
+    fn enqueue(&mut self, ci: usize, seq: u64, core: u16) {
         let c = &mut self.classes[ci];
-        let item = (k.0, k.1, seq);
-        if core == NO_CORE {
-            c.shared.push(item);
-        } else if let Some(cr) = c.cores.get_mut(core as usize) {
-            cr.queue.push(item);
-            c.own_bits[core as usize / 64] |= 1 << (core % 64);
+        // `NO_CORE` is no core's index (classes have fewer cores): the shared queue.
+        let q = match c.cores.get_mut(core as usize) {
+            Some(cr) => {
+                c.own_bits[core as usize / 64] |= 1 << (core % 64);
+                &mut cr.queue
+            }
+            None => &mut c.shared,
+        };
+        match q {
+            ReadyQ::Fifo(q) => q.push_back(seq),
+            ReadyQ::Lifo(q) => q.push(seq),
+            ReadyQ::Heap(q) => {
+                // The policy key is kept only for `priority`, the one order that reads it.
+                let key = self
+                    .keys
+                    .get((seq & self.ring_mask) as usize)
+                    .copied()
+                    .unwrap_or(0);
+                self.ready_stamp += 1;
+                q.push(Reverse((key.saturating_neg(), self.ready_stamp, seq)));
+            }
         }
         c.queued += 1;
         self.dispatch_due = true;
@@ -1475,6 +1464,7 @@ impl Runtime {
         r.hw = r.hw.max(c.queued as u64);
     }
 
+    #[inline(always)]
     fn push_event(&mut self, t: u64, ev: Ev) {
         self.events.push(t, ev);
     }
@@ -1491,13 +1481,12 @@ impl Runtime {
 
     #[inline(never)]
     fn dispatch_now(&mut self) {
-        let mut started = std::mem::take(&mut self.started);
-        started.clear();
-        self.dispatch_into(&mut started);
-        if started.is_empty() {
-            self.started = started;
+        self.started.clear();
+        self.dispatch_into();
+        if self.started.is_empty() {
             return;
         }
+        let started = std::mem::take(&mut self.started);
         // With a pool: a lone task with an idle pool, or a task whose kernel is too short to
         // pay for a round trip, runs on this thread; the others run on the pool in parallel.
         let lone = started.len() == 1 && self.pool.as_ref().is_some_and(|p| p.in_flight == 0);
@@ -1512,9 +1501,11 @@ impl Runtime {
         self.started = started;
     }
 
-    fn dispatch_into(&mut self, started: &mut Vec<u64>) {
+    /// Starts what can start now; with kernels to run, their tasks go to `self.started`.
+    fn dispatch_into(&mut self) {
         let now = self.now;
         let disp = self.cfg.arch.overheads.dispatch;
+        let steal = self.cfg.policies.dispatch == Dispatch::WorkSteal;
         for ci in 0..self.classes.len() {
             let mut from = 0usize;
             loop {
@@ -1522,67 +1513,56 @@ impl Runtime {
                 if c.queued == 0 || c.idle == 0 {
                     break;
                 }
-                // The next idle core at or after `from` that has work: its own queue, or any
-                // idle core while the shared queue has tasks (cores in index order).
-                let any = !c.shared.is_empty();
-                let mut k = usize::MAX;
-                let mut w = from / 64;
-                while w < c.idle_bits.len() {
-                    let mut m = c.idle_bits[w] & if any { u64::MAX } else { c.own_bits[w] };
-                    if w == from / 64 {
-                        m &= u64::MAX << (from % 64);
-                    }
-                    if m != 0 {
-                        k = 64 * w + m.trailing_zeros() as usize;
+                // Work stealing queues every task on the shared queue: the lowest idle core
+                // takes the next. Fixed dispatch queues each on its core's own queue: the idle
+                // cores with tasks, in index order from the last taken.
+                let (k, seq) = if steal {
+                    let Some(w) = c.idle_bits.iter().position(|&m| m != 0) else {
                         break;
+                    };
+                    let Some(seq) = c.shared.pop() else { break };
+                    (64 * w + c.idle_bits[w].trailing_zeros() as usize, seq)
+                } else {
+                    let mut k = usize::MAX;
+                    let mut w = from / 64;
+                    while w < c.idle_bits.len() {
+                        let mut m = c.idle_bits[w] & c.own_bits[w];
+                        if w == from / 64 {
+                            m &= u64::MAX << (from % 64);
+                        }
+                        if m != 0 {
+                            k = 64 * w + m.trailing_zeros() as usize;
+                            break;
+                        }
+                        w += 1;
                     }
-                    w += 1;
-                }
-                if k == usize::MAX {
-                    break;
-                }
-                from = k + 1;
-                let own = c.cores[k].queue.peek();
-                let shared = c.shared.peek();
-                let take_own = match (own, shared) {
-                    (Some(a), Some(b)) => a <= b,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => continue,
-                };
-                let Some((_, _, seq)) = (if take_own {
-                    let r = c.cores[k].queue.pop();
-                    if c.cores[k].queue.is_empty() {
+                    let Some(q) = c.cores.get_mut(k).map(|cr| &mut cr.queue) else {
+                        break;
+                    };
+                    from = k + 1;
+                    let Some(seq) = q.pop() else { continue };
+                    if q.is_empty() {
                         c.own_bits[k / 64] &= !(1 << (k % 64));
                     }
-                    r
-                } else {
-                    c.shared.pop()
-                }) else {
-                    continue;
+                    (k, seq)
                 };
                 c.queued -= 1;
                 if let Some(o) = c.overflow.pop_front() {
-                    let (core, key) = (self.slot(o).core, self.key_of(o));
-                    self.enqueue(ci, o, core, key);
+                    let core = self.slot(o).core;
+                    self.enqueue(ci, o, core);
                 }
-                let (cycles, kernel) = {
-                    let s = self.slot(seq);
-                    (s.dur(), s.kernel)
-                };
-                let end = now + disp + cycles;
-                {
-                    let c = &mut self.classes[ci];
-                    let core = &mut c.cores[k];
-                    core.free_at = end;
-                    core.busy += end - now;
-                    core.tasks += 1;
-                    c.idle -= 1;
-                    c.idle_bits[k / 64] &= !(1 << (k % 64));
-                }
-                let slot = self.slot_mut(seq);
+                let slot = &mut self.ring[(seq & self.ring_mask) as usize];
+                let end = now + disp + slot.dur();
                 slot.state = State::Running;
                 slot.core = k as u16;
+                let kernel = slot.kernel;
+                let c = &mut self.classes[ci];
+                let core = &mut c.cores[k];
+                core.free_at = end;
+                core.busy += end - now;
+                core.tasks += 1;
+                c.idle -= 1;
+                c.idle_bits[k / 64] &= !(1 << (k % 64));
                 if self.cfg.record {
                     let name = format!(
                         "{}{:?}",
@@ -1601,7 +1581,7 @@ impl Runtime {
                     });
                 }
                 if !self.execs.is_empty() {
-                    started.push(seq);
+                    self.started.push(seq);
                 }
                 self.push_event(end, Ev::Done(seq));
             }
@@ -1680,19 +1660,26 @@ impl Runtime {
     /// Processes the earliest batch of events. False when nothing is pending.
     fn advance(&mut self) -> Result<bool, RuntimeError> {
         self.dispatch();
-        let Some(t) = self.events.next_time() else {
+        let Some((t, mut ev)) = self.events.pop_due(u64::MAX) else {
             return Ok(false);
         };
         self.now = self.now.max(t);
         let mut done = false;
-        while let Some(ev) = self.events.pop_at(t) {
+        loop {
             match ev {
                 Ev::Done(seq) => {
                     self.complete(seq);
-                    done = true;
+                    // Only the head's completion can let the ring retire (a done task at the
+                    // head is held by a scope until it ends, which retires).
+                    done |= seq == self.head;
                 }
                 Ev::Ready(seq) => self.make_ready(seq),
                 Ev::Token(_) => {}
+            }
+            // The rest of the batch: events pushed meanwhile come no earlier than `t`.
+            match self.events.pop_due(t) {
+                Some((_, e)) => ev = e,
+                None => break,
             }
         }
         if done {
@@ -1774,22 +1761,29 @@ impl Runtime {
         let oh = self.cfg.arch.overheads;
         let ready_at = now + oh.complete + oh.resolve;
         let mut freed = 0;
-        while e != NIL {
-            let Edge { succ, next } = *self.edges.get(e);
-            self.edges.get_mut(e).next = self.edge_free;
-            self.edge_free = e;
-            freed += 1;
-            e = next;
-            let s = &mut self.ring[(succ as u64 & self.ring_mask) as usize];
-            s.preds_left -= 1;
-            if s.preds_left == 0 && s.flags & ISSUED != 0 {
-                let succ = self.seq_of(succ);
-                if ready_at == now {
-                    self.make_ready(succ);
-                } else {
-                    self.push_event(ready_at, Ev::Ready(succ));
+        if e != NIL {
+            // The whole list goes onto the free list: only its last edge is rewritten.
+            let first = e;
+            loop {
+                let Edge { succ, next } = *self.edges.get(e);
+                freed += 1;
+                let s = &mut self.ring[(succ as u64 & self.ring_mask) as usize];
+                s.preds_left -= 1;
+                if s.preds_left == 0 && s.flags & ISSUED != 0 {
+                    let succ = self.seq_of(succ);
+                    if ready_at == now {
+                        self.make_ready(succ);
+                    } else {
+                        self.push_event(ready_at, Ev::Ready(succ));
+                    }
                 }
+                if next == NIL {
+                    break;
+                }
+                e = next;
             }
+            self.edges.get_mut(e).next = self.edge_free;
+            self.edge_free = first;
         }
         let end = self.entries_end(seq);
         self.tmap.complete(first, end);
@@ -2401,7 +2395,8 @@ mod event_tests {
             assert_eq!(q.next_time(), oracle.first().map(|e| e.0));
             let Some(t) = q.next_time() else { continue };
             now = t;
-            while let Some(ev) = q.pop_at(t) {
+            while let Some((te, ev)) = q.pop_due(t) {
+                assert_eq!(te, t);
                 assert_eq!(ev, oracle.remove(0).2, "step {step}");
             }
             assert!(oracle.first().is_none_or(|e| e.0 > t));

@@ -562,7 +562,15 @@ impl TensorMap {
             return;
         }
         if a.n == 1 {
-            self.walk(Head::Table(a.slot as usize), r, a.cell, true, stop, &pending, out);
+            self.walk(
+                Head::Table(a.slot as usize),
+                r,
+                a.cell,
+                true,
+                stop,
+                &pending,
+                out,
+            );
         } else {
             let q = Self::span(&self.geo[t as usize], r);
             for b0 in q[0].0..=q[0].1 {

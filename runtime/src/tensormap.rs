@@ -281,6 +281,20 @@ impl TensorMap {
         g.init = true;
     }
 
+    /// One past the last index along `d` of the bucket starting at `lo` (the grid's last
+    /// bucket is clipped by the tensor's edge).
+    #[inline(always)]
+    fn bucket_end(g: &Geo, lo: i64, d: usize) -> i64 {
+        (lo + g.bsize[d]).min(g.dims[d])
+    }
+
+    /// Along `d`, `r` is exactly the bucket starting at `lo` (dense, or a single index).
+    #[inline(always)]
+    fn is_bucket(g: &Geo, r: &Region, lo: i64, d: usize) -> bool {
+        let n = Self::bucket_end(g, lo, d) - lo;
+        r.offsets[d] == lo && r.extents[d] == n && (r.strides[d] == 1 || n == 1)
+    }
+
     /// The bucket of `r` when it is exactly one cell of a tiled grid (the usual tile): the
     /// cheap case of [`TensorMap::span`] and [`TensorMap::cell`].
     #[inline(always)]
@@ -288,12 +302,8 @@ impl TensorMap {
         if !g.tiled {
             return None;
         }
-        let (o, e, s) = (r.offsets, r.extents, r.strides);
-        let b = [o[0] >> g.shift[0], o[1] >> g.shift[1]];
-        let whole = |d: usize| {
-            let lo = b[d] << g.shift[d];
-            lo == o[d] && e[d] == (lo + g.bsize[d]).min(g.dims[d]) - lo && (s[d] == 1 || e[d] == 1)
-        };
+        let b = [r.offsets[0] >> g.shift[0], r.offsets[1] >> g.shift[1]];
+        let whole = |d: usize| Self::is_bucket(g, r, b[d] << g.shift[d], d);
         (whole(0) && whole(1)).then_some((b[0], b[1]))
     }
 
@@ -303,7 +313,7 @@ impl TensorMap {
         #[inline(always)]
         fn dim(g: &Geo, r: &Region, d: usize) -> (i64, i64) {
             let top = g.nb[d] - 1;
-            let last = r.offsets[d] + r.strides[d] * (r.extents[d] - 1);
+            let last = r.last(d);
             let (lo, hi) = if g.shift[d] != u32::MAX {
                 (r.offsets[d] >> g.shift[d], last >> g.shift[d])
             } else {
@@ -397,7 +407,7 @@ impl TensorMap {
             } else {
                 b * g.bsize[d]
             };
-            *v = (lo, (lo + g.bsize[d]).min(g.dims[d]) - 1);
+            *v = (lo, Self::bucket_end(g, lo, d) - 1);
         }
         Some(iv)
     }
@@ -679,16 +689,11 @@ impl TensorMap {
     /// tensor's grid (`q`: its span).
     #[inline(always)]
     fn cell(g: &Geo, r: &Region, q: &[(i64, i64); 2]) -> Option<u32> {
-        #[inline(always)]
-        fn exact(g: &Geo, r: &Region, b: i64, d: usize) -> bool {
-            let lo = b * g.bsize[d];
-            let n = (lo + g.bsize[d]).min(g.dims[d]) - lo;
-            r.offsets[d] == lo && r.extents[d] == n && (r.strides[d] == 1 || n == 1)
-        }
         if r.rank > 2 || q[0].0 != q[0].1 || q[1].0 != q[1].1 {
             return None;
         }
-        if !exact(g, r, q[0].0, 0) || (r.rank == 2 && !exact(g, r, q[1].0, 1)) {
+        let exact = |d: usize| Self::is_bucket(g, r, q[d].0 * g.bsize[d], d);
+        if !exact(0) || (r.rank == 2 && !exact(1)) {
             return None;
         }
         let c = (q[0].0 as u64) << g.b1_bits | q[1].0 as u64;

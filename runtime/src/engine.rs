@@ -1038,8 +1038,11 @@ impl Runtime {
                     r.rank, ten.rank
                 ));
             }
+            // `Region::elements`, taken in the bounds loop (a second loop over the rank costs
+            // about 40 instructions a task).
             let mut elems = 1u64;
             for d in 0..ten.rank {
+                elems = elems.saturating_mul(r.extents[d] as u64);
                 if r.last(d) >= ten.dims[d] {
                     return api(format!(
                         "argument {n}: dimension {d} reaches index {} but the tensor has {}",
@@ -1047,7 +1050,6 @@ impl Runtime {
                         ten.dims[d]
                     ));
                 }
-                elems = elems.saturating_mul(r.extents[d] as u64);
             }
             let b = elems.saturating_mul(ten.elem_size);
             let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
@@ -1077,10 +1079,11 @@ impl Runtime {
         self.head + low.wrapping_sub(self.head as u32) as u64
     }
 
-    /// The generation that ends task `seq`'s tensor-map entries.
-    fn entries_end(&self, seq: u64) -> u32 {
-        if seq + 1 < self.next_seq {
-            self.slot(seq + 1).first
+    /// Task `seq`'s first tensor-map generation, or the next to be allocated when `seq` is
+    /// not submitted yet: a task's entries end where the next task's begin.
+    fn first_gen(&self, seq: u64) -> u32 {
+        if seq < self.next_seq {
+            self.slot(seq).first
         } else {
             self.tmap.next_gen()
         }
@@ -1785,7 +1788,7 @@ impl Runtime {
             self.edges.get_mut(e).next = self.edge_free;
             self.edge_free = first;
         }
-        let end = self.entries_end(seq);
+        let end = self.first_gen(seq + 1);
         self.tmap.complete(first, end);
         let used = self.rings[2].used - freed;
         self.rings[2].set(used);
@@ -1805,12 +1808,7 @@ impl Runtime {
             self.head += 1;
         }
         if self.head != from {
-            let to = if self.head < self.next_seq {
-                self.slot(self.head).first
-            } else {
-                self.tmap.next_gen()
-            };
-            self.tmap.retire_to(to);
+            self.tmap.retire_to(self.first_gen(self.head));
             self.rings[1].set(self.tmap.used() as u64);
         }
         self.rings[0].set(self.next_seq - self.head);

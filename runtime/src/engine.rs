@@ -1766,7 +1766,7 @@ impl Runtime {
         let mut freed = 0;
         if e != NIL {
             // The whole list goes onto the free list: only its last edge is rewritten.
-            let first = e;
+            let list = e;
             loop {
                 let Edge { succ, next } = *self.edges.get(e);
                 freed += 1;
@@ -1786,7 +1786,7 @@ impl Runtime {
                 e = next;
             }
             self.edges.get_mut(e).next = self.edge_free;
-            self.edge_free = first;
+            self.edge_free = list;
         }
         let end = self.first_gen(seq + 1);
         self.tmap.complete(first, end);

@@ -123,6 +123,22 @@ fn api<T>(m: String) -> Result<T, RuntimeError> {
     Err(RuntimeError::Api(m))
 }
 
+/// Argument `n`'s dimension `d` is malformed or leaves its tensor (of extent `dim` there).
+#[cold]
+#[inline(never)]
+fn bad_dimension<T>(n: usize, d: usize, r: &Region, dim: i64) -> Result<T, RuntimeError> {
+    let (o, e, s) = (r.offsets[d], r.extents[d], r.strides[d]);
+    if o < 0 || e < 1 || s < 1 {
+        return api(format!(
+            "argument {n}: dimension {d}: offset {o} must be ≥ 0, extent {e} ≥ 1, stride {s} ≥ 1"
+        ));
+    }
+    let last = (e - 1).saturating_mul(s).saturating_add(o);
+    api(format!(
+        "argument {n}: dimension {d} reaches index {last} but the tensor has {dim}"
+    ))
+}
+
 struct KernelEntry {
     name: String,
     class: CoreClass,
@@ -1038,20 +1054,32 @@ impl Runtime {
                     r.rank, ten.rank
                 ));
             }
-            // `Region::elements`, taken in the bounds loop (a second loop over the rank costs
-            // about 40 instructions a task).
+            // Region fields are public, so a region may not have come from `Region::new`:
+            // every dimension is checked here (`Region::elements` is taken in the same loop; a
+            // second loop over the rank costs about 40 instructions a task).
             let mut elems = 1u64;
             for d in 0..ten.rank {
-                elems = elems.saturating_mul(r.extents[d] as u64);
-                if r.last(d) >= ten.dims[d] {
-                    return api(format!(
-                        "argument {n}: dimension {d} reaches index {} but the tensor has {}",
-                        r.last(d),
-                        ten.dims[d]
-                    ));
+                // Unsigned: a negative offset or an extent below 1 is out of range too. A region
+                // inside its tensor has at most the tensor's elements, so `elems` cannot wrap.
+                let dim = ten.dims[d] as u64;
+                let (o, span, s) = (
+                    r.offsets[d] as u64,
+                    (r.extents[d] as u64).wrapping_sub(1),
+                    r.strides[d],
+                );
+                let inside = span < dim
+                    && if s == 1 {
+                        o < dim - span
+                    } else {
+                        s > 1 && (span as u128 * s as u128 + o as u128) < dim as u128
+                    };
+                if !inside {
+                    return bad_dimension(n, d, r, ten.dims[d]);
                 }
+                elems *= span + 1;
             }
-            let b = elems.saturating_mul(ten.elem_size);
+            // At most the tensor's bytes, which `add_tensor` checked fit a u64.
+            let b = elems * ten.elem_size;
             let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
             need += TensorMap::entries_for(&acc) as u64;
             self.accesses.push(acc);

@@ -271,6 +271,42 @@ fn submit_rejects_bad_regions() {
     assert!(rt.submit(&task(KernelId(7), &[], &[], 1)).is_err());
     assert!(Region::new(x, &[0], &[0], &[]).is_err());
     assert!(rt.scope_end().is_err());
+    // Region fields are public: a region built by hand is checked at submission too, and an
+    // overflowing reach is an error, not a wrap or a panic.
+    let good = Region::dense(x, &[0, 0], &[4, 4]).unwrap();
+    let cases: [(usize, i64, i64, i64, &str); 5] = [
+        (0, -4, 4, 1, "offset -4 must be ≥ 0"),
+        (1, 0, 0, 1, "extent 0 ≥ 1"),
+        (1, 0, 2, 0, "stride 0 ≥ 1"),
+        (0, 1, 2, i64::MAX, "reaches index 9223372036854775807"),
+        (1, i64::MAX, 2, 1, "reaches index 9223372036854775807"),
+    ];
+    for (d, o, e, st, msg) in cases {
+        let mut r = good;
+        (r.offsets[d], r.extents[d], r.strides[d]) = (o, e, st);
+        for dir in [Direction::In, Direction::Out] {
+            let a = [Arg { region: r, dir }];
+            let err = rt.submit(&task(k, &[], &a, 1)).unwrap_err();
+            assert!(err.to_string().contains(msg), "{err}");
+        }
+    }
+    // A tile of the tensor's grid (the grid comes from the first region seen) past its end.
+    rt.submit(&task(
+        k,
+        &[],
+        &[arg(x, &[0, 0], &[4, 4], Direction::Out)],
+        1,
+    ))
+    .unwrap();
+    let mut r = good;
+    r.offsets = [8, 0, 0, 0, 0, 0, 0, 0];
+    r.extents[0] = 0;
+    let a = [Arg {
+        region: r,
+        dir: Direction::In,
+    }];
+    assert!(rt.submit(&task(k, &[], &a, 1)).is_err());
+    assert_eq!(rt.finish().unwrap().tasks, 1);
 }
 
 #[test]

@@ -433,6 +433,9 @@ enum Frame<'p> {
         iters: Vec<Vec<i64>>,
         next: usize,
         body: &'p [WStmt],
+        /// The variables' axes before the loop, restored when it ends: a task after the
+        /// loop is not inside it (its schedule key cannot read the loop's last values).
+        outer_axes: Vec<Option<AxisId>>,
     },
     Consume {
         channel: ChannelId,
@@ -726,6 +729,10 @@ impl<'p> Machine<'p, '_> {
                                 iter_reads(p, it, &mut reads);
                             }
                             self.sync(&reads)?;
+                            let outer_axes: Vec<Option<AxisId>> = vars
+                                .iter()
+                                .map(|v| th.var_axes.get(v.index()).copied().flatten())
+                                .collect();
                             let mut pos = 0;
                             for it in iters.iter() {
                                 let bound: Vec<Option<AxisId>> = match it {
@@ -766,6 +773,7 @@ impl<'p> Machine<'p, '_> {
                                 iters: tuples,
                                 next: 0,
                                 body,
+                                outer_axes,
                             });
                         }
                         WStmt::When {
@@ -863,8 +871,14 @@ impl<'p> Machine<'p, '_> {
                     iters,
                     next,
                     body,
+                    outer_axes,
                 } => {
                     let Some(tuple) = iters.get(*next) else {
+                        for (v, a) in vars.iter().zip(std::mem::take(outer_axes)) {
+                            if let Some(slot) = th.var_axes.get_mut(v.index()) {
+                                *slot = a;
+                            }
+                        }
                         th.frames.pop();
                         self.order(th, OrderEvent::End)?;
                         continue;

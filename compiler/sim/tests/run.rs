@@ -173,6 +173,42 @@ schedule main = w.dispatch({dispatch})
 }
 
 #[test]
+fn a_schedule_key_is_not_read_from_a_loop_that_has_ended() {
+    // After the loop over `rows`, the tasks of the loop over `other` are not inside a loop
+    // over `rows`: the key is an error there (as without the first loop), in both engines,
+    // instead of the first loop's last value (which put them all on one core).
+    let src = |second: &str| {
+        format!(
+            r#"
+axis rows = Dense[4]
+axis other = Dense[3]
+input  X: f32[4, 8, 8] = random(seed: 1)
+output Y: f32[4, 8, 8]
+output Z: f32[3, 8, 8]
+kernel k(src: in f32[8, 8], dst: out f32[8, 8]) {{ dst = src }}
+workload w {{
+    for i in P(rows) {{ k[i](src: X[i], dst: Y[i]) }}
+    {second}
+}}
+schedule main = w.dispatch(affinity(rows))
+"#
+        )
+    };
+    let after = src("for j in P(other) { k[j](src: X[j], dst: Z[j]) }");
+    for interpret in [false, true] {
+        let mut o = opts("ascend910b");
+        o.interpret_orchestration = interpret;
+        let e = run(&after, &o).expect_err("the key's loop has ended");
+        assert!(e.to_string().contains("not inside a loop over it"), "{e}");
+        // Nested inside a new loop over `rows`, the key is that loop's coordinate.
+        let inside =
+            src("for r in P.seq(rows) { for j in P(other) { k[j](src: X[j], dst: Z[j]) } }");
+        let r = run(&inside, &o).expect("keyed by the enclosing loop");
+        assert_eq!(r.stats.tasks, 4 + 12);
+    }
+}
+
+#[test]
 fn an_out_of_range_view_at_run_time_names_the_task_and_the_view() {
     let src = r#"
 param n: u32 = 4

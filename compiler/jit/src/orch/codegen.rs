@@ -775,8 +775,13 @@ impl Gen<'_, '_> {
             iter_reads(self.f.p, it, &mut reads);
         }
         self.sync(&reads);
-        for (v, a) in vars.iter().zip(&binds) {
+        // The variables' axes before the loop, restored when it ends: a task after the loop
+        // is not inside it (its schedule key cannot read the loop's last values).
+        let outer_axes = self.alloc(vars.len().max(1));
+        for (i, (v, a)) in vars.iter().zip(&binds).enumerate() {
             let s = self.axis_slot(v.index());
+            let old = self.ld(s);
+            self.st(outer_axes + i, old);
             self.stc(s, a.map(|a| i64::from(a.0)).unwrap_or(-1));
         }
         // Materialise the tuples.
@@ -849,6 +854,10 @@ impl Gen<'_, '_> {
         self.bound = saved;
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(exit);
+        for (i, v) in vars.iter().enumerate() {
+            let old = self.ld(outer_axes + i);
+            self.st(self.axis_slot(v.index()), old);
+        }
         if !self.process {
             self.order(END);
         }

@@ -64,6 +64,16 @@ impl Config {
         }
     }
 
+    /// Grows the tensor map (up to [`MAX_POOL`]) so that a task with `args` region arguments
+    /// always fits, whatever the window: otherwise a small window with many arguments a task
+    /// is a deadlock (`TENSORMAP_POOL_FULL`), not backpressure.
+    pub fn fit_region_args(&mut self, args: usize) {
+        let need = u32::try_from(args)
+            .unwrap_or(u32::MAX)
+            .saturating_mul(crate::tensormap::WIDE_SPAN as u32);
+        self.tensormap_pool = self.tensormap_pool.max(need.min(MAX_POOL));
+    }
+
     /// Sets the task window and sizes the other rings from it (4 entries, at most
     /// [`MAX_POOL`] in all, and 8 edges per task).
     pub fn with_window(mut self, w: u32) -> Config {
@@ -2097,6 +2107,11 @@ impl Runtime {
                 blocked_since: 0,
             });
         }
+        // A channel is closed once every producer has finished: with none, at once (its
+        // consumers see the end instead of waiting forever).
+        for ch in &mut self.channels {
+            ch.closed |= ch.producers == 0;
+        }
         loop {
             let runnable =
                 (base..self.procs.len()).find(|i| self.procs[*i].status == PStatus::Runnable);
@@ -2175,6 +2190,13 @@ impl Runtime {
         let Some(chan) = self.channels.get(c as usize) else {
             return api(format!("send on unknown channel {}", ch.0));
         };
+        // Only declared producers send: a channel closes when they have all finished.
+        if !self.procs[i].produces.contains(&c) {
+            return api(format!(
+                "process `{}` sends on channel `{}` without producing it",
+                self.procs[i].name, chan.name
+            ));
+        }
         let latency = chan.latency;
         let mut avail = self.now + latency;
         let mut after_seq = u64::MAX;

@@ -596,6 +596,32 @@ fn deadlock_tensormap_pool() {
     assert_eq!(rt.finish().unwrap().rings[1].high_water, 2);
 }
 
+#[test]
+fn a_window_of_one_fits_a_task_with_many_regions() {
+    // A task of 8 regions through a window of 1: the tensor map sized from the window (4
+    // entries) cannot hold it; `fit_region_args` sizes it for the widest task.
+    let submit8 = |fit: bool| {
+        let mut cfg = Config::new(arch("ascend910b")).with_window(1);
+        if fit {
+            cfg.fit_region_args(8);
+        }
+        let mut rt = Runtime::new(cfg)?;
+        let k = rt.register_kernel("k", CoreClass::Vector, noop());
+        let x = rt.add_tensor(4, &[8, 4, 4]).unwrap();
+        let a: Vec<Arg> = (0..8)
+            .map(|i| arg(x, &[i, 0, 0], &[1, 4, 4], Direction::InOut))
+            .collect();
+        for i in 0..3 {
+            rt.submit(&task(k, &[i], &a, 10))?;
+        }
+        rt.finish()
+    };
+    let d = expect_deadlock(submit8(false));
+    assert_eq!(d.reason, StallReason::TensormapPoolFull);
+    let s = submit8(true).unwrap();
+    assert_eq!((s.tasks, s.rings[1].capacity), (3, 32));
+}
+
 // ------------------------------------------------------------------ CSP
 
 struct Loader {
@@ -851,6 +877,34 @@ fn safe_rendezvous_and_close() {
     assert_eq!(v, vec![1, 2, 10]);
     assert_eq!(rt.channel_high_water(a), Some(1));
     assert!(rt.finish().unwrap().total_cycles >= 5);
+}
+
+#[test]
+fn a_channel_without_producers_is_closed_and_only_producers_send() {
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let c = rt.add_channel("c", 1, None);
+    let mut asked = false;
+    let consumer = move |cx: &mut ProcCx<'_>| -> Result<Step, String> {
+        if !asked {
+            asked = true;
+            return Ok(Step::Recv { ch: c });
+        }
+        match cx.received() {
+            Some(Received::Closed) => Ok(Step::Finished),
+            other => Err(format!("expected the close, got {other:?}")),
+        }
+    };
+    rt.run_processes(vec![ProcSpec {
+        name: "cons".into(),
+        body: Box::new(consumer),
+        produces: vec![],
+    }])
+    .expect("no producer: the channel is closed, not a deadlock");
+    let d = rt.add_channel("d", 1, None);
+    let e = rt
+        .run_processes(vec![script("rogue", vec![], vec![send(d, 1)])])
+        .unwrap_err();
+    assert!(e.to_string().contains("without producing it"), "{e}");
 }
 
 #[test]

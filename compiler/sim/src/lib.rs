@@ -1010,6 +1010,14 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         .map_err(setup)?;
     let (pol, key) = policies(program, sched).map_err(setup)?;
     let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
+    // One task always fits, whatever the window (language.md: a window slows a run, never
+    // deadlocks it).
+    let views = program.kernels.iter().map(|k| {
+        let tile =
+            |p: &&wsp_ir::kernel::Param| matches!(p.kind, wsp_ir::kernel::ParamKind::Tile { .. });
+        k.params.iter().filter(tile).count()
+    });
+    cfg.fit_region_args(views.max().unwrap_or(0));
     cfg.policies = pol;
     cfg.execute = !opts.timing_only;
     cfg.record = opts.record;

@@ -183,23 +183,9 @@ pub fn main(a: Args) -> ExitCode {
         }
     };
 
-    // Files: outputs (all or nothing), trace, graph.
-    if let Some(dir) = &a.out_dir {
-        if !a.timing_only {
-            if let Err(m) = write_outputs(&program, &run, dir) {
-                return usage(m);
-            }
-        }
-    }
-    if let (Some(p), Some(t)) = (&a.trace, &run.trace) {
-        if let Err(m) = write_file(p, t.as_bytes()) {
-            return usage(m);
-        }
-    }
-    if let (Some(p), Some(g)) = (&a.graph, &run.graph) {
-        if let Err(m) = write_file(p, g.as_bytes()) {
-            return usage(m);
-        }
+    // Files: outputs, trace and graph, all or nothing.
+    if let Err(m) = write_files(&program, &run, &a) {
+        return usage(m);
     }
 
     if a.stats.is_some() {
@@ -246,43 +232,114 @@ fn progress(tasks: u64, cycles: u64) {
     );
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename.
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    wsp_ir::npy::write_atomic(path, bytes).map_err(|e| e.to_string())
+/// A file written next to its destination, waiting to be renamed onto it.
+struct Staged {
+    tmp: PathBuf,
+    dst: PathBuf,
 }
 
-/// Writes every output tensor as `NAME.npy` into `dir`: all to temporary files first, then
-/// renamed, so a failure leaves no partial set.
-fn write_outputs(p: &wsp_ir::Program, run: &SimRun, dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let cleanup = |staged: &[(PathBuf, PathBuf)]| {
-        for (tmp, _) in staged {
-            let _ = std::fs::remove_file(tmp);
-        }
-    };
-    for (decl, t) in p.tensors.iter().zip(&run.tensors) {
-        if decl.kind != wsp_ir::TensorKind::Output {
-            continue;
-        }
-        let dst = dir.join(format!("{}.npy", decl.name));
-        let tmp = dir.join(format!(".{}.npy.tmp-{}", decl.name, std::process::id()));
-        let bytes = wsp_ir::npy::encode_npy(t);
-        let w = std::fs::File::create(&tmp)
-            .and_then(|mut f| f.write_all(&bytes).and_then(|_| f.sync_all()));
-        staged.push((tmp.clone(), dst));
-        if let Err(e) = w {
-            cleanup(&staged);
-            return Err(format!("cannot write `{}`: {e}", tmp.display()));
+/// Writes every file the run produces — each output tensor as `NAME.npy` in `--out-dir`, the
+/// trace, the graph — as one transaction: all go to temporary files first, then replace their
+/// destinations; when any step fails, every destination is left as it was.
+fn write_files(p: &wsp_ir::Program, run: &SimRun, a: &Args) -> Result<(), String> {
+    let mut staged = Vec::new();
+    let r = stage_files(p, run, a, &mut staged).and_then(|()| commit(&staged));
+    for s in &staged {
+        let _ = std::fs::remove_file(&s.tmp);
+    }
+    r
+}
+
+fn stage_files(
+    p: &wsp_ir::Program,
+    run: &SimRun,
+    a: &Args,
+    staged: &mut Vec<Staged>,
+) -> Result<(), String> {
+    if let (Some(dir), false) = (&a.out_dir, a.timing_only) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        for (decl, t) in p.tensors.iter().zip(&run.tensors) {
+            if decl.kind == wsp_ir::TensorKind::Output {
+                let dst = dir.join(format!("{}.npy", decl.name));
+                stage(&dst, &wsp_ir::npy::encode_npy(t), staged)?;
+            }
         }
     }
-    for (tmp, dst) in &staged {
-        if let Err(e) = std::fs::rename(tmp, dst) {
-            cleanup(&staged);
-            return Err(format!("cannot write `{}`: {e}", dst.display()));
-        }
+    if let (Some(path), Some(t)) = (&a.trace, &run.trace) {
+        stage(path, t.as_bytes(), staged)?;
+    }
+    if let (Some(path), Some(g)) = (&a.graph, &run.graph) {
+        stage(path, g.as_bytes(), staged)?;
     }
     Ok(())
+}
+
+/// A path beside `dst` named for it and this process, with `what` (`tmp`, `old`).
+fn beside(dst: &Path, what: &str) -> PathBuf {
+    let name = dst
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    dst.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
+}
+
+fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), String> {
+    if dst.is_dir() {
+        return Err(format!(
+            "cannot write `{}`: it is a directory",
+            dst.display()
+        ));
+    }
+    let tmp = beside(dst, "tmp");
+    staged.push(Staged {
+        tmp: tmp.clone(),
+        dst: dst.to_path_buf(),
+    });
+    std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .map_err(|e| format!("cannot write `{}`: {e}", dst.display()))
+}
+
+/// Moves each staged file onto its destination, keeping the file it replaces until all are in
+/// place; on a failure, puts every destination back as it was.
+fn commit(staged: &[Staged]) -> Result<(), String> {
+    // (destination, the file it held, moved aside) for each destination replaced so far.
+    let mut done: Vec<(&Path, Option<PathBuf>)> = Vec::new();
+    let mut failure = None;
+    for s in staged {
+        let old = beside(&s.dst, "old");
+        let kept = match std::fs::rename(&s.dst, &old) {
+            Ok(()) => Some(old),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                failure = Some(format!("cannot replace `{}`: {e}", s.dst.display()));
+                break;
+            }
+        };
+        if let Err(e) = std::fs::rename(&s.tmp, &s.dst) {
+            if let Some(old) = &kept {
+                let _ = std::fs::rename(old, &s.dst);
+            }
+            failure = Some(format!("cannot write `{}`: {e}", s.dst.display()));
+            break;
+        }
+        done.push((&s.dst, kept));
+    }
+    for (dst, kept) in done.iter().rev() {
+        match (&failure, kept) {
+            (None, Some(old)) => {
+                let _ = std::fs::remove_file(old);
+            }
+            (None, None) => {}
+            (Some(_), Some(old)) => {
+                let _ = std::fs::rename(old, dst);
+            }
+            (Some(_), None) => {
+                let _ = std::fs::remove_file(dst);
+            }
+        }
+    }
+    failure.map_or(Ok(()), Err)
 }
 
 fn engine_text(e: &Engine) -> String {

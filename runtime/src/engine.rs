@@ -654,6 +654,7 @@ pub struct Runtime {
     trace: Vec<TraceEvent>,
     graph_nodes: Vec<(u64, u32, Token)>,
     graph_edges: Vec<(u64, u64)>,
+    last_deadlock: Option<Box<DeadlockReport>>,
 }
 
 fn class_index(classes: &[ClassState], c: CoreClass) -> usize {
@@ -803,6 +804,7 @@ impl Runtime {
             trace: Vec::new(),
             graph_nodes: Vec::new(),
             graph_edges: Vec::new(),
+            last_deadlock: None,
             cfg,
         })
     }
@@ -2034,7 +2036,7 @@ impl Runtime {
                 })
             })
             .collect();
-        RuntimeError::Deadlock(Box::new(DeadlockReport {
+        let report = Box::new(DeadlockReport {
             reason,
             cycle: self.now,
             blocked,
@@ -2043,7 +2045,15 @@ impl Runtime {
             scope_held_tasks: self.held_tasks(),
             scope_held_bytes: self.arena_used,
             mitigation,
-        }))
+        });
+        self.last_deadlock = Some(report.clone());
+        RuntimeError::Deadlock(report)
+    }
+
+    /// The report of the deadlock that stopped the run, if one did (kept for callers that
+    /// passed the error on as text).
+    pub fn deadlock_report(&self) -> Option<&DeadlockReport> {
+        self.last_deadlock.as_deref()
     }
 }
 

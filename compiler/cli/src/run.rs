@@ -166,7 +166,15 @@ pub fn main(a: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
-            if let SimError::Deadlock(_) = e {
+            if let (SimError::Deadlock(_, Some(report)), Some(_)) = (&e, &a.stats) {
+                // `--stats json`: the structured report instead of the statistics.
+                let v = serde_json::json!({
+                    "arch": opts.arch.name,
+                    "error": {"code": e.code(), "deadlock": report},
+                });
+                println!("{v}");
+            }
+            if let SimError::Deadlock(..) = e {
                 // The static analysis of the same pipeline names the smallest depths that
                 // complete, which the runtime (seeing one stuck state) cannot.
                 for d in ws.check(root).iter().filter(|d| d.code == "W0504") {
@@ -178,7 +186,7 @@ pub fn main(a: Args) -> ExitCode {
             return match e {
                 SimError::Setup { .. } => ExitCode::from(2),
                 SimError::Exec { .. } => ExitCode::from(1),
-                SimError::Deadlock(_) => ExitCode::from(3),
+                SimError::Deadlock(..) => ExitCode::from(3),
             };
         }
     };

@@ -321,6 +321,56 @@ fn a_window_of_one_slows_a_run_but_never_deadlocks_it() {
 }
 
 #[test]
+fn a_deadlock_with_stats_json_prints_the_report_as_json() {
+    let d = tempdir("deadlock-json");
+    // A rendezvous on `a` while the consumer waits on `b` first.
+    std::fs::write(
+        d.join("p.wsp"),
+        r#"
+axis n = Dense[1]
+input  X: f32[1, 8, 8] = random(seed: 5)
+tensor A: f32[1, 8, 8]
+output Y: f32[1, 8, 8]
+kernel cp(src: in f32[8, 8], dst: out f32[8, 8]) { dst = src }
+channel a: Channel[depth: 0]
+channel b: Channel[depth: 1]
+process prod produces a, b {
+    for i in P.seq(n) {
+        send a, cp[i](src: X[i], dst: A[i])
+        send b, i
+    }
+}
+process cons consumes a, b {
+    consume b as j {
+        consume a as i { cp[i](src: A[i], dst: Y[i]) }
+    }
+}
+workload w = connect(prod, cons)
+"#,
+    )
+    .expect("write");
+    let o = wsp(&d, &["run", "p.wsp", "--stats", "json", "--out-dir", "o"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("error[E0811]"),
+        "{}",
+        text(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the report is JSON");
+    let r = &v["error"]["deadlock"];
+    assert_eq!(v["error"]["code"], "E0811");
+    assert_eq!(r["reason"], "CHANNEL_FULL_WAIT", "{v}");
+    assert_eq!(r["blocked"][0]["process"], "prod", "{v}");
+    assert_eq!(r["blocked"][0]["channel"], "a", "{v}");
+    assert!(r["rings"].as_array().is_some_and(|a| a.len() == 5), "{v}");
+    assert!(
+        r["mitigation"].as_str().is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
+    assert!(!d.join("o").exists(), "no output on a deadlock");
+}
+
+#[test]
 fn a_program_with_errors_does_not_run() {
     let d = tempdir("errors");
     std::fs::write(d.join("p.wsp"), "kernel k(x: in f32[4, 4]) { y = x }\n").expect("write");

@@ -93,15 +93,16 @@ pub enum SimError {
     Setup { code: &'static str, message: String },
     /// A task, view or kernel failed during the run.
     Exec { code: &'static str, message: String },
-    /// The run deadlocked; the message is the runtime's report.
-    Deadlock(String),
+    /// The run deadlocked: the runtime's report, as text and (when the runtime made it) as
+    /// the structure (for `--stats json`).
+    Deadlock(String, Option<Box<rt::DeadlockReport>>),
 }
 
 impl SimError {
     pub fn code(&self) -> &'static str {
         match self {
             SimError::Setup { code, .. } | SimError::Exec { code, .. } => code,
-            SimError::Deadlock(_) => "E0811",
+            SimError::Deadlock(..) => "E0811",
         }
     }
 }
@@ -112,7 +113,7 @@ impl fmt::Display for SimError {
             SimError::Setup { code, message } | SimError::Exec { code, message } => {
                 write!(f, "error[{code}]: {message}")
             }
-            SimError::Deadlock(m) => write!(f, "error[E0811]: {m}"),
+            SimError::Deadlock(m, _) => write!(f, "error[E0811]: {m}"),
         }
     }
 }
@@ -126,9 +127,17 @@ fn setup(message: impl Into<String>) -> SimError {
     }
 }
 
+/// The schedule (its selection, a directive or a key) cannot run on the simulator.
+fn schedule_error(message: impl Into<String>) -> SimError {
+    SimError::Setup {
+        code: "E0814",
+        message: message.into(),
+    }
+}
+
 fn from_runtime(e: RuntimeError) -> SimError {
     match e {
-        RuntimeError::Deadlock(r) => SimError::Deadlock(r.to_string()),
+        RuntimeError::Deadlock(r) => SimError::Deadlock(r.to_string(), Some(r)),
         other => SimError::Exec {
             code: "E0810",
             message: other.to_string(),
@@ -251,16 +260,53 @@ fn key_of(p: &Program, v: &DirValue) -> Result<Key, String> {
         DirValue::Binary { op, lhs, rhs } => {
             Key::Binary(*op, Box::new(key_of(p, lhs)?), Box::new(key_of(p, rhs)?))
         }
-        other => return Err(format!("{other:?} is not a key expression")),
+        other => {
+            return Err(format!(
+                "`{}` is not a key expression: a key is built from axes (as in `affinity(rows)`), integers and arithmetic",
+                describe(p, other)
+            ))
+        }
     })
 }
 
-fn int_args(d: &str, args: &[wsp_ir::workload::DirArg]) -> Result<Vec<u32>, String> {
+/// A directive argument as the program spells it (for messages).
+fn describe(p: &Program, v: &DirValue) -> String {
+    match v {
+        DirValue::Int { value } => value.to_string(),
+        DirValue::Float { value } => value.to_string(),
+        DirValue::Str { value } => format!("{value:?}"),
+        DirValue::Ident { name } => name.clone(),
+        DirValue::Axis { axis } => p
+            .axes
+            .get(axis.index())
+            .map_or_else(|| "?".into(), |a| a.name.clone()),
+        DirValue::Call { name, args } => {
+            let args: Vec<String> = args.iter().map(|a| describe(p, &a.value)).collect();
+            format!("{name}({})", args.join(", "))
+        }
+        DirValue::Binary { op, lhs, rhs } => {
+            let (l, r) = (describe(p, lhs), describe(p, rhs));
+            match op {
+                ExprOp::Add => format!("{l} + {r}"),
+                ExprOp::Sub => format!("{l} - {r}"),
+                ExprOp::Mul => format!("{l} * {r}"),
+                ExprOp::Div => format!("{l} / {r}"),
+                ExprOp::Rem => format!("{l} % {r}"),
+                other => format!("{other:?}({l}, {r})").to_lowercase(),
+            }
+        }
+    }
+}
+
+fn int_args(p: &Program, d: &str, args: &[wsp_ir::workload::DirArg]) -> Result<Vec<u32>, String> {
     args.iter()
         .map(|a| match a.value {
             DirValue::Int { value } => u32::try_from(value)
                 .map_err(|_| format!("`{d}` takes a count from 0 to 2³², found {value}")),
-            ref other => Err(format!("`{d}` takes integers, found {other:?}")),
+            ref other => Err(format!(
+                "`{d}` takes integer counts, found `{}`",
+                describe(p, other)
+            )),
         })
         .collect()
 }
@@ -306,7 +352,7 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>)
                         pol.apply(form, &[])?;
                         set_key(key_of(p, v)?, form)?;
                     }
-                    _ => pol.apply(form, &int_args(form, args)?)?,
+                    _ => pol.apply(form, &int_args(p, form, args)?)?,
                 }
             }
             _ => {
@@ -316,6 +362,24 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>)
                 ))
             }
         }
+    }
+    // Streams need a key to say which stream a task is on, and a key picks one only among
+    // streams: neither is left to mean something silently.
+    let stream_by = s.directives.iter().any(|d| d.name == "stream_by");
+    match (pol.streams, &key) {
+        (Some(rt::Streams(n)), None) if n > 1 => {
+            return Err(format!(
+                "schedule `{}`: `.streams({n})` needs `.stream_by(expr)` (or a dispatch key) to say which stream a task is on; without one every task would be on one stream",
+                s.name
+            ))
+        }
+        (None, _) if stream_by => {
+            return Err(format!(
+                "schedule `{}`: `.stream_by(...)` needs `.streams(n)`, the number of streams its key picks among",
+                s.name
+            ))
+        }
+        _ => {}
     }
     Ok((pol, key))
 }
@@ -1007,8 +1071,8 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         data::init_tensors(program, &params, &opts.base_dir, &opts.inputs).map_err(data_err)?;
     let (sched, w) = program
         .select_run(opts.schedule.as_deref())
-        .map_err(setup)?;
-    let (pol, key) = policies(program, sched).map_err(setup)?;
+        .map_err(schedule_error)?;
+    let (pol, key) = policies(program, sched).map_err(schedule_error)?;
     let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
     // One task always fits, whatever the window (language.md: a window slows a run, never
     // deadlocks it).
@@ -1127,7 +1191,8 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) if e.message.contains("deadlock: ") || e.code == "E0811" => {
-            return Err(SimError::Deadlock(e.message))
+            let report = backend.rt.deadlock_report().cloned().map(Box::new);
+            return Err(SimError::Deadlock(e.message, report));
         }
         Err(e) => {
             return Err(SimError::Exec {

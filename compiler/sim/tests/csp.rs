@@ -253,12 +253,21 @@ fn a_process_cycle_deadlocks_with_the_runtime_report() {
         },
     });
     match run(&p, "ascend910b") {
-        Err(SimError::Deadlock(m)) => {
+        Err(SimError::Deadlock(m, report)) => {
             assert!(
                 m.contains("process `a` waits on channel `c1`")
                     && m.contains("process `b` waits on channel `c2`"),
                 "{m}"
             );
+            // The same report as a structure, for `--stats json`.
+            let r = report.expect("the runtime's report");
+            let blocked: Vec<(&str, &str)> = r
+                .blocked
+                .iter()
+                .map(|b| (b.process.as_str(), b.channel.as_str()))
+                .collect();
+            assert_eq!(blocked, [("a", "c1"), ("b", "c2")]);
+            assert_eq!(r.reason.code(), "CHANNEL_EMPTY_WAIT");
         }
         other => panic!("expected a deadlock, got {other:?}"),
     }

@@ -209,6 +209,35 @@ schedule main = w.dispatch(affinity(rows))
 }
 
 #[test]
+fn a_schedule_the_simulator_cannot_run_is_e0814_in_the_programs_words() {
+    let src = |dispatch: &str| {
+        format!(
+            r#"
+axis rows = Dense[2]
+input  X: f32[2, 16, 16] = random(seed: 7)
+output Y: f32[2, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
+workload w {{ for i in P(rows) {{ sq[i](x: X[i], y: Y[i]) }} }}
+schedule main = w.{dispatch}
+"#
+        )
+    };
+    for (sched, msg) in [
+        ("dispatch(affinity(i))", "`i` is not a key expression"),
+        ("dispatch(by(rows))", "takes integer counts, found `rows`"),
+        ("streams(3)", "`.streams(3)` needs `.stream_by(expr)`"),
+        ("stream_by(rows)", "`.stream_by(...)` needs `.streams(n)`"),
+    ] {
+        let e = run(&src(sched), &opts("ascend910b")).expect_err(sched);
+        assert_eq!(e.code(), "E0814", "{e}");
+        assert!(e.to_string().contains(msg), "{sched}: {e}");
+        assert!(!e.to_string().contains("Ident {"), "{e}");
+    }
+    let r = run(&src("streams(2).stream_by(rows)"), &opts("ascend910b")).expect("two streams");
+    assert_eq!(r.stats.tasks, 2);
+}
+
+#[test]
 fn an_out_of_range_view_at_run_time_names_the_task_and_the_view() {
     let src = r#"
 param n: u32 = 4

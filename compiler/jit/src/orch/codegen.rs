@@ -784,6 +784,123 @@ impl Gen<'_, '_> {
             self.st(outer_axes + i, old);
             self.stc(s, a.map(|a| i64::from(a.0)).unwrap_or(-1));
         }
+        let nv = vars.len();
+        // Iterators whose bounds read no tensor data (Dense and DenseDyn axes, ranges) run as
+        // nested counted loops around the body: the same tuples in the same order as the
+        // materialised form below, with memory that does not grow with the iteration space.
+        let direct = reads.is_empty()
+            && iters.iter().all(|it| match it {
+                Iter::Range { .. } => true,
+                Iter::Axis { axis } => matches!(
+                    self.axis(*axis).map(|a| &a.kind),
+                    Ok(AxisKind::Dense { .. } | AxisKind::DenseDyn { .. })
+                ),
+                Iter::Row { .. } => false,
+            });
+        if direct {
+            if !self.process {
+                self.order(if kind == LoopKind::Sequential {
+                    BEGIN_SEQ
+                } else {
+                    BEGIN_PAR
+                });
+            }
+            let tup = self.alloc(nv.max(1));
+            let first = self.alloc(1);
+            self.stc(first, 1);
+            let outer_gen = self.gen.replace((vars.to_vec(), tup, 0));
+            let r = self.nest(iters, 0, tup, first, body, &outer_gen);
+            self.gen = outer_gen;
+            r?;
+        } else {
+            self.materialised(kind, vars, iters, body)?;
+        }
+        for (i, v) in vars.iter().enumerate() {
+            let old = self.ld(outer_axes + i);
+            self.st(self.axis_slot(v.index()), old);
+        }
+        if !self.process {
+            self.order(END);
+        }
+        Ok(())
+    }
+
+    /// Level `k` of a direct loop (see `for_`): binds position `pos` of the tuple in `tup`,
+    /// and at the last level runs one iteration of `body`.
+    fn nest(
+        &mut self,
+        iters: &[Iter],
+        k: usize,
+        tup: usize,
+        first: usize,
+        body: &[WStmt],
+        outer_gen: &Option<(Vec<LoopVar>, usize, usize)>,
+    ) -> R<()> {
+        let pos = self.gen.as_ref().map(|g| g.2).unwrap_or(0);
+        let Some(it) = iters.get(k) else {
+            let Some((vars, ..)) = self.gen.clone() else {
+                return Err("a loop level outside its loop".into());
+            };
+            // The iteration: the tuple into the variables, the order events, the body (which
+            // resolves variables as the enclosing code does).
+            let saved = self.bound.clone();
+            for (i, v) in vars.iter().enumerate() {
+                let x = self.ld(tup + i);
+                let (vs, fs) = (self.val_slot(v.index()), self.flag_slot(v.index()));
+                self.st(vs, x);
+                self.stc(fs, 1);
+                self.bound[v.index()] = true;
+            }
+            if !self.process {
+                let f = self.ld(first);
+                let step = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(f, cont, &[], step, &[]);
+                self.b.switch_to_block(step);
+                self.order(STEP);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+                self.order(BEGIN_PAR);
+            }
+            self.stc(first, 0);
+            let gen = std::mem::replace(&mut self.gen, outer_gen.clone());
+            let r = self.block(body);
+            self.gen = gen;
+            r?;
+            if !self.process {
+                self.order(END);
+            }
+            self.bound = saved;
+            return Ok(());
+        };
+        let (start, end) = match it {
+            Iter::Range { start, end } => {
+                let s = self.int(start, "a range start")?;
+                let e = self.int(end, "a range end")?;
+                self.range_ok(s, e);
+                (s, e)
+            }
+            Iter::Axis { axis } => (self.c(0), self.flat(*axis)?),
+            Iter::Row { .. } => return Err("a row iterator in a direct loop".into()),
+        };
+        self.counted(start, end, &mut |g, i| {
+            g.bind_gen(tup, pos, i);
+            g.set_filled(pos + 1);
+            let r = g.nest(iters, k + 1, tup, first, body, outer_gen);
+            g.set_filled(pos);
+            r
+        })
+    }
+
+    /// A loop whose iterators read tensor data (or iterate rows): every tuple is generated
+    /// first, then the body runs once per tuple.
+    fn materialised(
+        &mut self,
+        kind: LoopKind,
+        vars: &[LoopVar],
+        iters: &[Iter],
+        body: &[WStmt],
+    ) -> R<()> {
         // Materialise the tuples.
         let nv = vars.len();
         let tbuf = self.nbufs as i64;
@@ -854,14 +971,26 @@ impl Gen<'_, '_> {
         self.bound = saved;
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(exit);
-        for (i, v) in vars.iter().enumerate() {
-            let old = self.ld(outer_axes + i);
-            self.st(self.axis_slot(v.index()), old);
-        }
-        if !self.process {
-            self.order(END);
-        }
         Ok(())
+    }
+
+    fn set_filled(&mut self, n: usize) {
+        if let Some(x) = self.gen.as_mut() {
+            x.2 = n;
+        }
+    }
+
+    /// Fails the run when the range `[s, e)` overflows or has more than
+    /// `MAX_LOOP_ITERATIONS` iterations.
+    fn range_ok(&mut self, s: Value, e: Value) {
+        let (d, of) = self.b.ins().ssub_overflow(e, s);
+        let gt = self.b.ins().icmp(IntCC::SignedGreaterThan, e, s);
+        let big = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThan, d, MAX_LOOP_ITERATIONS as i64);
+        let bad = self.b.ins().select(of, gt, big);
+        self.fail_if(bad, Fail::RangeTooLong, s, e);
     }
 
     /// Binds position `pos` of the tuple being generated.
@@ -930,29 +1059,16 @@ impl Gen<'_, '_> {
             return Ok(());
         };
         let pos = self.gen.as_ref().map(|g| g.2).unwrap_or(0);
-        let set_filled = |g: &mut Self, n: usize| {
-            if let Some(x) = g.gen.as_mut() {
-                x.2 = n;
-            }
-        };
         match it {
             Iter::Range { start, end } => {
                 let s = self.int(start, "a range start")?;
                 let e = self.int(end, "a range end")?;
-                let (d, of) = self.b.ins().ssub_overflow(e, s);
-                let gt = self.b.ins().icmp(IntCC::SignedGreaterThan, e, s);
-                let big = self.b.ins().icmp_imm_s(
-                    IntCC::SignedGreaterThan,
-                    d,
-                    MAX_LOOP_ITERATIONS as i64,
-                );
-                let bad = self.b.ins().select(of, gt, big);
-                self.fail_if(bad, Fail::RangeTooLong, s, e);
+                self.range_ok(s, e);
                 self.counted(s, e, &mut |g, i| {
                     g.bind_gen(tup, pos, i);
-                    set_filled(g, pos + 1);
+                    g.set_filled(pos + 1);
                     let r = g.level(iters, k + 1, tbuf, tup, nv);
-                    set_filled(g, pos);
+                    g.set_filled(pos);
                     r
                 })?;
             }
@@ -960,9 +1076,9 @@ impl Gen<'_, '_> {
                 let b = self.affine(row)?;
                 self.row(*axis, b, &mut |g, i| {
                     g.bind_gen(tup, pos, i);
-                    set_filled(g, pos + 1);
+                    g.set_filled(pos + 1);
                     let r = g.level(iters, k + 1, tbuf, tup, nv);
-                    set_filled(g, pos);
+                    g.set_filled(pos);
                     r
                 })?;
             }
@@ -974,9 +1090,9 @@ impl Gen<'_, '_> {
                         let z = self.c(0);
                         self.counted(z, n, &mut |g, i| {
                             g.bind_gen(tup, pos, i);
-                            set_filled(g, pos + 1);
+                            g.set_filled(pos + 1);
                             let r = g.level(iters, k + 1, tbuf, tup, nv);
-                            set_filled(g, pos);
+                            g.set_filled(pos);
                             r
                         })?;
                     }
@@ -1021,9 +1137,9 @@ impl Gen<'_, '_> {
                             let i = g.b.ins().load(types::I64, mf(), at, 8);
                             g.bind_gen(tup, pos, b);
                             g.bind_gen(tup, pos + 1, i);
-                            set_filled(g, pos + 2);
+                            g.set_filled(pos + 2);
                             let r = g.level(iters, k + 1, tbuf, tup, nv);
-                            set_filled(g, pos);
+                            g.set_filled(pos);
                             r
                         })?;
                     }

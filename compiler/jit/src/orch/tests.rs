@@ -285,6 +285,65 @@ fn dynamic_program(lens: &[i64], indptr: &[i64], indices: &[i64]) -> (Program, V
 }
 
 #[test]
+fn loops_over_dense_axes_and_ranges_keep_no_tuples() {
+    // `for b, r in P(batch, rows)` and `for b, k in batch, 0 .. b + 1`: nested counted loops
+    // (memory independent of the iteration space), the interpreter's calls in its order.
+    let mut p = Program::new();
+    p.kernels.push(kernel("acc"));
+    let x = f32_tensor(&mut p, "X", 8);
+    let y = f32_tensor(&mut p, "Y", 8);
+    for (name, size) in [("batch", 3), ("rows", 2)] {
+        p.axes.push(Axis {
+            name: name.into(),
+            kind: AxisKind::Dense { size },
+        });
+    }
+    let v = |i| Affine::var(LoopVar(i));
+    let body = vec![
+        WStmt::For {
+            kind: LoopKind::Parallel,
+            vars: vec![LoopVar(0), LoopVar(1)],
+            iters: vec![
+                Iter::Axis { axis: AxisId(0) },
+                Iter::Axis { axis: AxisId(1) },
+            ],
+            body: vec![row_call(x, v(1), y, v(0), vec![var(0), var(1)])],
+        },
+        WStmt::For {
+            kind: LoopKind::Sequential,
+            vars: vec![LoopVar(2), LoopVar(3)],
+            iters: vec![
+                Iter::Axis { axis: AxisId(0) },
+                Iter::Range {
+                    start: int(0),
+                    end: Expr::Binary {
+                        op: ExprOp::Add,
+                        lhs: Box::new(var(2)),
+                        rhs: Box::new(int(1)),
+                    },
+                },
+            ],
+            body: vec![row_call(y, v(3), x, v(2), vec![var(2), var(3)])],
+        },
+    ];
+    p.workloads.push(Workload {
+        name: "dense".into(),
+        vars: (0..4).map(|i| format!("v{i}")).collect(),
+        body: WorkloadBody::Block { stmts: body },
+    });
+    let t = tensors(&p, &[]);
+    let o = compile_orchestration(&p, &[], &t).expect("compiles");
+    assert_eq!(o.workloads[0].as_ref().map(|b| b.bufs), Some(0));
+    let out = same(&p, WorkloadId(0), t).expect("runs");
+    assert_eq!(out.tasks.len(), 3 * 2 + (1 + 2 + 3));
+    // Loops over data (Ragged, Sparse rows, a DenseDyn size read from a tensor) still
+    // generate their tuples first.
+    let (p, t) = dynamic_program(&[2, 0, 3], &[0, 2, 2, 5], &[1, 3, 0, 2, 7]);
+    let o = compile_orchestration(&p, &[], &t).expect("compiles");
+    assert!(o.workloads[0].as_ref().is_some_and(|b| b.bufs >= 3));
+}
+
+#[test]
 fn ragged_sparse_when_and_dynamic_loops_match_the_interpreter() {
     let (p, t) = dynamic_program(&[2, 0, 3], &[0, 2, 2, 5], &[1, 3, 0, 2, 7]);
     let out = same(&p, WorkloadId(1), t).expect("runs");

@@ -1132,7 +1132,7 @@ impl Runtime {
     fn note_stall(&mut self, ring: usize, t0: u64) {
         self.rings[ring].stalls += 1;
         self.rings[ring].stalled += self.now - t0;
-        if self.cfg.record && self.now > t0 {
+        if self.cfg.record && self.now > t0 && self.cfg.arch.timing == TimingSemantics::Event {
             let r = StallReason::RINGS[ring];
             self.trace.push(TraceEvent {
                 name: r.code().to_string(),
@@ -1379,18 +1379,33 @@ impl Runtime {
         self.classes[ci].emitted += 1;
         self.slot_mut(seq).core = core;
         // v9 clocks: in-order issue over program structure, no data edges.
-        if let Some(p) = self.procs.get_mut(proc as usize) {
+        let v9 = self.cfg.arch.timing == TimingSemantics::V9;
+        let span = if let Some(p) = self.procs.get_mut(proc as usize) {
             p.v9_clock += t.cycles;
             p.v9_load.0 += 1;
             p.v9_load.1 += t.cycles;
-        } else if self.cfg.arch.timing == TimingSemantics::V9 {
+            (format!("v9_process {}", p.name), p.v9_clock)
+        } else if v9 {
             let n = self.v9.workers() as u64;
             let w = match self.cfg.policies.dispatch {
                 Dispatch::Affinity => key.rem_euclid(n as i64) as usize,
                 Dispatch::Hash => (mix(key) % n) as usize,
                 _ => self.v9.next_round_robin(),
             };
-            self.v9.task(w, t.cycles);
+            (format!("v9_worker{w:03}"), self.v9.task(w, t.cycles))
+        } else {
+            (String::new(), 0)
+        };
+        if self.cfg.record && v9 {
+            // Under v9 the trace shows v9's time: each task on its worker's (or process's)
+            // lane, as `total_cycles` counts it.
+            self.trace.push(TraceEvent {
+                name: format!("{}{:?}", self.kernels[kernel as usize].name, t.coords),
+                lane: span.0,
+                start: span.1 - t.cycles,
+                dur: t.cycles,
+                cat: "task",
+            });
         }
         if self.cfg.record {
             self.graph_nodes.push((seq, kernel, Token::new(t.coords)));
@@ -1606,7 +1621,7 @@ impl Runtime {
                 core.tasks += 1;
                 c.idle -= 1;
                 c.idle_bits[k / 64] &= !(1 << (k % 64));
-                if self.cfg.record {
+                if self.cfg.record && self.cfg.arch.timing == TimingSemantics::Event {
                     let name = format!(
                         "{}{:?}",
                         self.kernels[kernel as usize].name,
@@ -1918,19 +1933,29 @@ impl Runtime {
         }
     }
 
+    /// Each ring's use. Under `pto_wsp_v9` the stalls are v9's, on its clock: the window's
+    /// (the one resource v9 models), none for the other rings.
     fn ring_uses(&self) -> Vec<RingUse> {
         let queued = self.classes.iter().map(|c| c.queued as u64).max();
+        let v9 = self.cfg.arch.timing == TimingSemantics::V9;
         StallReason::RINGS
             .iter()
             .zip(self.rings.iter())
             .enumerate()
-            .map(|(i, (r, s))| RingUse {
-                name: r.ring(),
-                used: if i == 4 { queued.unwrap_or(0) } else { s.used },
-                capacity: s.cap,
-                high_water: s.hw,
-                stalls: s.stalls,
-                stalled_cycles: s.stalled,
+            .map(|(i, (r, s))| {
+                let (stalls, stalled_cycles) = match (v9, i) {
+                    (false, _) => (s.stalls, s.stalled),
+                    (true, 0) => self.v9.window_stalls(),
+                    (true, _) => (0, 0),
+                };
+                RingUse {
+                    name: r.ring(),
+                    used: if i == 4 { queued.unwrap_or(0) } else { s.used },
+                    capacity: s.cap,
+                    high_water: s.hw,
+                    stalls,
+                    stalled_cycles,
+                }
             })
             .collect()
     }
@@ -2276,7 +2301,10 @@ impl Runtime {
                 let sp = &mut self.procs[s as usize];
                 sp.status = PStatus::Runnable;
                 sp.v9_clock = sp.v9_clock.max(rclock);
-                if self.cfg.record && now > sp.blocked_since {
+                if self.cfg.record
+                    && now > sp.blocked_since
+                    && self.cfg.arch.timing == TimingSemantics::Event
+                {
                     self.trace.push(TraceEvent {
                         name: format!("{}: CHANNEL_FULL_WAIT", self.channels[c as usize].name),
                         lane: format!("process {}", self.procs[s as usize].name),
@@ -2336,7 +2364,10 @@ impl Runtime {
         p.v9_clock = p.v9_clock.max(q.v9 + latency);
         p.received = Some(Received::Token(q.token));
         p.status = PStatus::Runnable;
-        if self.cfg.record && now > p.blocked_since {
+        if self.cfg.record
+            && now > p.blocked_since
+            && self.cfg.arch.timing == TimingSemantics::Event
+        {
             self.trace.push(TraceEvent {
                 name: format!("{}: CHANNEL_EMPTY_WAIT", self.channels[c as usize].name),
                 lane: format!("process {}", p.name),

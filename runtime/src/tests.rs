@@ -44,6 +44,43 @@ fn v9_round_robin_eight_tasks() {
 }
 
 #[test]
+fn v9_traces_and_stalls_are_on_the_v9_clock() {
+    // 8 independent tasks of 4096 cycles on round_robin(4) through a window of 2: v9 runs two
+    // at a time (16,384 cycles) on workers 0 to 3; the trace and the stalls say the same.
+    let mut cfg = Config::new(arch("pto_wsp_v9")).with_window(2);
+    cfg.policies.apply("round_robin", &[4]).unwrap();
+    cfg.execute = false;
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("square", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[8 * 64, 64]).unwrap();
+    for i in 0..8 {
+        let a = [arg(x, &[i * 64, 0], &[64, 64], Direction::InOut)];
+        rt.submit(&task(k, &[i], &a, 4096)).unwrap();
+    }
+    let s = rt.finish().unwrap();
+    assert_eq!(s.total_cycles, 16384);
+    let trace: serde_json::Value = serde_json::from_str(&rt.chrome_trace()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let tasks: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "task").collect();
+    assert_eq!(tasks.len(), 8);
+    let end = tasks
+        .iter()
+        .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert_eq!(end, 16384.0, "the trace ends where total_cycles does");
+    assert!(
+        events.iter().all(|e| e["cat"] != "stall"),
+        "no event-clock stalls under v9"
+    );
+    // Tasks 3, 5 and 7 each wait 4096 cycles for the pair before them to end (both leave
+    // the window at once, so 4, 6 and 8 do not wait).
+    let ring = &s.rings[0];
+    assert_eq!((ring.stalls, ring.stalled_cycles), (3, 3 * 4096));
+    assert!(s.rings[1..].iter().all(|r| r.stalled_cycles == 0));
+}
+
+#[test]
 fn v9_single_matmul_and_no_data_edges() {
     let mut cfg = Config::new(arch("pto_wsp_v9"));
     cfg.execute = false;

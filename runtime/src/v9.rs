@@ -39,6 +39,8 @@ pub(crate) struct V9Clock {
     issue: u64,
     in_flight: BinaryHeap<Reverse<u64>>,
     groups: Vec<Group>,
+    /// Tasks whose issue waited for the window, and the cycles they waited.
+    window_stalls: (u64, u64),
 }
 
 impl V9Clock {
@@ -51,6 +53,7 @@ impl V9Clock {
             issue: 0,
             in_flight: BinaryHeap::new(),
             groups: Vec::new(),
+            window_stalls: (0, 0),
         }
     }
 
@@ -113,9 +116,14 @@ impl V9Clock {
         self.emitted += 1;
         let ready = self.ready();
         self.advance_to(ready);
+        let t0 = self.issue;
         while self.in_flight.len() >= self.window {
             let next = self.in_flight.peek().map_or(self.issue, |r| r.0);
             self.advance_to(next);
+        }
+        if self.issue > t0 {
+            self.window_stalls.0 += 1;
+            self.window_stalls.1 += self.issue - t0;
         }
         let end = self.workers[w].max(self.issue) + cycles;
         self.workers[w] = end;
@@ -131,6 +139,11 @@ impl V9Clock {
     /// Per worker: (tasks, busy cycles).
     pub(crate) fn load(&self) -> &[(u64, u64)] {
         &self.load
+    }
+
+    /// (tasks whose issue waited for a full window, cycles waited).
+    pub(crate) fn window_stalls(&self) -> (u64, u64) {
+        self.window_stalls
     }
 
     pub(crate) fn total(&self) -> u64 {
@@ -183,5 +196,7 @@ mod tests {
         }
         // One task in flight at a time: fully serial despite four workers.
         assert_eq!(c.total(), 40);
+        // Tasks 2 to 4 each waited 10 cycles for the one before.
+        assert_eq!(c.window_stalls(), (3, 30));
     }
 }

@@ -1380,11 +1380,12 @@ impl Runtime {
         self.slot_mut(seq).core = core;
         // v9 clocks: in-order issue over program structure, no data edges.
         let v9 = self.cfg.arch.timing == TimingSemantics::V9;
+        // (worker, or the process when `proc` is one; v9 end)
         let span = if let Some(p) = self.procs.get_mut(proc as usize) {
             p.v9_clock += t.cycles;
             p.v9_load.0 += 1;
             p.v9_load.1 += t.cycles;
-            (format!("v9_process {}", p.name), p.v9_clock)
+            (None, p.v9_clock)
         } else if v9 {
             let n = self.v9.workers() as u64;
             let w = match self.cfg.policies.dispatch {
@@ -1392,16 +1393,21 @@ impl Runtime {
                 Dispatch::Hash => (mix(key) % n) as usize,
                 _ => self.v9.next_round_robin(),
             };
-            (format!("v9_worker{w:03}"), self.v9.task(w, t.cycles))
+            (Some(w), self.v9.task(w, t.cycles))
         } else {
-            (String::new(), 0)
+            (None, 0)
         };
         if self.cfg.record && v9 {
             // Under v9 the trace shows v9's time: each task on its worker's (or process's)
             // lane, as `total_cycles` counts it.
+            let lane = match (span.0, self.procs.get(proc as usize)) {
+                (Some(w), _) => format!("v9_worker{w:03}"),
+                (None, Some(p)) => format!("v9_process {}", p.name),
+                (None, None) => String::new(),
+            };
             self.trace.push(TraceEvent {
                 name: format!("{}{:?}", self.kernels[kernel as usize].name, t.coords),
-                lane: span.0,
+                lane,
                 start: span.1 - t.cycles,
                 dur: t.cycles,
                 cat: "task",

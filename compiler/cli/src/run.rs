@@ -43,15 +43,16 @@ pub struct Args {
     /// Write the task graph (Graphviz dot).
     #[arg(long, value_name = "FILE")]
     graph: Option<PathBuf>,
-    /// Model time only: kernels do not run, outputs are not computed or checked.
+    /// Model time only: kernels do not run, outputs are not computed; only expectations on
+    /// `total_cycles` and `tasks` are checked.
     #[arg(long)]
     timing_only: bool,
     /// Run every kernel and the orchestration in the reference interpreters instead of the JIT.
     #[arg(long)]
     interpret: bool,
     /// Host threads running kernels (default 1: the orchestrating thread).
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
     /// Print only errors and failed expectations.
     #[arg(long, short)]
     quiet: bool,
@@ -150,7 +151,7 @@ pub fn main(a: Args) -> ExitCode {
     opts.inputs = inputs;
     opts.timing_only = a.timing_only;
     opts.record = a.trace.is_some() || a.graph.is_some();
-    opts.threads = a.threads.max(1);
+    opts.threads = usize::from(a.threads);
     opts.interpret = a.interpret;
     if !a.quiet && std::io::stderr().is_terminal() {
         opts.progress = Some(progress);

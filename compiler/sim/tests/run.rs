@@ -93,6 +93,28 @@ schedule main = w.dispatch(round_robin(4))
     assert_eq!(t.stats.total_cycles, full.stats.total_cycles);
     assert!(t.kernels.iter().all(|k| k.engine == Engine::None));
     assert!(t.tensors[1].to_f64().iter().all(|v| *v == 0.0));
+    // Expectations on statistics are checked without kernels; those on results are not.
+    let cycles = full.stats.total_cycles;
+    let with = |e: &str| format!("{src}{e}");
+    let t = run(
+        &with(&format!(
+            "expect total_cycles == {cycles}\nexpect tasks <= 7\nexpect close(Y, zeros)\n"
+        )),
+        &o,
+    )
+    .expect("runs");
+    let got: Vec<(&str, bool)> = t
+        .expects
+        .iter()
+        .map(|e| (e.description.as_str(), e.failure.is_none()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (format!("total_cycles == {cycles}").as_str(), true),
+            ("tasks <= 7", false)
+        ]
+    );
 }
 
 #[test]

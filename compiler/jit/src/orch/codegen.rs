@@ -844,24 +844,9 @@ impl Gen<'_, '_> {
             // The iteration: the tuple into the variables, the order events, the body (which
             // resolves variables as the enclosing code does).
             let saved = self.bound.clone();
-            for (i, v) in vars.iter().enumerate() {
-                let x = self.ld(tup + i);
-                let (vs, fs) = (self.val_slot(v.index()), self.flag_slot(v.index()));
-                self.st(vs, x);
-                self.stc(fs, 1);
-                self.bound[v.index()] = true;
-            }
-            if !self.process {
-                let f = self.ld(first);
-                let step = self.b.create_block();
-                let cont = self.b.create_block();
-                self.b.ins().brif(f, cont, &[], step, &[]);
-                self.b.switch_to_block(step);
-                self.order(STEP);
-                self.b.ins().jump(cont, &[]);
-                self.b.switch_to_block(cont);
-                self.order(BEGIN_PAR);
-            }
+            let values: Vec<Value> = (0..vars.len()).map(|i| self.ld(tup + i)).collect();
+            let is_first = self.ld(first);
+            self.begin_iteration(&vars, &values, is_first);
             self.stc(first, 0);
             let gen = std::mem::replace(&mut self.gen, outer_gen.clone());
             let r = self.block(body);
@@ -944,17 +929,33 @@ impl Gen<'_, '_> {
         let off = self.b.ins().imul_imm_s(next, (nv * 8) as i64);
         let row = self.b.ins().iadd(ptr, off);
         let saved = self.bound.clone();
-        for (i, v) in vars.iter().enumerate() {
-            let x = self.b.ins().load(types::I64, mf(), row, (i * 8) as i32);
+        let values: Vec<Value> = (0..nv)
+            .map(|i| self.b.ins().load(types::I64, mf(), row, (i * 8) as i32))
+            .collect();
+        let n1 = self.b.ins().iadd_imm_s(next, 1);
+        self.st(ls + 2, n1);
+        let is_first = self.b.ins().icmp_imm_s(IntCC::Equal, next, 0);
+        self.begin_iteration(vars, &values, is_first);
+        self.block(body)?;
+        if !self.process {
+            self.order(END);
+        }
+        self.bound = saved;
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// The start of one iteration: `values` into the loop's variables (bound from here on),
+    /// then the order events (a step between iterations; `first` is nonzero on the first).
+    fn begin_iteration(&mut self, vars: &[LoopVar], values: &[Value], first: Value) {
+        for (v, &x) in vars.iter().zip(values) {
             let (vs, fs) = (self.val_slot(v.index()), self.flag_slot(v.index()));
             self.st(vs, x);
             self.stc(fs, 1);
             self.bound[v.index()] = true;
         }
-        let n1 = self.b.ins().iadd_imm_s(next, 1);
-        self.st(ls + 2, n1);
         if !self.process {
-            let first = self.b.ins().icmp_imm_s(IntCC::Equal, next, 0);
             let step = self.b.create_block();
             let cont = self.b.create_block();
             self.b.ins().brif(first, cont, &[], step, &[]);
@@ -964,14 +965,6 @@ impl Gen<'_, '_> {
             self.b.switch_to_block(cont);
             self.order(BEGIN_PAR);
         }
-        self.block(body)?;
-        if !self.process {
-            self.order(END);
-        }
-        self.bound = saved;
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(exit);
-        Ok(())
     }
 
     fn set_filled(&mut self, n: usize) {

@@ -138,7 +138,12 @@ pub fn main(a: Args) -> ExitCode {
     let arch_name = a
         .arch
         .clone()
-        .or_else(|| sched.and_then(wsp_sim::schedule_target))
+        // `cpu_sim` names this simulator, not a model: it runs the default one.
+        .or_else(|| {
+            sched
+                .and_then(wsp_sim::schedule_target)
+                .filter(|t| t != "cpu_sim")
+        })
         .unwrap_or_else(|| "ascend910b".to_string());
     let arch = match load_arch(&arch_name) {
         Ok(x) => x,

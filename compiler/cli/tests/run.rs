@@ -371,6 +371,30 @@ workload w = connect(prod, cons)
 }
 
 #[test]
+fn a_cpu_sim_target_runs_the_default_model() {
+    let d = tempdir("cpu-sim");
+    std::fs::write(
+        d.join("p.wsp"),
+        r#"
+axis rows = Dense[2]
+input  X: f32[2, 16, 16] = random(seed: 1)
+output Y: f32[2, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) { y = x * x }
+workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
+schedule main = w.dispatch(work_steal).target(cpu_sim)
+"#,
+    )
+    .expect("write");
+    let o = wsp(&d, &["run", "p.wsp"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("on ascend910b"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
 fn a_program_with_errors_does_not_run() {
     let d = tempdir("errors");
     std::fs::write(d.join("p.wsp"), "kernel k(x: in f32[4, 4]) { y = x }\n").expect("write");

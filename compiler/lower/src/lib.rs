@@ -1854,6 +1854,7 @@ impl KLower<'_> {
             "gelu" => Some(k::UnaryOp::Gelu),
             "silu" => Some(k::UnaryOp::Silu),
             "abs" => Some(k::UnaryOp::Abs),
+            "neg" => Some(k::UnaryOp::Neg),
             _ => None,
         };
         let reduce = match f {

@@ -260,6 +260,25 @@ schedule main = w.{dispatch}
 }
 
 #[test]
+fn neg_is_the_unary_minus() {
+    let src = r#"
+axis rows = Dense[2]
+input  X: f32[2, 16, 16] = random(seed: 3)
+output Y: f32[2, 16, 16]
+output Z: f32[2, 16, 16]
+kernel k(x: in f32[16, 16], y: out f32[16, 16], z: out f32[16, 16]) {
+    y = neg(x)
+    z = -x
+}
+workload w { for i in P(rows) { k[i](x: X[i], y: Y[i], z: Z[i]) } }
+"#;
+    let r = run(src, &opts("ascend910b")).expect("`neg` lowers");
+    assert_eq!(bits(&r.tensors[1]), bits(&r.tensors[2]));
+    let x = r.tensors[0].to_f64();
+    assert!(r.tensors[1].to_f64().iter().zip(&x).all(|(y, x)| *y == -*x));
+}
+
+#[test]
 fn an_out_of_range_view_at_run_time_names_the_task_and_the_view() {
     let src = r#"
 param n: u32 = 4

@@ -1745,17 +1745,19 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                     "the runtime allocates the window's ring of task slots before the run, so a window holds at most {MAX_TASK_WINDOW} tasks in flight; use a smaller window"
                 )),
             );
-        } else if let ExprKind::Int(0) = arg.kind {
-            if matches!(name, "task_window" | "streams") {
-                c.diags.push(
-                    Diagnostic::new(
-                        "E0605",
-                        format!("`.{name}(0)` can never run a task"),
-                        c.label(arg.span, "must be at least 1"),
-                    )
-                    .with_help(directive_help(name)),
-                );
-            }
+        } else if let Some(n) = matches!(name, "task_window" | "streams")
+            .then(|| crate::types::eval_int(arg, c.consts))
+            .flatten()
+            .filter(|n| *n < 1)
+        {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0605",
+                    format!("`.{name}({n})` can never run a task"),
+                    c.label(arg.span, "must be at least 1"),
+                )
+                .with_help(directive_help(name)),
+            );
         }
     }
 }

@@ -683,7 +683,7 @@ impl Prepared {
 
 fn submit_error(e: RuntimeError) -> String {
     match e {
-        RuntimeError::Deadlock(r) => format!("deadlock: {r}"),
+        RuntimeError::Deadlock(r) => r.to_string(),
         other => other.to_string(),
     }
 }
@@ -994,7 +994,7 @@ impl TaskBackend for RtBackend<'_> {
             Ok(()) => Ok(tasks),
             Err(RuntimeError::Deadlock(rep)) => Err(exec::ExecError {
                 code: "E0811",
-                message: format!("deadlock: {rep}"),
+                message: rep.to_string(),
             }),
             Err(e) => Err(exec::ExecError {
                 code: "E0810",
@@ -1190,7 +1190,9 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     };
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) if e.message.contains("deadlock: ") || e.code == "E0811" => {
+        // The runtime keeps the report of the deadlock that stopped it, whichever path (a
+        // submission, a process step) passed the error on as text.
+        Err(e) if e.code == "E0811" || backend.rt.deadlock_report().is_some() => {
             let report = backend.rt.deadlock_report().cloned().map(Box::new);
             return Err(SimError::Deadlock(e.message, report));
         }

@@ -352,7 +352,7 @@ workload w = connect(prod, cons)
     let o = wsp(&d, &["run", "p.wsp", "--stats", "json", "--out-dir", "o"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("error[E0811]"),
+        text(&o.stderr).contains("error[E0811]: deadlock at cycle"),
         "{}",
         text(&o.stderr)
     );

@@ -805,11 +805,15 @@ impl Gen<'_, '_> {
                     BEGIN_PAR
                 });
             }
-            let tup = self.alloc(nv.max(1));
-            let first = self.alloc(1);
-            self.stc(first, 1);
-            let outer_gen = self.gen.replace((vars.to_vec(), tup, 0));
-            let r = self.nest(iters, 0, tup, first, body, &outer_gen);
+            let at = Direct {
+                tup: self.alloc(nv.max(1)),
+                first: self.alloc(1),
+                count: self.alloc(1),
+            };
+            self.stc(at.first, 1);
+            self.stc(at.count, 0);
+            let outer_gen = self.gen.replace((vars.to_vec(), at.tup, 0));
+            let r = self.nest(iters, 0, at, body, &outer_gen);
             self.gen = outer_gen;
             r?;
         } else {
@@ -825,17 +829,17 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    /// Level `k` of a direct loop (see `for_`): binds position `pos` of the tuple in `tup`,
-    /// and at the last level runs one iteration of `body`.
+    /// Level `k` of a direct loop (see `for_`): binds position `pos` of the tuple, and at the
+    /// last level runs one iteration of `body`.
     fn nest(
         &mut self,
         iters: &[Iter],
         k: usize,
-        tup: usize,
-        first: usize,
+        at: Direct,
         body: &[WStmt],
         outer_gen: &Option<(Vec<LoopVar>, usize, usize)>,
     ) -> R<()> {
+        let Direct { tup, first, count } = at;
         let pos = self.gen.as_ref().map(|g| g.2).unwrap_or(0);
         let Some(it) = iters.get(k) else {
             let Some((vars, ..)) = self.gen.clone() else {
@@ -843,6 +847,17 @@ impl Gen<'_, '_> {
             };
             // The iteration: the tuple into the variables, the order events, the body (which
             // resolves variables as the enclosing code does).
+            // The interpreter's bound on one loop's iterations (it materialises them).
+            let n = self.ld(count);
+            let over = self.b.ins().icmp_imm_s(
+                IntCC::SignedGreaterThanOrEqual,
+                n,
+                MAX_LOOP_ITERATIONS as i64,
+            );
+            let msg = format!("a loop has more than {MAX_LOOP_ITERATIONS} iterations");
+            self.fail_if(over, Fail::InThread(msg), n, n);
+            let n1 = self.b.ins().iadd_imm_s(n, 1);
+            self.st(count, n1);
             let saved = self.bound.clone();
             let values: Vec<Value> = (0..vars.len()).map(|i| self.ld(tup + i)).collect();
             let is_first = self.ld(first);
@@ -871,7 +886,7 @@ impl Gen<'_, '_> {
         self.counted(start, end, &mut |g, i| {
             g.bind_gen(tup, pos, i);
             g.set_filled(pos + 1);
-            let r = g.nest(iters, k + 1, tup, first, body, outer_gen);
+            let r = g.nest(iters, k + 1, at, body, outer_gen);
             g.set_filled(pos);
             r
         })
@@ -1226,4 +1241,13 @@ impl Gen<'_, '_> {
         self.b.seal_all_blocks();
         self.b.finalize(cfg);
     }
+}
+
+/// The slots of a direct loop: the tuple being generated, "the next iteration is the first",
+/// and the iterations so far.
+#[derive(Clone, Copy)]
+struct Direct {
+    tup: usize,
+    first: usize,
+    count: usize,
 }

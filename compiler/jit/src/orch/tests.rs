@@ -344,6 +344,58 @@ fn loops_over_dense_axes_and_ranges_keep_no_tuples() {
 }
 
 #[test]
+fn a_direct_loop_keeps_the_interpreters_bound_on_iterations() {
+    // 8193² iterations (just over 2²⁶) of an empty body: refused as the interpreter refuses
+    // to materialise them, with its message.
+    let mut p = Program::new();
+    p.kernels.push(kernel("acc"));
+    for name in ["a", "b"] {
+        p.axes.push(Axis {
+            name: name.into(),
+            kind: AxisKind::Dense { size: 8193 },
+        });
+    }
+    p.workloads.push(Workload {
+        name: "big".into(),
+        vars: vec!["i".into(), "j".into()],
+        body: WorkloadBody::Block {
+            stmts: vec![WStmt::For {
+                kind: LoopKind::Parallel,
+                vars: vec![LoopVar(0), LoopVar(1)],
+                iters: vec![
+                    Iter::Axis { axis: AxisId(0) },
+                    Iter::Axis { axis: AxisId(1) },
+                ],
+                body: vec![],
+            }],
+        },
+    });
+    /// Records nothing (the order events of 2²⁶ iterations would be 2²⁶ strings).
+    struct Quiet;
+    impl TaskBackend for Quiet {
+        fn task(&mut self, _: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+            Err("the body has no task".into())
+        }
+        fn sync(&mut self, _: TensorId, _: &mut [HostTensor]) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let t = tensors(&p, &[]);
+    let o = compile_orchestration(&p, &[], &t).expect("compiles");
+    let mut tb = t;
+    let e = o
+        .run_workload_on(WorkloadId(0), &[], &mut tb, &mut Quiet)
+        .expect_err("too many iterations");
+    assert!(
+        e.message.ends_with(&format!(
+            "a loop has more than {MAX_LOOP_ITERATIONS} iterations"
+        )),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
 fn ragged_sparse_when_and_dynamic_loops_match_the_interpreter() {
     let (p, t) = dynamic_program(&[2, 0, 3], &[0, 2, 2, 5], &[1, 3, 0, 2, 7]);
     let out = same(&p, WorkloadId(1), t).expect("runs");

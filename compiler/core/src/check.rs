@@ -1940,6 +1940,9 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                         if theirs.contains_key(&n.name) && !used.contains(n.name.as_str()) {
                             diags.push(unused_import(&fname, node, names, i));
                         }
+                        let at = Label::new(fname.clone(), n.span.shift(off), "imported here");
+                        let std = crate::resolve::is_std(path);
+                        diags.extend(imported_kernel_memory(db, file, *m, std, &n.name, at));
                         if !theirs.contains_key(&n.name) {
                             let mut d = Diagnostic::new(
                                 "E0104",
@@ -1988,6 +1991,59 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+/// E0701 for a kernel imported from module `m` when it does not fit the buffers of the
+/// importing file's target: e.g. a std kernel, sized for Ascend, in a program for AIE-ML. A
+/// user module checked on the same target reports its own kernels; std's diagnostics are
+/// never shown, so its kernels are always reported here.
+fn imported_kernel_memory(
+    db: &dyn Db,
+    file: File,
+    m: File,
+    std: bool,
+    name: &str,
+    at: Label,
+) -> Vec<Diagnostic> {
+    let here = crate::memory::file_target(db, file);
+    if !std && here == crate::memory::file_target(db, m) {
+        return Vec::new();
+    }
+    let Ok(arch) = wsp_arch::Arch::builtin(here) else {
+        return Vec::new();
+    };
+    let kernel = parse_file(db, m)
+        .file
+        .items
+        .iter()
+        .find_map(|n| match &n.item.kind {
+            ItemKind::Kernel(k) if k.name.name == name => Some(k),
+            _ => None,
+        });
+    let Some(fp) =
+        kernel.and_then(|k| crate::memory::footprint(k, crate::db::const_values(db, m), &arch))
+    else {
+        return Vec::new();
+    };
+    fp.buffers
+        .iter()
+        .filter(|b| b.peak > b.capacity)
+        .map(|b| {
+            Diagnostic::new(
+                "E0701",
+                format!(
+                    "imported kernel `{name}` needs {} bytes of {} on {here}, which has {} bytes",
+                    crate::memory::thousands(b.peak),
+                    b.buffer,
+                    crate::memory::thousands(b.capacity)
+                ),
+                at.clone(),
+            )
+            .with_help(format!(
+                "the module's tiles are sized for other targets; on {here}, use a kernel of your own with smaller tiles"
+            ))
+        })
+        .collect()
 }
 
 /// W0103: the `i`-th name of `import m.{..}` is never used; the fix removes it (the whole

@@ -113,7 +113,7 @@ impl Footprint {
     }
 }
 
-fn thousands(v: u64) -> String {
+pub(crate) fn thousands(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {

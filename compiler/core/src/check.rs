@@ -1960,6 +1960,18 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             diags.push(d);
                         }
                     }
+                } else {
+                    // The whole module: the kernels this file names.
+                    let std = crate::resolve::is_std(path);
+                    let theirs = crate::db::own_symbols(db, *m);
+                    for name in theirs.keys().filter(|k| used.contains(k.as_str())) {
+                        let at = Label::new(
+                            fname.clone(),
+                            path_span,
+                            format!("`{name}` is imported here"),
+                        );
+                        diags.extend(imported_kernel_memory(db, file, *m, std, name, at));
+                    }
                 }
             }
             ImportTarget::Missing => {

@@ -93,10 +93,8 @@ impl Region {
         for d in 0..rank {
             let (o, e) = (offsets[d], extents[d]);
             let s = strides.get(d).copied().unwrap_or(1);
-            if o < 0 || e < 1 || s < 1 {
-                return Err(ApiError(format!(
-                    "dimension {d}: offset {o} must be ≥ 0, extent {e} ≥ 1, stride {s} ≥ 1"
-                )));
+            if let Some(m) = malformed_dimension(d, o, e, s) {
+                return Err(ApiError(m));
             }
             r.offsets[d] = o;
             r.extents[d] = e;
@@ -125,6 +123,12 @@ impl Region {
 }
 
 /// A region argument of a task.
+/// Why dimension `d` of a region (offset `o`, extent `e`, stride `s`) is malformed, if it is.
+pub(crate) fn malformed_dimension(d: usize, o: i64, e: i64, s: i64) -> Option<String> {
+    (o < 0 || e < 1 || s < 1)
+        .then(|| format!("dimension {d}: offset {o} must be ≥ 0, extent {e} ≥ 1, stride {s} ≥ 1"))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arg {
     pub region: Region,

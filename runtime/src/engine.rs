@@ -138,10 +138,8 @@ fn api<T>(m: String) -> Result<T, RuntimeError> {
 #[inline(never)]
 fn bad_dimension<T>(n: usize, d: usize, r: &Region, dim: i64) -> Result<T, RuntimeError> {
     let (o, e, s) = (r.offsets[d], r.extents[d], r.strides[d]);
-    if o < 0 || e < 1 || s < 1 {
-        return api(format!(
-            "argument {n}: dimension {d}: offset {o} must be ≥ 0, extent {e} ≥ 1, stride {s} ≥ 1"
-        ));
+    if let Some(m) = malformed_dimension(d, o, e, s) {
+        return api(format!("argument {n}: {m}"));
     }
     let last = (e - 1).saturating_mul(s).saturating_add(o);
     api(format!(

@@ -1920,6 +1920,10 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         ItemKind::Import(i) => Some((n, i)),
         _ => None,
     });
+    let kernels = ImportedKernels {
+        here: crate::memory::file_target(db, file),
+        model: std::cell::OnceCell::new(),
+    };
     for ((node, imp), (path, target)) in import_nodes.zip(imports) {
         let off = node.range.start;
         let path_span = match (imp.path.first(), imp.path.last()) {
@@ -1934,6 +1938,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             .join(".");
         match target {
             ImportTarget::Loaded(m) => {
+                let std = crate::resolve::is_std(path);
                 if let Some(names) = &imp.names {
                     let theirs = crate::db::own_symbols(db, *m);
                     for (i, n) in names.iter().enumerate() {
@@ -1941,8 +1946,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             diags.push(unused_import(&fname, node, names, i));
                         }
                         let at = Label::new(fname.clone(), n.span.shift(off), "imported here");
-                        let std = crate::resolve::is_std(path);
-                        diags.extend(imported_kernel_memory(db, file, *m, std, &n.name, at));
+                        diags.extend(kernels.memory(db, *m, std, &n.name, at));
                         if !theirs.contains_key(&n.name) {
                             let mut d = Diagnostic::new(
                                 "E0104",
@@ -1962,7 +1966,6 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                     }
                 } else {
                     // The whole module: the kernels this file names.
-                    let std = crate::resolve::is_std(path);
                     let theirs = crate::db::own_symbols(db, *m);
                     for name in theirs.keys().filter(|k| used.contains(k.as_str())) {
                         let at = Label::new(
@@ -1970,7 +1973,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             path_span,
                             format!("`{name}` is imported here"),
                         );
-                        diags.extend(imported_kernel_memory(db, file, *m, std, name, at));
+                        diags.extend(kernels.memory(db, *m, std, name, at));
                     }
                 }
             }
@@ -2005,57 +2008,74 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     diags
 }
 
-/// E0701 for a kernel imported from module `m` when it does not fit the buffers of the
-/// importing file's target: e.g. a std kernel, sized for Ascend, in a program for AIE-ML. A
-/// user module checked on the same target reports its own kernels; std's diagnostics are
-/// never shown, so its kernels are always reported here.
-fn imported_kernel_memory(
-    db: &dyn Db,
-    file: File,
-    m: File,
-    std: bool,
-    name: &str,
-    at: Label,
-) -> Vec<Diagnostic> {
-    let here = crate::memory::file_target(db, file);
-    if !std && here == crate::memory::file_target(db, m) {
-        return Vec::new();
+/// The importing file's view of the kernels it imports: its target, and that target's model
+/// parsed at most once for all of them.
+struct ImportedKernels<'a> {
+    here: &'a str,
+    model: std::cell::OnceCell<Option<wsp_arch::Arch>>,
+}
+
+impl ImportedKernels<'_> {
+    /// E0701 for kernel `name` of module `m` when it does not fit the buffers of the importing
+    /// file's target: e.g. a std kernel, sized for Ascend, in a program for AIE-ML. A user
+    /// module checked on the same target reports its own kernels; std's diagnostics are never
+    /// shown, so its kernels are always reported here.
+    fn memory(&self, db: &dyn Db, m: File, std: bool, name: &str, at: Label) -> Vec<Diagnostic> {
+        let here = self.here;
+        let same = here == crate::memory::file_target(db, m);
+        if !std && same {
+            return Vec::new();
+        }
+        let item =
+            crate::db::file_items(db, m)
+                .iter()
+                .find_map(|(id, _)| match item_ast(db, *id) {
+                    Some(Item {
+                        kind: ItemKind::Kernel(k),
+                        ..
+                    }) if k.name.name == name => Some((*id, k)),
+                    _ => None,
+                });
+        let Some((id, k)) = item else {
+            return Vec::new();
+        };
+        // On the module's own target the footprint is the memoised one of its own check.
+        let computed;
+        let fp = if same {
+            crate::memory::kernel_footprint(db, id).as_ref()
+        } else {
+            let Some(arch) = self
+                .model
+                .get_or_init(|| wsp_arch::Arch::builtin(here).ok())
+            else {
+                return Vec::new();
+            };
+            computed = crate::memory::footprint(k, crate::db::const_values(db, m), arch);
+            computed.as_ref()
+        };
+        let Some(fp) = fp else {
+            return Vec::new();
+        };
+        fp.buffers
+            .iter()
+            .filter(|b| b.peak > b.capacity)
+            .map(|b| {
+                Diagnostic::new(
+                    "E0701",
+                    format!(
+                        "imported kernel `{name}` needs {} bytes of {} on {here}, which has {} bytes",
+                        crate::memory::thousands(b.peak),
+                        b.buffer,
+                        crate::memory::thousands(b.capacity)
+                    ),
+                    at.clone(),
+                )
+                .with_help(format!(
+                    "the module's tiles are sized for other targets; on {here}, use a kernel of your own with smaller tiles"
+                ))
+            })
+            .collect()
     }
-    let Ok(arch) = wsp_arch::Arch::builtin(here) else {
-        return Vec::new();
-    };
-    let kernel = parse_file(db, m)
-        .file
-        .items
-        .iter()
-        .find_map(|n| match &n.item.kind {
-            ItemKind::Kernel(k) if k.name.name == name => Some(k),
-            _ => None,
-        });
-    let Some(fp) =
-        kernel.and_then(|k| crate::memory::footprint(k, crate::db::const_values(db, m), &arch))
-    else {
-        return Vec::new();
-    };
-    fp.buffers
-        .iter()
-        .filter(|b| b.peak > b.capacity)
-        .map(|b| {
-            Diagnostic::new(
-                "E0701",
-                format!(
-                    "imported kernel `{name}` needs {} bytes of {} on {here}, which has {} bytes",
-                    crate::memory::thousands(b.peak),
-                    b.buffer,
-                    crate::memory::thousands(b.capacity)
-                ),
-                at.clone(),
-            )
-            .with_help(format!(
-                "the module's tiles are sized for other targets; on {here}, use a kernel of your own with smaller tiles"
-            ))
-        })
-        .collect()
 }
 
 /// W0103: the `i`-th name of `import m.{..}` is never used; the fix removes it (the whole

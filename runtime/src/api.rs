@@ -122,13 +122,24 @@ impl Region {
     }
 }
 
-/// A region argument of a task.
 /// Why dimension `d` of a region (offset `o`, extent `e`, stride `s`) is malformed, if it is.
+/// Inline, with the message out of line: `Region::new` checks every dimension of every region.
+#[inline]
 pub(crate) fn malformed_dimension(d: usize, o: i64, e: i64, s: i64) -> Option<String> {
-    (o < 0 || e < 1 || s < 1)
-        .then(|| format!("dimension {d}: offset {o} must be ≥ 0, extent {e} ≥ 1, stride {s} ≥ 1"))
+    if o < 0 || e < 1 || s < 1 {
+        Some(dimension_message(d, o, e, s))
+    } else {
+        None
+    }
 }
 
+#[cold]
+#[inline(never)]
+fn dimension_message(d: usize, o: i64, e: i64, s: i64) -> String {
+    format!("dimension {d}: offset {o} must be ≥ 0, extent {e} ≥ 1, stride {s} ≥ 1")
+}
+
+/// A region argument of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arg {
     pub region: Region,

@@ -1127,6 +1127,11 @@ impl Runtime {
         }
     }
 
+    /// A task's name in traces: its kernel and coordinates, `k[1, 2]`.
+    fn task_name(&self, kernel: u32, coords: &[i64]) -> String {
+        format!("{}{coords:?}", self.kernels[kernel as usize].name)
+    }
+
     fn note_stall(&mut self, ring: usize, t0: u64) {
         self.rings[ring].stalls += 1;
         self.rings[ring].stalled += self.now - t0;
@@ -1404,7 +1409,7 @@ impl Runtime {
                 (None, None) => String::new(),
             };
             self.trace.push(TraceEvent {
-                name: format!("{}{:?}", self.kernels[kernel as usize].name, t.coords),
+                name: self.task_name(kernel, t.coords),
                 lane,
                 start: span.1 - t.cycles,
                 dur: t.cycles,
@@ -1626,13 +1631,8 @@ impl Runtime {
                 c.idle -= 1;
                 c.idle_bits[k / 64] &= !(1 << (k % 64));
                 if self.cfg.record && self.cfg.arch.timing == TimingSemantics::Event {
-                    let name = format!(
-                        "{}{:?}",
-                        self.kernels[kernel as usize].name,
-                        self.graph_nodes
-                            .get(seq as usize)
-                            .map_or(&[][..], |n| n.2.values())
-                    );
+                    let coords = self.graph_nodes.get(seq as usize);
+                    let name = self.task_name(kernel, coords.map_or(&[][..], |n| n.2.values()));
                     let class = self.classes[ci].class;
                     self.trace.push(TraceEvent {
                         name,

@@ -28,11 +28,13 @@ fn arg(t: TensorId, off: &[i64], ext: &[i64], dir: Direction) -> Arg {
     }
 }
 
-#[test]
-fn v9_round_robin_eight_tasks() {
-    let mut cfg = Config::new(arch("pto_wsp_v9"));
+/// Eight independent v9 tasks of 4096 cycles on `round_robin(4)` through a window of
+/// `window`, timing only (`record`: with a trace).
+fn v9_eight_tasks(window: u32, record: bool) -> Runtime {
+    let mut cfg = Config::new(arch("pto_wsp_v9")).with_window(window);
     cfg.policies.apply("round_robin", &[4]).unwrap();
     cfg.execute = false;
+    cfg.record = record;
     let mut rt = Runtime::new(cfg).unwrap();
     let k = rt.register_kernel("square", CoreClass::Vector, noop());
     let x = rt.add_tensor(4, &[8 * 64, 64]).unwrap();
@@ -40,24 +42,20 @@ fn v9_round_robin_eight_tasks() {
         let a = [arg(x, &[i * 64, 0], &[64, 64], Direction::InOut)];
         rt.submit(&task(k, &[i], &a, 4096)).unwrap();
     }
+    rt
+}
+
+#[test]
+fn v9_round_robin_eight_tasks() {
+    let mut rt = v9_eight_tasks(Policies::default().task_window, false);
     assert_eq!(rt.finish().unwrap().total_cycles, 8192);
 }
 
 #[test]
 fn v9_traces_and_stalls_are_on_the_v9_clock() {
-    // 8 independent tasks of 4096 cycles on round_robin(4) through a window of 2: v9 runs two
-    // at a time (16,384 cycles) on workers 0 to 3; the trace and the stalls say the same.
-    let mut cfg = Config::new(arch("pto_wsp_v9")).with_window(2);
-    cfg.policies.apply("round_robin", &[4]).unwrap();
-    cfg.execute = false;
-    cfg.record = true;
-    let mut rt = Runtime::new(cfg).unwrap();
-    let k = rt.register_kernel("square", CoreClass::Vector, noop());
-    let x = rt.add_tensor(4, &[8 * 64, 64]).unwrap();
-    for i in 0..8 {
-        let a = [arg(x, &[i * 64, 0], &[64, 64], Direction::InOut)];
-        rt.submit(&task(k, &[i], &a, 4096)).unwrap();
-    }
+    // Through a window of 2, v9 runs two at a time (16,384 cycles) on workers 0 to 3; the
+    // trace and the stalls say the same.
+    let mut rt = v9_eight_tasks(2, true);
     let s = rt.finish().unwrap();
     assert_eq!(s.total_cycles, 16384);
     let trace: serde_json::Value = serde_json::from_str(&rt.chrome_trace()).unwrap();

@@ -807,10 +807,8 @@ impl Gen<'_, '_> {
             }
             let at = Direct {
                 tup: self.alloc(nv.max(1)),
-                first: self.alloc(1),
                 count: self.alloc(1),
             };
-            self.stc(at.first, 1);
             self.stc(at.count, 0);
             let outer_gen = self.gen.replace((vars.to_vec(), at.tup, 0));
             let r = self.nest(iters, 0, at, body, &outer_gen);
@@ -839,14 +837,12 @@ impl Gen<'_, '_> {
         body: &[WStmt],
         outer_gen: &Option<(Vec<LoopVar>, usize, usize)>,
     ) -> R<()> {
-        let Direct { tup, first, count } = at;
+        let Direct { tup, count } = at;
         let pos = self.gen.as_ref().map(|g| g.2).unwrap_or(0);
         let Some(it) = iters.get(k) else {
             let Some((vars, ..)) = self.gen.clone() else {
                 return Err("a loop level outside its loop".into());
             };
-            // The iteration: the tuple into the variables, the order events, the body (which
-            // resolves variables as the enclosing code does).
             // The interpreter's bound on one loop's iterations (it materialises them).
             let n = self.ld(count);
             let over = self.b.ins().icmp_imm_s(
@@ -858,20 +854,13 @@ impl Gen<'_, '_> {
             self.fail_if(over, Fail::InThread(msg), n, n);
             let n1 = self.b.ins().iadd_imm_s(n, 1);
             self.st(count, n1);
-            let saved = self.bound.clone();
             let values: Vec<Value> = (0..vars.len()).map(|i| self.ld(tup + i)).collect();
-            let is_first = self.ld(first);
-            self.begin_iteration(&vars, &values, is_first);
-            self.stc(first, 0);
+            let first = self.b.ins().icmp_imm_s(IntCC::Equal, n, 0);
+            // The body resolves variables as the enclosing code does.
             let gen = std::mem::replace(&mut self.gen, outer_gen.clone());
-            let r = self.block(body);
+            let r = self.iteration(&vars, &values, first, body);
             self.gen = gen;
-            r?;
-            if !self.process {
-                self.order(END);
-            }
-            self.bound = saved;
-            return Ok(());
+            return r;
         };
         let (start, end) = match it {
             Iter::Range { start, end } => {
@@ -943,27 +932,28 @@ impl Gen<'_, '_> {
         let ptr = self.ld(ls);
         let off = self.b.ins().imul_imm_s(next, (nv * 8) as i64);
         let row = self.b.ins().iadd(ptr, off);
-        let saved = self.bound.clone();
         let values: Vec<Value> = (0..nv)
             .map(|i| self.b.ins().load(types::I64, mf(), row, (i * 8) as i32))
             .collect();
         let n1 = self.b.ins().iadd_imm_s(next, 1);
         self.st(ls + 2, n1);
-        let is_first = self.b.ins().icmp_imm_s(IntCC::Equal, next, 0);
-        self.begin_iteration(vars, &values, is_first);
-        self.block(body)?;
-        if !self.process {
-            self.order(END);
-        }
-        self.bound = saved;
+        let first = self.b.ins().icmp_imm_s(IntCC::Equal, next, 0);
+        self.iteration(vars, &values, first, body)?;
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(exit);
         Ok(())
     }
 
-    /// The start of one iteration: `values` into the loop's variables (bound from here on),
-    /// then the order events (a step between iterations; `first` is nonzero on the first).
-    fn begin_iteration(&mut self, vars: &[LoopVar], values: &[Value], first: Value) {
+    /// One iteration of a loop: `values` into its variables (bound for the body), the order
+    /// events (a step between iterations; `first` is nonzero on the first), the body.
+    fn iteration(
+        &mut self,
+        vars: &[LoopVar],
+        values: &[Value],
+        first: Value,
+        body: &[WStmt],
+    ) -> R<()> {
+        let saved = self.bound.clone();
         for (v, &x) in vars.iter().zip(values) {
             let (vs, fs) = (self.val_slot(v.index()), self.flag_slot(v.index()));
             self.st(vs, x);
@@ -980,6 +970,12 @@ impl Gen<'_, '_> {
             self.b.switch_to_block(cont);
             self.order(BEGIN_PAR);
         }
+        self.block(body)?;
+        if !self.process {
+            self.order(END);
+        }
+        self.bound = saved;
+        Ok(())
     }
 
     fn set_filled(&mut self, n: usize) {
@@ -1243,11 +1239,9 @@ impl Gen<'_, '_> {
     }
 }
 
-/// The slots of a direct loop: the tuple being generated, "the next iteration is the first",
-/// and the iterations so far.
+/// The slots of a direct loop: the tuple being generated and the iterations so far.
 #[derive(Clone, Copy)]
 struct Direct {
     tup: usize,
-    first: usize,
     count: usize,
 }

@@ -22,6 +22,11 @@ const NIL: u32 = u32::MAX;
 /// The largest task window (its ring of 28-byte slots is allocated up front).
 pub const MAX_WINDOW: u32 = 1 << 24;
 
+/// Process steps in a row with no task submitted and no cycle passing before the run stops
+/// as a livelock ([`RuntimeError::Limit`]): far more than any pipeline that does work needs
+/// between two tasks.
+pub const MAX_IDLE_STEPS: u64 = 1 << 24;
+
 /// Workers of the `pto_wsp_v9` clocks when the dispatch does not say (PTO-WSP's default).
 const V9_DEFAULT_WORKERS: usize = 4;
 
@@ -45,6 +50,11 @@ pub struct Config {
     pub execute: bool,
     /// Record a Chrome trace and the task graph (memory grows with the task count).
     pub record: bool,
+    /// Stop the run ([`RuntimeError::Limit`]) instead of submitting more tasks than this, or
+    /// of letting semantic time pass this cycle: a bound for pipelines whose processes never
+    /// finish (which are not deadlocks). `u64::MAX`: no limit.
+    pub max_tasks: u64,
+    pub max_cycles: u64,
 }
 
 impl Config {
@@ -61,6 +71,8 @@ impl Config {
             threads: 1,
             execute: true,
             record: false,
+            max_tasks: u64::MAX,
+            max_cycles: u64::MAX,
         }
     }
 
@@ -100,6 +112,31 @@ pub enum RuntimeError {
     Process { process: String, message: String },
     /// Nothing can run and nothing is pending.
     Deadlock(Box<DeadlockReport>),
+    /// The run reached [`Config::max_tasks`] or [`Config::max_cycles`], or its processes
+    /// passed tokens round without a task or a cycle passing ([`MAX_IDLE_STEPS`]).
+    Limit(RunLimit),
+}
+
+/// Which limit stopped a run, and where the run was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimit {
+    /// `"tasks"`, `"cycles"`, or process steps in a row without a task or a cycle passing
+    /// ([`MAX_IDLE_STEPS`]).
+    pub what: &'static str,
+    pub limit: u64,
+    /// Tasks submitted and the cycle reached when the run stopped.
+    pub tasks: u64,
+    pub cycle: u64,
+}
+
+impl fmt::Display for RunLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the run reached its limit of {} {} ({} tasks submitted, cycle {})",
+            self.limit, self.what, self.tasks, self.cycle
+        )
+    }
 }
 
 impl fmt::Display for RuntimeError {
@@ -115,6 +152,7 @@ impl fmt::Display for RuntimeError {
                 write!(f, "process `{process}` failed: {message}")
             }
             RuntimeError::Deadlock(r) => r.fmt(f),
+            RuntimeError::Limit(l) => l.fmt(f),
         }
     }
 }
@@ -653,6 +691,7 @@ pub struct Runtime {
     graph_nodes: Vec<(u64, u32, Token)>,
     graph_edges: Vec<(u64, u64)>,
     last_deadlock: Option<Box<DeadlockReport>>,
+    last_limit: Option<RunLimit>,
 }
 
 fn class_index(classes: &[ClassState], c: CoreClass) -> usize {
@@ -803,6 +842,7 @@ impl Runtime {
             graph_nodes: Vec::new(),
             graph_edges: Vec::new(),
             last_deadlock: None,
+            last_limit: None,
             cfg,
         })
     }
@@ -1183,6 +1223,9 @@ impl Runtime {
     }
 
     fn submit_from(&mut self, t: &TaskDesc<'_>, proc: u32) -> Result<TaskId, RuntimeError> {
+        if self.next_seq >= self.cfg.max_tasks {
+            return Err(self.limit("tasks", self.cfg.max_tasks));
+        }
         let (need_m, in_bytes, out_bytes) = self.prepare(t)?;
         if need_m > self.cfg.tensormap_pool as u64 {
             return Err(self.deadlock(
@@ -1400,6 +1443,10 @@ impl Runtime {
         } else {
             (None, 0)
         };
+        // Under v9 the limit is on v9's clocks (the event clock is not its time).
+        if v9 && span.1 > self.cfg.max_cycles {
+            return Err(self.limit("cycles", self.cfg.max_cycles));
+        }
         if self.cfg.record && v9 {
             // Under v9 the trace shows v9's time: each task on its worker's (or process's)
             // lane, as `total_cycles` counts it.
@@ -1726,6 +1773,9 @@ impl Runtime {
             return Ok(false);
         };
         self.now = self.now.max(t);
+        if self.now > self.cfg.max_cycles && self.cfg.arch.timing == TimingSemantics::Event {
+            return Err(self.limit("cycles", self.cfg.max_cycles));
+        }
         let mut done = false;
         loop {
             match ev {
@@ -1769,6 +1819,9 @@ impl Runtime {
             self.advance()?;
         }
         self.now = self.now.max(t);
+        if self.now > self.cfg.max_cycles && self.cfg.arch.timing == TimingSemantics::Event {
+            return Err(self.limit("cycles", self.cfg.max_cycles));
+        }
         self.dispatch();
         Ok(())
     }
@@ -2079,6 +2132,25 @@ impl Runtime {
         RuntimeError::Deadlock(report)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn limit(&mut self, what: &'static str, limit: u64) -> RuntimeError {
+        let l = RunLimit {
+            what,
+            limit,
+            tasks: self.next_seq,
+            cycle: self.total_cycles().max(self.now),
+        };
+        self.last_limit = Some(l);
+        RuntimeError::Limit(l)
+    }
+
+    /// The limit that stopped the run, if one did (kept for callers that passed the error
+    /// on as text).
+    pub fn limit_reached(&self) -> Option<RunLimit> {
+        self.last_limit
+    }
+
     /// The report of the deadlock that stopped the run, if one did (kept for callers that
     /// passed the error on as text).
     pub fn deadlock_report(&self) -> Option<&DeadlockReport> {
@@ -2151,10 +2223,24 @@ impl Runtime {
         for ch in &mut self.channels {
             ch.closed |= ch.producers == 0;
         }
+        // Process steps since a task was last submitted or the clock last moved: tokens
+        // passed round forever at one instant (a livelock) never reach the other limits.
+        let (mut at, mut idle_steps) = ((self.next_seq, self.now), 0u64);
         loop {
             let runnable =
                 (base..self.procs.len()).find(|i| self.procs[*i].status == PStatus::Runnable);
             if let Some(i) = runnable {
+                if (self.next_seq, self.now) != at {
+                    at = (self.next_seq, self.now);
+                    idle_steps = 0;
+                }
+                idle_steps += 1;
+                if idle_steps > MAX_IDLE_STEPS {
+                    return Err(self.limit(
+                        "process steps without a task or a cycle passing",
+                        MAX_IDLE_STEPS,
+                    ));
+                }
                 self.step_process(i, &mut bodies[i - base])?;
                 continue;
             }

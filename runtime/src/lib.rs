@@ -37,7 +37,10 @@ mod tensormap;
 mod v9;
 
 pub use api::*;
-pub use engine::{Config, ProcCx, ProcSpec, Process, Runtime, RuntimeError, MAX_POOL, MAX_WINDOW};
+pub use engine::{
+    Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, MAX_IDLE_STEPS, MAX_POOL,
+    MAX_WINDOW,
+};
 pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
 pub use report::{BlockedProcess, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait};
 pub use v9::Order;

@@ -1018,3 +1018,101 @@ fn huge_windows_clamp_the_pool_and_bad_pools_are_refused() {
     let cfg = Config::new(arch("ascend910b")).with_window(MAX_WINDOW + 1);
     assert!(matches!(Runtime::new(cfg), Err(RuntimeError::Api(_))));
 }
+
+/// A process that never finishes: one task a step, each after the last.
+struct Endless {
+    k: KernelId,
+    x: TensorId,
+}
+
+impl Process for Endless {
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+        let a = [arg(self.x, &[0, 0], &[1, 8], Direction::InOut)];
+        cx.submit(&task(self.k, &[0], &a, 100))
+            .map_err(|e| e.to_string())?;
+        Ok(Step::Continue)
+    }
+}
+
+/// Sends on `out` and receives on `inp` in turn, forever.
+struct Bounce {
+    out: ChannelId,
+    inp: ChannelId,
+    send: bool,
+}
+
+impl Process for Bounce {
+    fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+        let _ = cx.received();
+        self.send = !self.send;
+        Ok(if self.send {
+            Step::Recv { ch: self.inp }
+        } else {
+            send(self.out, 0)
+        })
+    }
+}
+
+fn endless(arch_name: &str, max_tasks: u64, max_cycles: u64) -> (RuntimeError, Runtime) {
+    let mut cfg = Config::new(arch(arch_name)).with_window(4);
+    cfg.execute = false;
+    cfg.max_tasks = max_tasks;
+    cfg.max_cycles = max_cycles;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[1, 8]).unwrap();
+    let spec = ProcSpec {
+        name: "endless".into(),
+        body: Box::new(Endless { k, x }),
+        produces: vec![],
+    };
+    let e = rt.run_processes(vec![spec]).expect_err("a limit stops it");
+    (e, rt)
+}
+
+#[test]
+fn limits_stop_a_run_that_never_ends() {
+    // Tasks: exactly `max_tasks` are submitted; the error passes through the process as
+    // text, and the runtime keeps the limit for its caller.
+    let (e, rt) = endless("ascend910b", 1000, u64::MAX);
+    let l = rt.limit_reached().expect("kept");
+    assert_eq!((l.what, l.limit, l.tasks), ("tasks", 1000, 1000));
+    assert!(e.to_string().contains("limit of 1000 tasks"), "{e}");
+    // Cycles on the event clock: the run stops at the first event past the limit.
+    let (_, rt) = endless("ascend910b", u64::MAX, 50_000);
+    let l = rt.limit_reached().expect("kept");
+    assert_eq!((l.what, l.limit), ("cycles", 50_000));
+    assert!(l.cycle > 50_000 && l.cycle < 51_000, "{l:?}");
+    assert!(l.tasks > 10 && l.tasks < 100, "{l:?}");
+    // Under v9 the limit is on v9's clocks: 100 cycles a task on one process.
+    let (_, rt) = endless("pto_wsp_v9", u64::MAX, 50_000);
+    let l = rt.limit_reached().expect("kept");
+    assert_eq!((l.what, l.tasks, l.cycle), ("cycles", 501, 50_100), "{l:?}");
+    // Tokens passed round forever at one instant: no task, no cycle passing.
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let (ab, ba) = (rt.add_channel("ab", 1, None), rt.add_channel("ba", 1, None));
+    let bounce = |name: &str, out, inp, send_first| ProcSpec {
+        name: name.into(),
+        body: Box::new(Bounce {
+            out,
+            inp,
+            send: send_first,
+        }),
+        produces: vec![out],
+    };
+    let e = rt
+        .run_processes(vec![
+            bounce("ping", ab, ba, true),
+            bounce("pong", ba, ab, false),
+        ])
+        .expect_err("a livelock");
+    let l = rt.limit_reached().expect("kept");
+    assert_eq!((l.limit, l.tasks, l.cycle), (MAX_IDLE_STEPS, 0, 0), "{l:?}");
+    assert!(
+        e.to_string().contains("without a task or a cycle passing"),
+        "{e}"
+    );
+    // Without limits nothing is kept.
+    let rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    assert!(rt.limit_reached().is_none());
+}

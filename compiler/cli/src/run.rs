@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 success; 1 the program has errors, a task failed, or an `expect` does not
 //! hold; 2 bad usage or bad input data (missing or malformed files, unknown params); 3 the run
-//! deadlocked (the runtime's report is printed).
+//! deadlocked (the runtime's report is printed); 4 the run reached `--max-tasks` or
+//! `--max-cycles`.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -53,6 +54,13 @@ pub struct Args {
     /// Host threads running kernels (default 1: the orchestrating thread).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
+    /// Stop (error E0815, exit 4) rather than submit more tasks than this: a bound for
+    /// pipelines that never end.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tasks: Option<u64>,
+    /// Stop (error E0815, exit 4) rather than let semantic time pass this cycle.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_cycles: Option<u64>,
     /// Print only errors and failed expectations.
     #[arg(long, short)]
     quiet: bool,
@@ -158,6 +166,8 @@ pub fn main(a: Args) -> ExitCode {
     opts.record = a.trace.is_some() || a.graph.is_some();
     opts.threads = usize::from(a.threads);
     opts.interpret = a.interpret;
+    opts.max_tasks = a.max_tasks;
+    opts.max_cycles = a.max_cycles;
     if !a.quiet && std::io::stderr().is_terminal() {
         opts.progress = Some(progress);
     }
@@ -172,13 +182,24 @@ pub fn main(a: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
-            if let (SimError::Deadlock(_, Some(report)), Some(_)) = (&e, &a.stats) {
-                // `--stats json`: the structured report instead of the statistics.
-                let v = serde_json::json!({
-                    "arch": opts.arch.name,
-                    "error": {"code": e.code(), "deadlock": report},
-                });
-                println!("{v}");
+            if a.stats.is_some() {
+                // `--stats json`: the error (with a deadlock's structured report) instead of
+                // the statistics.
+                let mut err = serde_json::json!({"code": e.code(), "message": e.message()});
+                if let SimError::Deadlock(_, Some(report)) = &e {
+                    err["deadlock"] = serde_json::json!(report);
+                }
+                println!(
+                    "{}",
+                    serde_json::json!({"arch": opts.arch.name, "error": err})
+                );
+            }
+            if e.code() == "E0815" {
+                eprintln!(
+                    "  help: a pipeline whose processes never finish runs until a limit stops \
+                     it: check that it ends (`wsp check` says W0505 when it cannot decide); \
+                     `--max-tasks N` and `--max-cycles N` set the limits"
+                );
             }
             if let SimError::Deadlock(..) = e {
                 // The static analysis of the same pipeline names the smallest depths that
@@ -190,6 +211,7 @@ pub fn main(a: Args) -> ExitCode {
                 }
             }
             return match e {
+                SimError::Exec { code: "E0815", .. } => ExitCode::from(4),
                 SimError::Setup { .. } => ExitCode::from(2),
                 SimError::Exec { .. } => ExitCode::from(1),
                 SimError::Deadlock(..) => ExitCode::from(3),

@@ -371,6 +371,78 @@ workload w = connect(prod, cons)
 }
 
 #[test]
+fn a_pipeline_that_never_ends_stops_at_a_limit_with_exit_four() {
+    let d = tempdir("limits");
+    // `ping` answers every token `pong` sends back, so neither ever finishes.
+    std::fs::write(
+        d.join("p.wsp"),
+        r#"
+tensor A: f32[1, 16, 16]
+output B: f32[1, 16, 16]
+kernel copy(src: in f32[16, 16], dst: out f32[16, 16]) { dst = src }
+channel ab: Channel[depth: 1]
+channel ba: Channel[depth: 1]
+process ping produces ab consumes ba {
+    send ab, copy[0](src: A[0], dst: B[0])
+    consume ba as i { send ab, copy[i](src: A[0], dst: B[0]) }
+}
+process pong produces ba consumes ab {
+    consume ab as i { send ba, copy[i](src: B[0], dst: A[0]) }
+}
+workload w = connect(ping, pong)
+"#,
+    )
+    .expect("write");
+    let o = wsp(
+        &d,
+        &["run", "p.wsp", "--max-tasks", "500", "--out-dir", "o"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("error[E0815]: stopped: the run reached its limit of 500 tasks (500 tasks"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: a pipeline whose processes never finish"),
+        "{err}"
+    );
+    assert!(
+        !d.join("o").exists(),
+        "no output when a limit stops the run"
+    );
+    // The same in both orchestration engines, on the model's clock, as JSON.
+    let o = wsp(
+        &d,
+        &[
+            "run",
+            "p.wsp",
+            "--interpret",
+            "--max-cycles",
+            "100000",
+            "--stats",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the error is JSON");
+    assert_eq!(v["error"]["code"], "E0815", "{v}");
+    let m = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        m.starts_with("stopped: the run reached its limit of 100000 cycles"),
+        "{v}"
+    );
+    // A limit the run does not reach changes nothing.
+    let o = wsp(
+        example("csp_pipeline").parent().expect("dir"),
+        &["run", "csp_pipeline.wsp", "--max-tasks", "24", "-q"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = wsp(&d, &["run", "p.wsp", "--max-tasks", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
+
+#[test]
 fn a_cpu_sim_target_runs_the_default_model() {
     let d = tempdir("cpu-sim");
     std::fs::write(

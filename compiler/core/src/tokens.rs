@@ -607,7 +607,10 @@ fn analyse_connect(
             .with_note(format!(
                 "the static deadlock check counts tokens when every trip count is a constant; here {why}"
             ))
-            .with_help("a deadlock, if any, is reported at run time (E0811)"),
+            .with_help(
+                "a deadlock, if any, is reported at run time (E0811); a pipeline that never ends \
+                 runs until `wsp run --max-tasks N` or `--max-cycles N` stops it (E0815)",
+            ),
         )
     };
     // Instances in connect order, replicas adjacent (as `wsp run` starts them).

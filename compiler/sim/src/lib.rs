@@ -60,6 +60,10 @@ pub struct Options {
     pub interpret: bool,
     /// Run the orchestration in the reference workload interpreter (kernels still JIT).
     pub interpret_orchestration: bool,
+    /// Stop with E0815 instead of submitting more tasks than this, or of letting semantic
+    /// time pass this cycle (a bound for pipelines that never end).
+    pub max_tasks: Option<u64>,
+    pub max_cycles: Option<u64>,
     /// Called every [`PROGRESS_EVERY`] tasks with the tasks submitted and the cycles so far
     /// (a progress display).
     pub progress: Option<fn(u64, u64)>,
@@ -81,6 +85,8 @@ impl Options {
             threads: 1,
             interpret: false,
             interpret_orchestration: false,
+            max_tasks: None,
+            max_cycles: None,
             progress: None,
         }
     }
@@ -99,6 +105,14 @@ pub enum SimError {
 }
 
 impl SimError {
+    /// The message without the `error[CODE]: ` of its display.
+    pub fn message(&self) -> &str {
+        match self {
+            SimError::Setup { message, .. } | SimError::Exec { message, .. } => message,
+            SimError::Deadlock(m, _) => m,
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             SimError::Setup { code, .. } | SimError::Exec { code, .. } => code,
@@ -135,9 +149,18 @@ fn schedule_error(message: impl Into<String>) -> SimError {
     }
 }
 
+/// The run reached `--max-tasks` or `--max-cycles`.
+fn limit_error(l: rt::RunLimit) -> SimError {
+    SimError::Exec {
+        code: "E0815",
+        message: format!("stopped: {l}"),
+    }
+}
+
 fn from_runtime(e: RuntimeError) -> SimError {
     match e {
         RuntimeError::Deadlock(r) => SimError::Deadlock(r.to_string(), Some(r)),
+        RuntimeError::Limit(l) => limit_error(l),
         other => SimError::Exec {
             code: "E0810",
             message: other.to_string(),
@@ -1086,6 +1109,8 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     cfg.execute = !opts.timing_only;
     cfg.record = opts.record;
     cfg.threads = opts.threads.max(1);
+    cfg.max_tasks = opts.max_tasks.unwrap_or(u64::MAX);
+    cfg.max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
     let mut runtime = Runtime::new(cfg).map_err(from_runtime)?;
 
     let t0 = Instant::now();
@@ -1190,6 +1215,9 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     };
     let outcome = match outcome {
         Ok(o) => o,
+        // A limit or a deadlock that stopped the run reaches here as text when a submission
+        // or a process step passed it on; the runtime keeps the limit and the report.
+        Err(_) if let Some(l) = backend.rt.limit_reached() => return Err(limit_error(l)),
         // The runtime keeps the report of the deadlock that stopped it, whichever path (a
         // submission, a process step) passed the error on as text.
         Err(e) if e.code == "E0811" || backend.rt.deadlock_report().is_some() => {

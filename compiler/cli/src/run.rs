@@ -442,6 +442,9 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
         "  orchestration {}\n",
         engine_text(&run.orchestration)
     ));
+    for n in &run.notes {
+        o.push_str(&format!("  note          {n}\n"));
+    }
     let passed = run.expects.iter().filter(|e| e.failure.is_none()).count();
     if opts.timing_only {
         o.push_str("  expects       not checked (--timing-only)\n");
@@ -510,6 +513,7 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
             "compile_ms": run.orch_compile_time.as_secs_f64() * 1e3,
         },
         "run_ms": run.run_time.as_secs_f64() * 1e3,
+        "notes": run.notes,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }

@@ -212,6 +212,8 @@ pub struct SimRun {
     pub orch_compile_time: Duration,
     /// Wall time of the run proper (orchestration, kernels, clock).
     pub run_time: Duration,
+    /// How the model adapted the schedule (e.g. a `round_robin(n)` wider than a core class).
+    pub notes: Vec<String>,
 }
 
 impl SimRun {
@@ -1096,6 +1098,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         .select_run(opts.schedule.as_deref())
         .map_err(schedule_error)?;
     let (pol, key) = policies(program, sched).map_err(schedule_error)?;
+    let notes = schedule_notes(program, &opts.arch, &pol);
     let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
     // One task always fits, whatever the window (language.md: a window slows a run, never
     // deadlocks it).
@@ -1282,7 +1285,35 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         compile_time,
         orch_compile_time,
         run_time,
+        notes,
     })
+}
+
+/// What the model changes about the schedule: `round_robin(n)` over more cores than a class
+/// used by the program has goes round the class's cores (under `pto_wsp_v9`, `n` is the
+/// number of v9 workers and is taken as it is).
+fn schedule_notes(program: &Program, arch: &Arch, pol: &Policies) -> Vec<String> {
+    let rt::Dispatch::RoundRobin(n) = pol.dispatch else {
+        return Vec::new();
+    };
+    if arch.timing != wsp_arch::TimingSemantics::Event {
+        return Vec::new();
+    }
+    let mut classes: Vec<CoreClass> = program.kernels.iter().map(kernel_class).collect();
+    classes.sort();
+    classes.dedup();
+    classes
+        .into_iter()
+        .filter_map(|c| {
+            let cores = *arch.cores.get(&c)?;
+            (n > cores).then(|| {
+                format!(
+                    "`round_robin({n})`: {} has {cores} {c} cores, so {c} tasks go round {cores}",
+                    arch.name
+                )
+            })
+        })
+        .collect()
 }
 
 /// The directory a program's relative `load(...)` paths resolve against.

@@ -359,3 +359,33 @@ fn the_checkers_window_limit_is_the_runtimes() {
         wsp_runtime::MAX_WINDOW as i64
     );
 }
+
+#[test]
+fn a_round_robin_wider_than_a_core_class_is_noted() {
+    let src = |n: u32| {
+        format!(
+            r#"
+axis rows = Dense[40]
+input  X: f32[40, 16, 16] = random(seed: 7)
+output Y: f32[40, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
+workload w {{ for i in P(rows) {{ sq[i](x: X[i], y: Y[i]) }} }}
+schedule main = w.dispatch(round_robin({n}))
+"#
+        )
+    };
+    let mut o = opts("aie-ml");
+    o.timing_only = true;
+    // aie-ml has 16 vector cores: 32 go round 16, as 16 does, and the run says so.
+    let wide = run(&src(32), &o).expect("runs");
+    assert_eq!(
+        wide.notes,
+        ["`round_robin(32)`: aie-ml has 16 vector cores, so vector tasks go round 16"]
+    );
+    let fit = run(&src(16), &o).expect("runs");
+    assert!(fit.notes.is_empty(), "{:?}", fit.notes);
+    assert_eq!(wide.stats.total_cycles, fit.stats.total_cycles);
+    // Under v9, `n` is the number of workers: nothing is adapted.
+    let v9 = run(&src(32), &opts("pto_wsp_v9")).expect("runs");
+    assert!(v9.notes.is_empty(), "{:?}", v9.notes);
+}

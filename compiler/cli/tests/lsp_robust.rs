@@ -102,14 +102,9 @@ fn edit(text: &mut String, rng: &mut Rng) {
         }
     }
     if text.len() > 20_000 {
-        text.truncate(
-            bounds
-                .iter()
-                .rev()
-                .find(|b| **b <= 10_000)
-                .copied()
-                .unwrap_or(0),
-        );
+        // At a boundary of the edited text (`bounds` are the text's before the edit).
+        let cut = (0..=10_000).rev().find(|&b| text.is_char_boundary(b));
+        text.truncate(cut.unwrap_or(0));
     }
 }
 

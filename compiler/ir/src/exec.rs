@@ -430,7 +430,8 @@ enum Frame<'p> {
     },
     Loop {
         vars: &'p [LoopVar],
-        iters: Vec<Vec<i64>>,
+        tuples: Tuples<'p>,
+        /// Iterations begun.
         next: usize,
         body: &'p [WStmt],
         /// The variables' axes before the loop, restored when it ends: a task after the
@@ -442,6 +443,26 @@ enum Frame<'p> {
         bindings: &'p [LoopVar],
         body: &'p [WStmt],
     },
+}
+
+/// A loop's iteration tuples. Iterators that read tensor data or iterate rows are listed up
+/// front (flat, `width` values a tuple), as their domains are read when the loop begins. The
+/// others (Dense and DenseDyn axes, ranges) are counted level by level, as the compiled
+/// orchestration does: the same tuples in the same order, in memory that does not grow with
+/// the trip count.
+enum Tuples<'p> {
+    Listed {
+        flat: Vec<i64>,
+        width: usize,
+        len: usize,
+    },
+    Counted {
+        iters: &'p [Iter],
+        /// Per level: its current value and its end.
+        at: Vec<(i64, i64)>,
+    },
+    /// Taken out of its frame while the next tuple is worked out.
+    Moved,
 }
 
 /// A thread of execution: a process instance, or the main workload.
@@ -755,22 +776,52 @@ impl<'p> Machine<'p, '_> {
                                     pos += 1;
                                 }
                             }
-                            let mut tuples = Vec::new();
-                            let mut vals = th.vars.clone();
-                            self.iterate(
-                                th,
-                                vars,
-                                iters,
-                                0,
-                                &mut vals,
-                                &mut Vec::new(),
-                                &mut tuples,
-                            )?;
+                            let counted = reads.is_empty()
+                                && !iters.is_empty()
+                                && iters.iter().all(|it| match it {
+                                    Iter::Range { .. } => true,
+                                    Iter::Axis { axis } => matches!(
+                                        self.axis(*axis).map(|a| &a.kind),
+                                        Ok(AxisKind::Dense { .. } | AxisKind::DenseDyn { .. })
+                                    ),
+                                    Iter::Row { .. } => false,
+                                });
+                            let tuples = if counted {
+                                if vars.len() != iters.len() {
+                                    return Err(xerr(format!(
+                                        "in {}: a loop binds {} variables but its iterators give {}",
+                                        th.name,
+                                        vars.len(),
+                                        iters.len()
+                                    )));
+                                }
+                                Tuples::Counted {
+                                    iters,
+                                    at: vec![(0, 0); iters.len()],
+                                }
+                            } else {
+                                let mut out = (Vec::new(), 0);
+                                let mut vals = th.vars.clone();
+                                self.iterate(
+                                    th,
+                                    vars,
+                                    iters,
+                                    0,
+                                    &mut vals,
+                                    &mut Vec::new(),
+                                    &mut out,
+                                )?;
+                                Tuples::Listed {
+                                    flat: out.0,
+                                    width: vars.len(),
+                                    len: out.1,
+                                }
+                            };
                             let seq = *kind == LoopKind::Sequential;
                             self.order(th, OrderEvent::Begin { seq })?;
                             th.frames.push(Frame::Loop {
                                 vars,
-                                iters: tuples,
+                                tuples,
                                 next: 0,
                                 body,
                                 outer_axes,
@@ -868,13 +919,27 @@ impl<'p> Machine<'p, '_> {
                 }
                 Frame::Loop {
                     vars,
-                    iters,
+                    tuples,
                     next,
                     body,
-                    outer_axes,
+                    ..
                 } => {
-                    let Some(tuple) = iters.get(*next) else {
-                        for (v, a) in vars.iter().zip(std::mem::take(outer_axes)) {
+                    let (vars, body, n): (&'p [LoopVar], &'p [WStmt], usize) = (vars, body, *next);
+                    let mut tuples = std::mem::replace(tuples, Tuples::Moved);
+                    let more = self.next_tuple(th, vars, &mut tuples, n);
+                    let Some(Frame::Loop {
+                        tuples: slot,
+                        next,
+                        outer_axes,
+                        ..
+                    }) = th.frames.last_mut()
+                    else {
+                        return Err(xerr("a loop lost its frame"));
+                    };
+                    *slot = tuples;
+                    if !more? {
+                        let outer = std::mem::take(outer_axes);
+                        for (v, a) in vars.iter().zip(outer) {
                             if let Some(slot) = th.var_axes.get_mut(v.index()) {
                                 *slot = a;
                             }
@@ -882,13 +947,9 @@ impl<'p> Machine<'p, '_> {
                         th.frames.pop();
                         self.order(th, OrderEvent::End)?;
                         continue;
-                    };
+                    }
                     let first = *next == 0;
                     *next += 1;
-                    let (vars, body): (&'p [LoopVar], &'p [WStmt]) = (vars, body);
-                    for (v, x) in vars.iter().zip(tuple.clone()) {
-                        set_var(th, *v, x)?;
-                    }
                     if !first {
                         self.order(th, OrderEvent::Step)?;
                     }
@@ -972,6 +1033,82 @@ impl<'p> Machine<'p, '_> {
         self.backend.order(event).map_err(xerr)
     }
 
+    /// Binds the loop's variables to its next tuple (iteration `n`); false when there is none.
+    fn next_tuple(
+        &self,
+        th: &mut Thread<'p>,
+        vars: &[LoopVar],
+        tuples: &mut Tuples<'p>,
+        n: usize,
+    ) -> Result<bool, ExecError> {
+        match tuples {
+            Tuples::Listed { flat, width, len } => {
+                if n >= *len {
+                    return Ok(false);
+                }
+                let Some(tuple) = flat.get(n * *width..(n + 1) * *width) else {
+                    return Ok(false);
+                };
+                for (v, x) in vars.iter().zip(tuple) {
+                    set_var(th, *v, *x)?;
+                }
+                Ok(true)
+            }
+            Tuples::Counted { iters, at } => {
+                // An odometer: step the innermost level, and (re)start the levels inside
+                // one that stepped from their first values, whose bounds may read the
+                // variables outside them; an empty level steps the one outside it.
+                let mut k = if n == 0 {
+                    0
+                } else {
+                    let last = iters.len() - 1;
+                    at[last].0 += 1;
+                    last
+                };
+                let mut start = n == 0;
+                loop {
+                    if start {
+                        at[k] = self.level_bounds(th, &iters[k])?;
+                    }
+                    if at[k].0 < at[k].1 {
+                        set_var(th, vars[k], at[k].0)?;
+                        if k + 1 == iters.len() {
+                            // The listed form (and the compiled orchestration) refuse as many.
+                            if n >= MAX_LOOP_ITERATIONS {
+                                return Err(too_many_iterations(th));
+                            }
+                            return Ok(true);
+                        }
+                        k += 1;
+                        start = true;
+                    } else {
+                        if k == 0 {
+                            return Ok(false);
+                        }
+                        k -= 1;
+                        at[k].0 += 1;
+                        start = false;
+                    }
+                }
+            }
+            Tuples::Moved => Err(xerr("a loop's tuples were taken")),
+        }
+    }
+
+    /// The (first, end) of one level of a counted loop: a range, or a Dense/DenseDyn axis.
+    fn level_bounds(&self, th: &Thread<'p>, it: &Iter) -> Result<(i64, i64), ExecError> {
+        match it {
+            Iter::Range { start, end } => {
+                let s = self.eval_int(th, start, "a range start")?;
+                let e = self.eval_int(th, end, "a range end")?;
+                range_ok(th, s, e)?;
+                Ok((s, e))
+            }
+            Iter::Axis { axis } => Ok((0, self.flat_len(th, *axis)?)),
+            Iter::Row { .. } => Err(xerr("a row iterator in a counted loop")),
+        }
+    }
+
     /// Generates the iteration tuples of a `for`, binding variables as it goes so that later
     /// iterators may depend on earlier ones.
     #[allow(clippy::too_many_arguments)]
@@ -983,7 +1120,7 @@ impl<'p> Machine<'p, '_> {
         k: usize,
         env: &mut Vec<Option<i64>>,
         prefix: &mut Vec<i64>,
-        out: &mut Vec<Vec<i64>>,
+        out: &mut (Vec<i64>, usize),
     ) -> Result<(), ExecError> {
         let Some(it) = iters.get(k) else {
             if prefix.len() != vars.len() {
@@ -994,13 +1131,11 @@ impl<'p> Machine<'p, '_> {
                     prefix.len()
                 )));
             }
-            if out.len() >= MAX_LOOP_ITERATIONS {
-                return Err(xerr(format!(
-                    "in {}: a loop has more than {MAX_LOOP_ITERATIONS} iterations",
-                    th.name
-                )));
+            if out.1 >= MAX_LOOP_ITERATIONS {
+                return Err(too_many_iterations(th));
             }
-            out.push(prefix.clone());
+            out.0.extend_from_slice(prefix);
+            out.1 += 1;
             return Ok(());
         };
         let scratch = Thread {
@@ -1038,12 +1173,7 @@ impl<'p> Machine<'p, '_> {
             Iter::Range { start, end } => {
                 let s = self.eval_int(th, start, "a range start")?;
                 let e = self.eval_int(th, end, "a range end")?;
-                if e.saturating_sub(s) > MAX_LOOP_ITERATIONS as i64 {
-                    return Err(xerr(format!(
-                        "in {}: range {s}..{e} has more than {MAX_LOOP_ITERATIONS} iterations",
-                        th.name
-                    )));
-                }
+                range_ok(th, s, e)?;
                 Ok((s..e).map(|i| vec![i]).collect())
             }
             Iter::Row { axis, row } => {
@@ -1083,6 +1213,11 @@ impl<'p> Machine<'p, '_> {
 
     /// A Dense/DenseDyn axis as a flat range.
     fn flat(&self, th: &Thread<'p>, a: AxisId) -> Result<Vec<i64>, ExecError> {
+        Ok((0..self.flat_len(th, a)?).collect())
+    }
+
+    /// The size of a Dense/DenseDyn axis.
+    fn flat_len(&self, th: &Thread<'p>, a: AxisId) -> Result<i64, ExecError> {
         let ax = self.axis(a)?;
         let n = match &ax.kind {
             AxisKind::Dense { size } => i64::try_from(*size).unwrap_or(i64::MAX),
@@ -1100,7 +1235,7 @@ impl<'p> Machine<'p, '_> {
                 ax.name
             )));
         }
-        Ok((0..n).collect())
+        Ok(n)
     }
 
     /// Row `b` of a Ragged or Sparse axis.
@@ -1699,6 +1834,23 @@ pub fn expr_reads(e: &Expr, out: &mut Vec<TensorId>) {
             expr_reads(rhs, out);
         }
     }
+}
+
+fn too_many_iterations(th: &Thread<'_>) -> ExecError {
+    xerr(format!(
+        "in {}: a loop has more than {MAX_LOOP_ITERATIONS} iterations",
+        th.name
+    ))
+}
+
+fn range_ok(th: &Thread<'_>, s: i64, e: i64) -> Result<(), ExecError> {
+    if e.saturating_sub(s) > MAX_LOOP_ITERATIONS as i64 {
+        return Err(xerr(format!(
+            "in {}: range {s}..{e} has more than {MAX_LOOP_ITERATIONS} iterations",
+            th.name
+        )));
+    }
+    Ok(())
 }
 
 fn set_var(th: &mut Thread<'_>, v: LoopVar, x: i64) -> Result<(), ExecError> {

@@ -1149,3 +1149,62 @@ fn reference_run_of_a_whole_program_checks_expects() {
     let e = crate::data::run_reference(&p, Some("nope"), &[], &[], Path::new(".")).unwrap_err();
     assert!(e.contains("no schedule `nope`"), "{e}");
 }
+
+#[test]
+fn counted_loops_step_like_an_odometer_over_dependent_and_empty_levels() {
+    // for i, j in 0..4, 0..i { add[i, j](a: A, b: B, c: C) }: no tensor data in the bounds,
+    // so the loop is counted level by level; i = 0 has no j.
+    let mut p = Program::new();
+    p.kernels.push(add_kernel(2, 3));
+    let a = tensor(
+        &mut p,
+        "A",
+        TensorKind::Input,
+        F32,
+        &[2, 3],
+        literal(&[1.0; 6]),
+    );
+    let b = tensor(
+        &mut p,
+        "B",
+        TensorKind::Input,
+        F32,
+        &[2, 3],
+        literal(&[2.0; 6]),
+    );
+    let c = tensor(&mut p, "C", TensorKind::Output, F32, &[2, 3], None);
+    let int = |v: i64| Expr::Const {
+        value: ScalarValue::Int(v),
+    };
+    let full = |t| view(t, vec![ViewDim::Full, ViewDim::Full]);
+    let call = WStmt::Call(TaskCall {
+        kernel: KernelId(0),
+        coords: vec![var(0), var(1)],
+        args: vec![full(a), full(b), full(c)],
+    });
+    let w = block(
+        &mut p,
+        "w",
+        &["i", "j"],
+        vec![WStmt::For {
+            kind: LoopKind::Parallel,
+            vars: vec![LoopVar(0), LoopVar(1)],
+            iters: vec![
+                Iter::Range {
+                    start: int(0),
+                    end: int(4),
+                },
+                Iter::Range {
+                    start: int(0),
+                    end: var(0),
+                },
+            ],
+            body: vec![call],
+        }],
+    );
+    let (ts, out) = run(&p, w).unwrap();
+    let coords: Vec<_> = out.tasks.iter().map(|t| t.coords.clone()).collect();
+    let want = [[1, 0], [2, 0], [2, 1], [3, 0], [3, 1], [3, 2]];
+    assert_eq!(coords, want.map(|c| c.to_vec()));
+    assert_eq!(ts[2].to_f64(), vec![3.0; 6]);
+}

@@ -9,9 +9,10 @@
 //! tuple and task argument values).
 //!
 //! The code mirrors [`wsp_ir::exec`] statement by statement: the same reads are synchronised
-//! in the same order, a `for` materialises its iteration tuples at entry (domains evaluated
-//! per prefix, exactly as the interpreter does, so data reads and errors happen in the same
-//! order), and order events, tasks, sends and receives reach the host in the same sequence.
+//! in the same order, a `for` whose iterators read tensor data materialises its iteration
+//! tuples at entry and the others count level by level (exactly as the interpreter does, so
+//! data reads and errors happen in the same order), and order events, tasks, sends and
+//! receives reach the host in the same sequence.
 
 use super::{CallSite, Fail, SiteArg, Ty};
 use cranelift::codegen::ir::{BlockArg, FuncRef};
@@ -843,7 +844,7 @@ impl Gen<'_, '_> {
             let Some((vars, ..)) = self.gen.clone() else {
                 return Err("a loop level outside its loop".into());
             };
-            // The interpreter's bound on one loop's iterations (it materialises them).
+            // The interpreter's bound on one loop's iterations.
             let n = self.ld(count);
             let over = self.b.ins().icmp_imm_s(
                 IntCC::SignedGreaterThanOrEqual,

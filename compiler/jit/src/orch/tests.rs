@@ -346,7 +346,7 @@ fn loops_over_dense_axes_and_ranges_keep_no_tuples() {
 #[test]
 fn a_direct_loop_keeps_the_interpreters_bound_on_iterations() {
     // 8193² iterations (just over 2²⁶) of an empty body: refused as the interpreter refuses
-    // to materialise them, with its message.
+    // them, with its message.
     let mut p = Program::new();
     p.kernels.push(kernel("acc"));
     for name in ["a", "b"] {

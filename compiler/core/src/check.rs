@@ -1137,7 +1137,10 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
             // `P` loops inside a process declare independence too; views are bounds-checked.
             c.diags.extend(item_races(db, item).iter().cloned());
         }
-        ItemKind::Schedule(s) => schedule(&mut c, s),
+        ItemKind::Schedule(s) => {
+            schedule(&mut c, s);
+            key_axes(&mut c, s, crate::wltype::iterated_axes(db, file));
+        }
         ItemKind::Expect(e) => {
             c.builtins = EXPECT_CTX;
             c.expr(&e.expr);
@@ -1757,6 +1760,70 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                     c.label(arg.span, "must be at least 1"),
                 )
                 .with_help(directive_help(name)),
+            );
+        }
+    }
+}
+
+/// E0608: a schedule key (`affinity`, `hash`, `by`, `stream_by`, `priority`) over an axis of
+/// this file that no loop of its workloads or processes iterates: a task's key reads the
+/// coordinate of the loop over that axis the task is inside, so every task would fail.
+fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
+    fn names<'e>(e: &'e Expr, out: &mut Vec<&'e Ident>) {
+        match &e.kind {
+            ExprKind::Name(n) => out.push(n),
+            ExprKind::Unary { expr, .. } => names(expr, out),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                names(lhs, out);
+                names(rhs, out);
+            }
+            ExprKind::Call { args, .. } => args.iter().for_each(|a| names(&a.value, out)),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| names(x, out)),
+            _ => {}
+        }
+    }
+    for d in &s.directives {
+        let Some(arg) = d.args.first().map(|a| &a.value) else {
+            continue;
+        };
+        let key = match (d.name.name.as_str(), &arg.kind) {
+            ("stream_by", _) => Some(arg),
+            ("dispatch" | "ready", ExprKind::Call { callee, args, .. }) => match &callee.kind {
+                ExprKind::Name(p)
+                    if matches!(p.name.as_str(), "affinity" | "hash" | "by" | "priority") =>
+                {
+                    args.first().map(|a| &a.value)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut used = Vec::new();
+        if let Some(k) = key {
+            names(k, &mut used);
+        }
+        for n in used {
+            let local_axis = matches!(
+                c.scope.get(&n.name),
+                Some(Scoped {
+                    symbol: Symbol::Axis(_),
+                    from: None
+                })
+            );
+            if !local_axis || iterated.contains(&n.name) {
+                continue;
+            }
+            c.diags.push(
+                Diagnostic::new(
+                    "E0608",
+                    format!("the schedule's key uses axis `{}`, which no loop iterates", n.name),
+                    c.label(n.span, "no loop of this file's workloads or processes iterates it"),
+                )
+                .with_note(format!(
+                    "a task's key reads the coordinate of the loop over `{}` the task is inside; with no such loop, every task fails at run time",
+                    n.name
+                ))
+                .with_help("key by an axis a loop iterates (`for b in P(batch)` makes `affinity(batch)` mean `b`)"),
             );
         }
     }

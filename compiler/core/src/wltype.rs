@@ -4,7 +4,7 @@
 //! a constant, their size (`Dense[2]`); Tasks are the kernels the workload calls; Deps is the chain
 //! of dependency types from the outside in (`Independent ▸ Selected`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_syntax::ast::*;
 
@@ -182,6 +182,49 @@ pub fn axis_types(db: &dyn Db, file: File) -> BTreeMap<String, String> {
         }
     }
     axes
+}
+
+/// The axes some loop of the file's workloads and processes iterates, by name: the axes a
+/// `for` names (`P(rows)`, `P.seq(a, b)`, a row `P(tokens[b])`). A schedule key reads the
+/// coordinate of the loop over its axis that a task is inside, so a key over an axis of
+/// this file that no loop here iterates fails for every task.
+#[salsa::tracked(returns(ref))]
+pub fn iterated_axes(db: &dyn Db, file: File) -> BTreeSet<String> {
+    fn walk(b: &Block, out: &mut BTreeSet<String>) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::For { iter, body, .. } => {
+                    out.extend(loop_form(iter).1);
+                    walk(body, out);
+                }
+                StmtKind::When {
+                    branches,
+                    otherwise,
+                } => {
+                    for (_, b) in branches {
+                        walk(b, out);
+                    }
+                    if let Some(b) = otherwise {
+                        walk(b, out);
+                    }
+                }
+                StmtKind::Consume { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for n in &parse_file(db, file).file.items {
+        match &n.item.kind {
+            ItemKind::Workload(Workload {
+                body: WorkloadBody::Block(b),
+                ..
+            }) => walk(b, &mut out),
+            ItemKind::Process(p) => walk(&p.body, &mut out),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The type of one workload item (`None` for other items). Keyed on the item, so editing another

@@ -776,24 +776,9 @@ impl<'p> Machine<'p, '_> {
                                     pos += 1;
                                 }
                             }
-                            let counted = reads.is_empty()
-                                && !iters.is_empty()
-                                && iters.iter().all(|it| match it {
-                                    Iter::Range { .. } => true,
-                                    Iter::Axis { axis } => matches!(
-                                        self.axis(*axis).map(|a| &a.kind),
-                                        Ok(AxisKind::Dense { .. } | AxisKind::DenseDyn { .. })
-                                    ),
-                                    Iter::Row { .. } => false,
-                                });
-                            let tuples = if counted {
+                            let tuples = if counted_loop(p, iters, &reads) {
                                 if vars.len() != iters.len() {
-                                    return Err(xerr(format!(
-                                        "in {}: a loop binds {} variables but its iterators give {}",
-                                        th.name,
-                                        vars.len(),
-                                        iters.len()
-                                    )));
+                                    return Err(arity_error(th, vars.len(), iters.len()));
                                 }
                                 Tuples::Counted {
                                     iters,
@@ -1124,12 +1109,7 @@ impl<'p> Machine<'p, '_> {
     ) -> Result<(), ExecError> {
         let Some(it) = iters.get(k) else {
             if prefix.len() != vars.len() {
-                return Err(xerr(format!(
-                    "in {}: a loop binds {} variables but its iterators give {}",
-                    th.name,
-                    vars.len(),
-                    prefix.len()
-                )));
+                return Err(arity_error(th, vars.len(), prefix.len()));
             }
             if out.1 >= MAX_LOOP_ITERATIONS {
                 return Err(too_many_iterations(th));
@@ -1834,6 +1814,29 @@ pub fn expr_reads(e: &Expr, out: &mut Vec<TensorId>) {
             expr_reads(rhs, out);
         }
     }
+}
+
+/// Whether a loop runs counted level by level (no materialised tuples): its iterators
+/// (`reads`: the tensors their bounds read) read no data and are ranges or Dense/DenseDyn
+/// axes. Both orchestration engines decide by this.
+pub fn counted_loop(p: &Program, iters: &[Iter], reads: &[TensorId]) -> bool {
+    reads.is_empty()
+        && !iters.is_empty()
+        && iters.iter().all(|it| match it {
+            Iter::Range { .. } => true,
+            Iter::Axis { axis } => matches!(
+                p.axes.get(axis.index()).map(|a| &a.kind),
+                Some(AxisKind::Dense { .. } | AxisKind::DenseDyn { .. })
+            ),
+            Iter::Row { .. } => false,
+        })
+}
+
+fn arity_error(th: &Thread<'_>, vars: usize, values: usize) -> ExecError {
+    xerr(format!(
+        "in {}: a loop binds {vars} variables but its iterators give {values}",
+        th.name
+    ))
 }
 
 fn too_many_iterations(th: &Thread<'_>) -> ExecError {

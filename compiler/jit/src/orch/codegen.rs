@@ -18,7 +18,7 @@ use super::{CallSite, Fail, SiteArg, Ty};
 use cranelift::codegen::ir::{BlockArg, FuncRef};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::prelude::*;
-use wsp_ir::exec::{chan_name, expr_reads, iter_reads, MAX_LOOP_ITERATIONS};
+use wsp_ir::exec::{chan_name, counted_loop, expr_reads, iter_reads, MAX_LOOP_ITERATIONS};
 use wsp_ir::kernel::ParamKind;
 use wsp_ir::workload::*;
 use wsp_ir::ScalarValue;
@@ -789,16 +789,7 @@ impl Gen<'_, '_> {
         // Iterators whose bounds read no tensor data (Dense and DenseDyn axes, ranges) run as
         // nested counted loops around the body: the same tuples in the same order as the
         // materialised form below, with memory that does not grow with the iteration space.
-        let direct = reads.is_empty()
-            && iters.iter().all(|it| match it {
-                Iter::Range { .. } => true,
-                Iter::Axis { axis } => matches!(
-                    self.axis(*axis).map(|a| &a.kind),
-                    Ok(AxisKind::Dense { .. } | AxisKind::DenseDyn { .. })
-                ),
-                Iter::Row { .. } => false,
-            });
-        if direct {
+        if counted_loop(self.f.p, iters, &reads) {
             if !self.process {
                 self.order(if kind == LoopKind::Sequential {
                     BEGIN_SEQ

@@ -2139,7 +2139,7 @@ impl Runtime {
             what,
             limit,
             tasks: self.next_seq,
-            cycle: self.total_cycles().max(self.now),
+            cycle: self.total_cycles(),
         };
         self.last_limit = Some(l);
         RuntimeError::Limit(l)

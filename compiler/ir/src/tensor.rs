@@ -260,9 +260,24 @@ impl Data {
     /// The elements in the little-endian bit layout of `dtype` (bool as one byte 0/1).
     pub fn to_bytes(&self, dtype: DType) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len() * dtype.size_bytes());
-        for i in 0..self.len() {
-            if let Some(e) = self.get(i) {
-                encode_el(convert(e, dtype), dtype, &mut out, false);
+        match (self, dtype) {
+            // The common cases without a conversion per element (the same bytes).
+            (Data::Float(v), DType::F32) => {
+                for x in v {
+                    out.extend_from_slice(&(*x as f32).to_le_bytes());
+                }
+            }
+            (Data::Float(v), DType::F64) => {
+                for x in v {
+                    out.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+            _ => {
+                for i in 0..self.len() {
+                    if let Some(e) = self.get(i) {
+                        encode_el(convert(e, dtype), dtype, &mut out, false);
+                    }
+                }
             }
         }
         out
@@ -275,11 +290,45 @@ impl Data {
         if bytes.len() < n.checked_mul(size)? {
             return None;
         }
-        let mut data = Data::zeros(dtype, n);
-        for (i, chunk) in bytes.chunks_exact(size).take(n).enumerate() {
-            data.set(i, decode_el(dtype, chunk, big_endian));
+        let bytes = &bytes[..n * size];
+        match (dtype, big_endian) {
+            // The common cases without an element enum per value (the same values).
+            (DType::F32, false) => {
+                return Some(Data::Float(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                        .collect(),
+                ))
+            }
+            (DType::F64, false) => {
+                return Some(Data::Float(
+                    bytes
+                        .chunks_exact(8)
+                        .map(|c| f64::from_le_bytes(std::array::from_fn(|i| c[i])))
+                        .collect(),
+                ))
+            }
+            _ => {}
         }
-        Some(data)
+        let els = bytes
+            .chunks_exact(size)
+            .take(n)
+            .map(|c| decode_el(dtype, c, big_endian));
+        // `decode_el` gives the element kind of `dtype`; one vector of that kind is built.
+        Some(if dtype.is_float() {
+            Data::Float(els.map(El::as_f64).collect())
+        } else if dtype.is_bool() {
+            Data::Bool(els.map(|e| matches!(e, El::B(true))).collect())
+        } else {
+            Data::Int(
+                els.map(|e| match e {
+                    El::I(i) => i,
+                    _ => 0,
+                })
+                .collect(),
+            )
+        })
     }
 }
 
@@ -295,7 +344,8 @@ pub fn encode_el(e: El, dtype: DType, out: &mut Vec<u8>, big_endian: bool) {
         };
     }
     let f = e.as_f64();
-    let i = match e {
+    // Only integer dtypes read `i` (a float's conversion to i128 is a library call).
+    let i = || match e {
         El::I(i) => i,
         El::B(b) => i128::from(b),
         El::F(x) => x as i128,
@@ -305,15 +355,15 @@ pub fn encode_el(e: El, dtype: DType, out: &mut Vec<u8>, big_endian: bool) {
         DType::Bf16 => put!(bf16_from_f64(f).to_bits()),
         DType::F32 => put!(f as f32),
         DType::F64 => put!(f),
-        DType::I8 => put!(i as i8),
-        DType::I16 => put!(i as i16),
-        DType::I32 => put!(i as i32),
-        DType::I64 => put!(i as i64),
-        DType::U8 => put!(i as u8),
-        DType::U16 => put!(i as u16),
-        DType::U32 => put!(i as u32),
-        DType::U64 => put!(i as u64),
-        DType::Bool => out.push(u8::from(i != 0)),
+        DType::I8 => put!(i() as i8),
+        DType::I16 => put!(i() as i16),
+        DType::I32 => put!(i() as i32),
+        DType::I64 => put!(i() as i64),
+        DType::U8 => put!(i() as u8),
+        DType::U16 => put!(i() as u16),
+        DType::U32 => put!(i() as u32),
+        DType::U64 => put!(i() as u64),
+        DType::Bool => out.push(u8::from(i() != 0)),
     }
 }
 
@@ -368,8 +418,17 @@ impl HostTensor {
     /// A tensor from f64 values, each converted to `dtype`.
     pub fn from_f64(dtype: DType, shape: Vec<usize>, values: &[f64]) -> HostTensor {
         let mut t = HostTensor::zeros(dtype, shape);
-        for (i, v) in values.iter().enumerate() {
-            t.data.set(i, convert(El::F(*v), dtype));
+        match &mut t.data {
+            Data::Float(v) => {
+                for (s, x) in v.iter_mut().zip(values) {
+                    *s = round_float(dtype, *x);
+                }
+            }
+            data => {
+                for (i, v) in values.iter().enumerate() {
+                    data.set(i, convert(El::F(*v), dtype));
+                }
+            }
         }
         t
     }
@@ -448,6 +507,47 @@ pub fn random_normal(seed: u64, n: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bulk_conversions_match_the_element_path() {
+        let vals = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.75,
+            65519.0,
+            1e30,
+            -1e-30,
+            f64::NAN,
+            f64::INFINITY,
+            3.0e9,
+            -7.9,
+        ];
+        let n = vals.len();
+        for dtype in DType::ALL {
+            // One element at a time: convert, set, encode, decode.
+            let mut want = Data::zeros(dtype, n);
+            for (i, v) in vals.iter().enumerate() {
+                want.set(i, convert(El::F(*v), dtype));
+            }
+            let mut bytes = Vec::new();
+            for i in 0..n {
+                if let Some(e) = want.get(i) {
+                    encode_el(convert(e, dtype), dtype, &mut bytes, false);
+                }
+            }
+            let mut decoded = Data::zeros(dtype, n);
+            for (i, c) in bytes.chunks_exact(dtype.size_bytes()).enumerate() {
+                decoded.set(i, decode_el(dtype, c, false));
+            }
+            // In bulk (Debug compares NaNs too).
+            let t = HostTensor::from_f64(dtype, vec![n], &vals);
+            assert_eq!(format!("{:?}", t.data), format!("{want:?}"), "{dtype:?}");
+            assert_eq!(t.data.to_bytes(dtype), bytes, "{dtype:?}");
+            let back = Data::from_bytes(dtype, &bytes, n, false).expect("long enough");
+            assert_eq!(format!("{back:?}"), format!("{decoded:?}"), "{dtype:?}");
+        }
+    }
 
     #[test]
     fn f16_rounds_to_nearest_even() {

@@ -20,6 +20,13 @@ fn tempdir(name: &str) -> PathBuf {
     d
 }
 
+/// A fresh directory holding `src` as `p.wsp`.
+fn program(name: &str, src: &str) -> PathBuf {
+    let d = tempdir(name);
+    std::fs::write(d.join("p.wsp"), src).expect("write");
+    d
+}
+
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
@@ -160,9 +167,8 @@ fn outputs_trace_and_graph_are_written() {
 
 #[test]
 fn outputs_trace_and_graph_are_written_all_or_nothing() {
-    let d = tempdir("all-or-nothing");
-    std::fs::write(
-        d.join("p.wsp"),
+    let d = program(
+        "all-or-nothing",
         r#"
 axis rows = Dense[2]
 input  X: f32[2, 16, 16] = random(seed: 1)
@@ -172,8 +178,7 @@ kernel two(x: in f32[16, 16], y: out f32[16, 16], z: out f32[16, 16]) { y = x
     z = x * 2.0 }
 workload w { for i in P(rows) { two[i](x: X[i], y: Y[i], z: Z[i]) } }
 "#,
-    )
-    .expect("write");
+    );
     let listing = |dir: &Path| {
         let mut v: Vec<String> = std::fs::read_dir(dir)
             .expect("dir")
@@ -322,10 +327,9 @@ fn a_window_of_one_slows_a_run_but_never_deadlocks_it() {
 
 #[test]
 fn a_deadlock_with_stats_json_prints_the_report_as_json() {
-    let d = tempdir("deadlock-json");
     // A rendezvous on `a` while the consumer waits on `b` first.
-    std::fs::write(
-        d.join("p.wsp"),
+    let d = program(
+        "deadlock-json",
         r#"
 axis n = Dense[1]
 input  X: f32[1, 8, 8] = random(seed: 5)
@@ -347,8 +351,7 @@ process cons consumes a, b {
 }
 workload w = connect(prod, cons)
 "#,
-    )
-    .expect("write");
+    );
     let o = wsp(&d, &["run", "p.wsp", "--stats", "json", "--out-dir", "o"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert!(
@@ -372,10 +375,9 @@ workload w = connect(prod, cons)
 
 #[test]
 fn a_pipeline_that_never_ends_stops_at_a_limit_with_exit_four() {
-    let d = tempdir("limits");
     // `ping` answers every token `pong` sends back, so neither ever finishes.
-    std::fs::write(
-        d.join("p.wsp"),
+    let d = program(
+        "limits",
         r#"
 tensor A: f32[1, 16, 16]
 output B: f32[1, 16, 16]
@@ -391,8 +393,7 @@ process pong produces ba consumes ab {
 }
 workload w = connect(ping, pong)
 "#,
-    )
-    .expect("write");
+    );
     let o = wsp(
         &d,
         &["run", "p.wsp", "--max-tasks", "500", "--out-dir", "o"],
@@ -444,9 +445,8 @@ workload w = connect(ping, pong)
 
 #[test]
 fn a_cpu_sim_target_runs_the_default_model() {
-    let d = tempdir("cpu-sim");
-    std::fs::write(
-        d.join("p.wsp"),
+    let d = program(
+        "cpu-sim",
         r#"
 axis rows = Dense[2]
 input  X: f32[2, 16, 16] = random(seed: 1)
@@ -455,8 +455,7 @@ kernel sq(x: in f32[16, 16], y: out f32[16, 16]) { y = x * x }
 workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
 schedule main = w.dispatch(work_steal).target(cpu_sim)
 "#,
-    )
-    .expect("write");
+    );
     let o = wsp(&d, &["run", "p.wsp"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
@@ -468,8 +467,7 @@ schedule main = w.dispatch(work_steal).target(cpu_sim)
 
 #[test]
 fn a_program_with_errors_does_not_run() {
-    let d = tempdir("errors");
-    std::fs::write(d.join("p.wsp"), "kernel k(x: in f32[4, 4]) { y = x }\n").expect("write");
+    let d = program("errors", "kernel k(x: in f32[4, 4]) { y = x }\n");
     let o = wsp(&d, &["run", "p.wsp"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(

@@ -26,6 +26,20 @@ fn reference(src: &str) -> Vec<wsp_ir::tensor::HostTensor> {
         .tensors
 }
 
+/// `sq` over the 16×16 tiles of `X: f32[rows, 16, 16]`, under `schedule main = w{directives}`.
+fn squares(rows: u32, directives: &str) -> String {
+    format!(
+        r#"
+axis rows = Dense[{rows}]
+input  X: f32[{rows}, 16, 16] = random(seed: 7)
+output Y: f32[{rows}, 16, 16]
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
+workload w {{ for i in P(rows) {{ sq[i](x: X[i], y: Y[i]) }} }}
+schedule main = w{directives}
+"#
+    )
+}
+
 fn bits(t: &wsp_ir::tensor::HostTensor) -> Vec<u64> {
     t.to_f64().iter().map(|x| x.to_bits()).collect()
 }
@@ -232,18 +246,7 @@ schedule main = w.dispatch(affinity(rows))
 
 #[test]
 fn a_schedule_the_simulator_cannot_run_is_e0814_in_the_programs_words() {
-    let src = |dispatch: &str| {
-        format!(
-            r#"
-axis rows = Dense[2]
-input  X: f32[2, 16, 16] = random(seed: 7)
-output Y: f32[2, 16, 16]
-kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
-workload w {{ for i in P(rows) {{ sq[i](x: X[i], y: Y[i]) }} }}
-schedule main = w.{dispatch}
-"#
-        )
-    };
+    let src = |directives: &str| squares(2, &format!(".{directives}"));
     for (sched, msg) in [
         ("dispatch(affinity(i))", "`i` is not a key expression"),
         ("dispatch(by(rows))", "takes integer counts, found `rows`"),
@@ -299,15 +302,11 @@ workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
 
 #[test]
 fn an_unknown_schedule_directive_form_is_an_error() {
-    let src = r#"
-axis rows = Dense[2]
-input  X: f32[2, 16, 16] = random(seed: 7)
-output Y: f32[2, 16, 16]
-kernel sq(x: in f32[16, 16], y: out f32[16, 16]) { y = x * x }
-workload w { for i in P(rows) { sq[i](x: X[i], y: Y[i]) } }
-schedule main = w.dispatch(round_robin(4)).timing(batched(2)).ready(lifo).task_window(16)
-"#;
-    let r = run(src, &opts("ascend910b")).expect("these directives are enforced");
+    let src = squares(
+        2,
+        ".dispatch(round_robin(4)).timing(batched(2)).ready(lifo).task_window(16)",
+    );
+    let r = run(&src, &opts("ascend910b")).expect("these directives are enforced");
     assert_eq!(r.stats.tasks, 2);
 }
 
@@ -362,18 +361,7 @@ fn the_checkers_window_limit_is_the_runtimes() {
 
 #[test]
 fn a_round_robin_wider_than_a_core_class_is_noted() {
-    let src = |n: u32| {
-        format!(
-            r#"
-axis rows = Dense[40]
-input  X: f32[40, 16, 16] = random(seed: 7)
-output Y: f32[40, 16, 16]
-kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
-workload w {{ for i in P(rows) {{ sq[i](x: X[i], y: Y[i]) }} }}
-schedule main = w.dispatch(round_robin({n}))
-"#
-        )
-    };
+    let src = |n: u32| squares(40, &format!(".dispatch(round_robin({n}))"));
     let mut o = opts("aie-ml");
     o.timing_only = true;
     // aie-ml has 16 vector cores: 32 go round 16, as 16 does, and the run says so.

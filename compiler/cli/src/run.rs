@@ -12,7 +12,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use wsp_diagnostics::render::render_human;
+use wsp_diagnostics::{Diagnostic, FileName, Label};
+use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
+use wsp_syntax::Span;
 
 /// Arguments of `wsp run`.
 #[derive(clap::Args)]
@@ -71,6 +74,29 @@ fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
         _ => Err(format!("{what} `{s}` is not NAME=VALUE")),
     }
+}
+
+/// A run-time task error as a diagnostic at the task call it happened in.
+fn task_error(code: &'static str, message: &str, at: &SrcSpan) -> Diagnostic {
+    let label = Label::new(
+        FileName::new(at.file.as_str()),
+        Span::new(at.start, at.end.max(at.start)),
+        "in this task",
+    );
+    Diagnostic::new(code, message, label).with_help(format!(
+        "the task's views, keys and kernel are evaluated when it runs; `wsp explain {code}` \
+         lists the causes"
+    ))
+}
+
+/// 1-based line and column (in characters) of byte `at` of `text`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at.min(text.len())).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
 }
 
 fn usage(m: impl std::fmt::Display) -> ExitCode {
@@ -181,11 +207,32 @@ pub fn main(a: Args) -> ExitCode {
     let run = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{e}");
+            let place = match &e {
+                SimError::Exec { at: Some(at), .. } => Some(at),
+                _ => None,
+            };
+            match place {
+                Some(at) => eprint!(
+                    "{}",
+                    render_human(
+                        &[task_error(e.code(), e.message(), at)],
+                        &crate::WsSources(&ws),
+                        color
+                    )
+                ),
+                None => eprintln!("{e}"),
+            }
             if a.stats.is_some() {
                 // `--stats json`: the error (with a deadlock's structured report) instead of
                 // the statistics.
                 let mut err = serde_json::json!({"code": e.code(), "message": e.message()});
+                if let Some(at) = place {
+                    let (line, column) = ws
+                        .text(&FileName::new(at.file.as_str()))
+                        .map_or((0, 0), |t| line_column(&t, at.start as usize));
+                    err["location"] =
+                        serde_json::json!({"file": at.file, "line": line, "column": column});
+                }
                 if let SimError::Deadlock(_, Some(report)) = &e {
                     err["deadlock"] = serde_json::json!(report);
                 }

@@ -504,3 +504,40 @@ fn a_program_with_errors_does_not_run() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn a_task_error_at_run_time_points_at_the_task_call() {
+    // The view of the last iteration lies past `A`'s end: only the run can tell.
+    let d = program(
+        "task-error",
+        r#"param n: u32 = 4
+axis rows = DenseDyn(n)
+input A: f32[64, 32] = random(1)
+output B: f32[64, 32]
+kernel cp(a: in f32[16, 32], b: out f32[16, 32]) { b = a }
+workload w {
+    for i in P(rows) {
+        cp[i](a: A[(i + 1) * 16 .. (i + 2) * 16, :], b: B[i * 16 .. (i + 1) * 16, :])
+    }
+}
+"#,
+    );
+    for engine in [&[][..], &["--interpret"][..]] {
+        let o = wsp(
+            &d,
+            &[&["run", "p.wsp", "--out-dir", "out"], engine].concat(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert!(err.contains("E0810") && err.contains("task cp[3]"), "{err}");
+        assert!(err.contains("p.wsp:8:9"), "{err}");
+        assert!(err.contains("in this task"), "{err}");
+        assert!(!d.join("out").exists(), "no outputs after a failed run");
+    }
+    let o = wsp(&d, &["run", "p.wsp", "--stats", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(j["error"]["code"], "E0810");
+    assert_eq!(j["error"]["location"]["file"], "p.wsp");
+    assert_eq!(j["error"]["location"]["line"], 8);
+    assert_eq!(j["error"]["location"]["column"], 9);
+}

@@ -24,6 +24,27 @@ use std::fmt;
 pub struct ExecError {
     pub code: &'static str,
     pub message: String,
+    /// The task call the error happened in, when the program says where it is written.
+    pub at: Option<SrcSpan>,
+}
+
+impl ExecError {
+    /// An error of code `code` with no location yet.
+    pub fn new(code: &'static str, message: impl Into<String>) -> ExecError {
+        ExecError {
+            code,
+            message: message.into(),
+            at: None,
+        }
+    }
+
+    /// Places the error at `at` (the task call it happened in) unless it has a place already.
+    pub fn within(mut self, at: &Option<SrcSpan>) -> ExecError {
+        if self.at.is_none() {
+            self.at.clone_from(at);
+        }
+        self
+    }
 }
 
 impl fmt::Display for ExecError {
@@ -35,10 +56,7 @@ impl fmt::Display for ExecError {
 impl std::error::Error for ExecError {}
 
 fn xerr(message: impl Into<String>) -> ExecError {
-    ExecError {
-        code: "E0810",
-        message: message.into(),
-    }
+    ExecError::new("E0810", message)
 }
 
 /// The most iterations one loop (entered once) may generate (2²⁶).
@@ -591,15 +609,15 @@ pub fn round_robin<T>(
                     )
                 })
                 .collect();
-            return Err(ExecError {
-                code: "E0811",
-                message: format!(
+            return Err(ExecError::new(
+                "E0811",
+                format!(
                     "deadlock in `{wname}`: {}; channels: {}. Increase a channel's depth or \
                      reorder sends and consumes so that every wait can be satisfied",
                     waits.join(", "),
                     fill.join(", ")
                 ),
-            });
+            ));
         }
     }
 }
@@ -1325,7 +1343,12 @@ impl<'p> Machine<'p, '_> {
     }
 
     /// Runs one task; returns its coordinates.
+    /// Runs one task call; its errors are placed at the call.
     fn exec_task(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
+        self.exec_call(th, call).map_err(|e| e.within(&call.at))
+    }
+
+    fn exec_call(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
         let p = self.p;
         let k: &Kernel = p
             .kernel(call.kernel)

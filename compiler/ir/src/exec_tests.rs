@@ -154,6 +154,7 @@ fn grid_of_tiles_adds_and_records_tasks_in_program_order() {
             view(b, vec![idx(av(0)), rows(1)]),
             view(c, vec![idx(av(0)), rows(1), ViewDim::Full]),
         ],
+        at: None,
     });
     let w = block(
         &mut p,
@@ -211,6 +212,7 @@ fn partial_tail_tiles_get_their_valid_extent_and_full_tiles_are_checked() {
                 kernel: KernelId(k),
                 coords: vec![var(0)],
                 args: vec![view(x, vec![rows.clone()]), view(y, vec![rows.clone()])],
+                at: None,
             })],
         }]
     };
@@ -258,6 +260,7 @@ fn when_branches_on_tensor_values_written_by_an_earlier_task() {
             kernel: KernelId(k),
             coords: vec![var(0)],
             args: vec![view(a, vec![idx(av(0))]), view(b, vec![idx(av(0))])],
+            at: None,
         })
     };
     let cond = Expr::Binary {
@@ -356,6 +359,7 @@ fn ragged_and_sparse_axes_iterate_their_rows() {
             view(x, vec![idx(av(0)), idx(av(1))]),
             view(x, vec![idx(av(0)), idx(av(1))]),
         ],
+        at: None,
     });
     let w1 = block(
         &mut p,
@@ -440,6 +444,7 @@ fn csp_program(depth: u32, n: i64) -> Program {
         kernel: KernelId(k),
         coords: vec![var(0)],
         args: vec![view(a, vec![idx(av(0))]), view(b, vec![idx(av(0))])],
+        at: None,
     };
     p.processes.push(Process {
         name: "loader".into(),
@@ -607,6 +612,7 @@ fn sequential_and_nested_workloads_run_in_order() {
         kernel: KernelId(0),
         coords: vec![],
         args: vec![view(x, vec![]), view(x, vec![])],
+        at: None,
     });
     let a = block(&mut p, "a", &[], vec![call.clone()]);
     let b = block(&mut p, "b", &[], vec![call, WStmt::Run { workload: a }]);
@@ -982,6 +988,7 @@ mod fuzz {
                 kernel: KernelId(k),
                 coords: vec![c],
                 args: vec![a, b],
+                at: None,
             })
         });
         call.prop_recursive(3, 24, 4, |inner| {
@@ -1181,6 +1188,7 @@ fn counted_loops_step_like_an_odometer_over_dependent_and_empty_levels() {
         kernel: KernelId(0),
         coords: vec![var(0), var(1)],
         args: vec![full(a), full(b), full(c)],
+        at: None,
     });
     let w = block(
         &mut p,

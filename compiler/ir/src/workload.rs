@@ -558,6 +558,17 @@ pub struct TaskCall {
     pub coords: Vec<Expr>,
     /// One argument per kernel parameter, in parameter order (defaults already filled in).
     pub args: Vec<TaskArg>,
+    /// Where the call is written, for run-time errors (absent in hand-built programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<SrcSpan>,
+}
+
+/// A source range: the file as diagnostics name it, and byte offsets into its text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SrcSpan {
+    pub file: String,
+    pub start: u32,
+    pub end: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -393,10 +393,7 @@ pub fn compile_orchestration<'p>(
 }
 
 fn xerr(message: impl Into<String>) -> ExecError {
-    ExecError {
-        code: "E0810",
-        message: message.into(),
-    }
+    ExecError::new("E0810", message)
 }
 
 /// The state shared by every body invocation of one run.
@@ -822,6 +819,20 @@ mod callbacks {
         }
     }
 
+    /// [`with`] for a callback of call site `s`: its errors are placed at the call.
+    fn with_site(
+        cx: *mut Ctx<'_, '_>,
+        s: i64,
+        f: impl FnOnce(&mut Ctx<'_, '_>) -> Result<i64, ExecError>,
+    ) -> i64 {
+        with(cx, |cx| {
+            f(cx).map_err(|e| match site(cx, s) {
+                Ok((site, _)) => e.within(&site.call.at),
+                Err(_) => e,
+            })
+        })
+    }
+
     fn host<'a, 'h>(cx: &Ctx<'_, 'h>) -> &'a mut Host<'h> {
         // SAFETY: the host outlives every invocation; callbacks run one at a time and a
         // nested invocation (`run`) only starts from a callback that does not touch the
@@ -875,7 +886,7 @@ mod callbacks {
     }
 
     extern "C" fn begin(cx: *mut Ctx<'_, '_>, s: i64) -> i64 {
-        with(cx, |cx| {
+        with_site(cx, s, |cx| {
             let (site, k) = site(cx, s)?;
             let coords: Vec<i64> = (0..site.call.coords.len())
                 .map(|i| cx.slot(site.coords + i))
@@ -888,7 +899,7 @@ mod callbacks {
     }
 
     extern "C" fn view(cx: *mut Ctx<'_, '_>, s: i64, arg: i64) -> i64 {
-        with(cx, |cx| {
+        with_site(cx, s, |cx| {
             let (site, k) = site(cx, s)?;
             let a = usize::try_from(arg).unwrap_or(usize::MAX);
             let (Some(param), Some(TaskArg::View(v)), Some(SiteArg::View { base })) =
@@ -933,7 +944,7 @@ mod callbacks {
     }
 
     extern "C" fn task(cx: *mut Ctx<'_, '_>, s: i64) -> i64 {
-        with(cx, |cx| {
+        with_site(cx, s, |cx| {
             let (site, k) = site(cx, s)?;
             let mut views = std::mem::take(&mut cx.views).into_iter();
             let mut args = Vec::with_capacity(site.args.len());

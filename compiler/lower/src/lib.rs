@@ -274,6 +274,16 @@ fn dtype(name: &ast::Ident) -> Option<DType> {
 }
 
 impl Lowerer {
+    /// `span` of the item being lowered, as a file-relative range for the IR.
+    fn src_span(&self, span: Span) -> w::SrcSpan {
+        let s = span.shift(self.offset);
+        w::SrcSpan {
+            file: self.file.as_str().to_string(),
+            start: s.start,
+            end: s.end,
+        }
+    }
+
     fn unsupported(&self, span: Span, what: impl Into<String>) -> Diagnostic {
         let what = what.into();
         Diagnostic::new(
@@ -1113,6 +1123,7 @@ impl Lowerer {
             kernel: kid,
             coords,
             args: out,
+            at: Some(self.src_span(e.span)),
         })
     }
 

@@ -33,6 +33,7 @@ use wsp_ir::exec::{self, ExecOutcome, TaskBackend, TaskInstance, TaskValue};
 use wsp_ir::interp::{run_kernel, KernelArg, Tile};
 use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
 use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
+use wsp_ir::workload::SrcSpan;
 use wsp_ir::workload::{DirValue, Directive, ExprOp, Program, Schedule, Stat, TensorId};
 use wsp_runtime as rt;
 use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
@@ -97,8 +98,12 @@ impl Options {
 pub enum SimError {
     /// Bad data, params, schedule or arguments: nothing ran.
     Setup { code: &'static str, message: String },
-    /// A task, view or kernel failed during the run.
-    Exec { code: &'static str, message: String },
+    /// A task, view or kernel failed during the run; `at` is the task call, when known.
+    Exec {
+        code: &'static str,
+        message: String,
+        at: Option<SrcSpan>,
+    },
     /// The run deadlocked: the runtime's report, as text and (when the runtime made it) as
     /// the structure (for `--stats json`).
     Deadlock(String, Option<Box<rt::DeadlockReport>>),
@@ -124,7 +129,7 @@ impl SimError {
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SimError::Setup { code, message } | SimError::Exec { code, message } => {
+            SimError::Setup { code, message } | SimError::Exec { code, message, .. } => {
                 write!(f, "error[{code}]: {message}")
             }
             SimError::Deadlock(m, _) => write!(f, "error[E0811]: {m}"),
@@ -154,6 +159,7 @@ fn limit_error(l: rt::RunLimit) -> SimError {
     SimError::Exec {
         code: "E0815",
         message: format!("stopped: {l}"),
+        at: None,
     }
 }
 
@@ -164,6 +170,7 @@ fn from_runtime(e: RuntimeError) -> SimError {
         other => SimError::Exec {
             code: "E0810",
             message: other.to_string(),
+            at: None,
         },
     }
 }
@@ -960,6 +967,7 @@ impl TaskBackend for RtBackend<'_> {
                         return Some(Err(exec::ExecError {
                             code: "E0810",
                             message: format!("process `{name}` produces an unknown channel"),
+                            at: None,
                         }))
                     }
                 }
@@ -1020,10 +1028,12 @@ impl TaskBackend for RtBackend<'_> {
             Err(RuntimeError::Deadlock(rep)) => Err(exec::ExecError {
                 code: "E0811",
                 message: rep.to_string(),
+                at: None,
             }),
             Err(e) => Err(exec::ExecError {
                 code: "E0810",
                 message: e.to_string(),
+                at: None,
             }),
         })
     }
@@ -1070,6 +1080,7 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
             message: format!(
                 "a process runs `{workload}`, a `connect`; pipelines do not nest inside processes"
             ),
+            at: None,
         }))
     }
 }
@@ -1140,6 +1151,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
                         return Err(SimError::Exec {
                             code: "E0810",
                             message: e.to_string(),
+                            at: None,
                         })
                     }
                 },
@@ -1231,6 +1243,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             return Err(SimError::Exec {
                 code: e.code,
                 message: e.message,
+                at: e.at,
             })
         }
     };
@@ -1240,6 +1253,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             read_back(&backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
                 code: "E0810",
                 message: m,
+                at: None,
             })?;
         }
     }

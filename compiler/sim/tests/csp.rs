@@ -52,6 +52,7 @@ fn call(k: u32, a: TensorId, b: TensorId) -> TaskCall {
         kernel: KernelId(k),
         coords: vec![Expr::Var { var: LoopVar(0) }],
         args: vec![at(a), at(b)],
+        at: None,
     }
 }
 

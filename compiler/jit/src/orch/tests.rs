@@ -138,6 +138,7 @@ fn row_call(a: TensorId, ra: Affine, y: TensorId, ry: Affine, coords: Vec<Expr>)
         kernel: KernelId(0),
         coords,
         args: vec![at(a, ra), at(y, ry)],
+        at: None,
     })
 }
 
@@ -481,6 +482,7 @@ fn pipeline(depth: u32, n: i64, replicas: u32) -> (Program, Vec<HostTensor>) {
                 dims: vec![ViewDim::Index { at: v0() }],
             }),
         ],
+        at: None,
     };
     p.processes.push(Process {
         name: "loader".into(),

@@ -541,3 +541,35 @@ workload w {
     assert_eq!(j["error"]["location"]["line"], 8);
     assert_eq!(j["error"]["location"]["column"], 9);
 }
+
+#[test]
+fn a_kernel_failure_is_not_blamed_on_the_task_being_submitted() {
+    // `dv[0]` divides by zero; with a window of 4 the failure surfaces while a later task is
+    // submitted, which must not be named or pointed at.
+    let d = program(
+        "kernel-failure",
+        r#"axis rows = Dense[64]
+input A: i32[1024, 32] = random(1)
+input Z: i32[1024, 32] = zeros()
+output B: i32[1024, 32]
+kernel dv(a: in i32[16, 32], z: in i32[16, 32], b: out i32[16, 32]) { b = a / z }
+workload w {
+    for i in P(rows) {
+        dv[i](a: A[i * 16 .. (i + 1) * 16, :], z: Z[i * 16 .. (i + 1) * 16, :], b: B[i * 16 .. (i + 1) * 16, :])
+    }
+}
+schedule s = w.task_window(4)
+"#,
+    );
+    for engine in [&[][..], &["--interpret"][..]] {
+        let o = wsp(&d, &[&["run", "p.wsp"], engine].concat());
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert!(err.contains("division by zero"), "{err}");
+        assert!(
+            !err.contains("task dv["),
+            "blamed on a submitted task: {err}"
+        );
+        assert!(!err.contains("in this task"), "{err}");
+    }
+}

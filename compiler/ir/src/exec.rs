@@ -164,12 +164,45 @@ pub struct TaskInstance<'a> {
     pub label: &'a str,
 }
 
+/// Why a backend did not take a task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskError {
+    /// Something about this task (a region, a schedule key, its kernel run in place): reported
+    /// with the task's name, at its call.
+    Task(String),
+    /// The run stopped while the task was handed over, for a reason that is not the task's
+    /// (another task's kernel failed, a deadlock, a limit): reported as it is.
+    Run(ExecError),
+}
+
+impl From<String> for TaskError {
+    fn from(m: String) -> TaskError {
+        TaskError::Task(m)
+    }
+}
+
+impl From<&str> for TaskError {
+    fn from(m: &str) -> TaskError {
+        TaskError::Task(m.to_string())
+    }
+}
+
+impl TaskError {
+    /// The error of task `label` written at `at`.
+    pub fn of_task(self, label: &str, at: &Option<SrcSpan>) -> ExecError {
+        match self {
+            TaskError::Task(m) => xerr(format!("{label}: {m}")).within(at),
+            TaskError::Run(e) => e,
+        }
+    }
+}
+
 /// Where the workload interpreter sends the tasks it generates: run them at once on host
 /// tensors (the reference semantics), or submit them to a runtime.
 pub trait TaskBackend {
     /// Runs or submits a task. A backend that runs tasks later must make their results
     /// visible in `tensors` by the time [`TaskBackend::sync`] returns.
-    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), String>;
+    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), TaskError>;
     /// Whether the run's [`ExecOutcome::tasks`] lists every task (true by default). A backend
     /// that does not need the list says no, so a run of millions of tasks keeps no memory per
     /// task in the orchestration.
@@ -352,7 +385,7 @@ struct InPlace<'e, 'x> {
 }
 
 impl TaskBackend for InPlace<'_, '_> {
-    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), String> {
+    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), TaskError> {
         let k = t.ir;
         let mut args = Vec::with_capacity(t.args.len());
         for (param, arg) in k.params.iter().zip(t.args) {
@@ -362,7 +395,7 @@ impl TaskBackend for InPlace<'_, '_> {
                     args.push(KernelArg::Tile(gather(src, v, *tile)));
                 }
                 (_, TaskValue::Scalar(s)) => args.push(KernelArg::Scalar(*s)),
-                _ => return Err(format!("argument `{}` is of the wrong kind", param.name)),
+                _ => return Err(format!("argument `{}` is of the wrong kind", param.name).into()),
             }
         }
         (self.executor)(t.kernel, k, &mut args)?;
@@ -1343,12 +1376,10 @@ impl<'p> Machine<'p, '_> {
     }
 
     /// Runs one task; returns its coordinates.
-    /// Runs one task call; its errors are placed at the call.
+    /// Runs one task call. Errors of the call itself (its coordinates, views, arguments, and
+    /// what the backend says of it) are placed at the call; a failure elsewhere that surfaces
+    /// meanwhile (waiting for data, submitting) is reported as it is.
     fn exec_task(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
-        self.exec_call(th, call).map_err(|e| e.within(&call.at))
-    }
-
-    fn exec_call(&mut self, th: &Thread<'p>, call: &TaskCall) -> Result<Vec<i64>, ExecError> {
         let p = self.p;
         let k: &Kernel = p
             .kernel(call.kernel)
@@ -1361,6 +1392,53 @@ impl<'p> Machine<'p, '_> {
             }
         }
         self.sync(&reads)?;
+        let (coords, args, task) = self
+            .resolve_call(th, call, k)
+            .map_err(|e| e.within(&call.at))?;
+        let axes: Vec<(AxisId, i64)> = th
+            .var_axes
+            .iter()
+            .zip(&th.vars)
+            .filter_map(|(a, v)| Some(((*a)?, (*v)?)))
+            .collect();
+        let process = th.process.map(|_| th.name.as_str());
+        let inst = TaskInstance {
+            kernel: call.kernel,
+            ir: k,
+            coords: &coords,
+            args: &args,
+            process,
+            axes: &axes,
+            label: &task,
+        };
+        self.backend
+            .task(&inst, self.tensors)
+            .map_err(|e| e.of_task(&task, &call.at))?;
+        if !self.backend.keeps_records() {
+            return Ok(coords);
+        }
+        self.out.tasks.push(TaskRecord {
+            kernel: call.kernel,
+            coords: coords.clone(),
+            process: process.map(str::to_string),
+            extents: args
+                .iter()
+                .map(|a| match a {
+                    TaskValue::Tile(v) => Some(v.valid),
+                    TaskValue::Scalar(_) => None,
+                })
+                .collect(),
+        });
+        Ok(coords)
+    }
+
+    /// A call's coordinates, arguments and name.
+    fn resolve_call(
+        &self,
+        th: &Thread<'p>,
+        call: &TaskCall,
+        k: &Kernel,
+    ) -> Result<(Vec<i64>, Vec<TaskValue>, String), ExecError> {
         let coords = call
             .coords
             .iter()
@@ -1397,41 +1475,7 @@ impl<'p> Machine<'p, '_> {
                 }
             }
         }
-        let axes: Vec<(AxisId, i64)> = th
-            .var_axes
-            .iter()
-            .zip(&th.vars)
-            .filter_map(|(a, v)| Some(((*a)?, (*v)?)))
-            .collect();
-        let process = th.process.map(|_| th.name.as_str());
-        let inst = TaskInstance {
-            kernel: call.kernel,
-            ir: k,
-            coords: &coords,
-            args: &args,
-            process,
-            axes: &axes,
-            label: &task,
-        };
-        self.backend
-            .task(&inst, self.tensors)
-            .map_err(|m| xerr(format!("{task}: {m}")))?;
-        if !self.backend.keeps_records() {
-            return Ok(coords);
-        }
-        self.out.tasks.push(TaskRecord {
-            kernel: call.kernel,
-            coords: coords.clone(),
-            process: process.map(str::to_string),
-            extents: args
-                .iter()
-                .map(|a| match a {
-                    TaskValue::Tile(v) => Some(v.valid),
-                    TaskValue::Scalar(_) => None,
-                })
-                .collect(),
-        });
-        Ok(coords)
+        Ok((coords, args, task))
     }
 
     fn resolve_view(

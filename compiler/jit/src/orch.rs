@@ -944,7 +944,7 @@ mod callbacks {
     }
 
     extern "C" fn task(cx: *mut Ctx<'_, '_>, s: i64) -> i64 {
-        with_site(cx, s, |cx| {
+        with(cx, |cx| {
             let (site, k) = site(cx, s)?;
             let mut views = std::mem::take(&mut cx.views).into_iter();
             let mut args = Vec::with_capacity(site.args.len());
@@ -990,7 +990,7 @@ mod callbacks {
             let h = host(cx);
             h.backend
                 .task(&inst, h.tensors)
-                .map_err(|m| xerr(format!("{}: {m}", cx.label)))?;
+                .map_err(|e| e.of_task(&cx.label, &site.call.at))?;
             if !h.backend.keeps_records() {
                 return Ok(0);
             }

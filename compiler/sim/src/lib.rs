@@ -158,9 +158,13 @@ fn schedule_error(message: impl Into<String>) -> SimError {
 fn limit_error(l: rt::RunLimit) -> SimError {
     SimError::Exec {
         code: "E0815",
-        message: format!("stopped: {l}"),
+        message: limit_message(l),
         at: None,
     }
+}
+
+fn limit_message(l: rt::RunLimit) -> String {
+    format!("stopped: {l}")
 }
 
 fn from_runtime(e: RuntimeError) -> SimError {
@@ -713,10 +717,18 @@ impl Prepared {
     }
 }
 
-fn submit_error(e: RuntimeError) -> String {
+/// A refused submission: the task's own fault (a bad region) is reported at the task; the
+/// run stopping meanwhile (another task's kernel failed, a deadlock, a limit) is not.
+fn submit_error(e: RuntimeError) -> exec::TaskError {
     match e {
-        RuntimeError::Deadlock(r) => r.to_string(),
-        other => other.to_string(),
+        e @ RuntimeError::Api(_) => exec::TaskError::Task(e.to_string()),
+        RuntimeError::Deadlock(r) => {
+            exec::TaskError::Run(exec::ExecError::new("E0811", r.to_string()))
+        }
+        RuntimeError::Limit(l) => {
+            exec::TaskError::Run(exec::ExecError::new("E0815", limit_message(l)))
+        }
+        other => exec::TaskError::Run(exec::ExecError::new("E0810", other.to_string())),
     }
 }
 
@@ -901,7 +913,7 @@ impl TaskBackend for RtBackend<'_> {
     fn keeps_records(&self) -> bool {
         self.s.records
     }
-    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), exec::TaskError> {
         let pr = self.s.prepare(t)?;
         self.rt.submit(&pr.desc(t.coords)).map_err(submit_error)?;
         self.s.submitted(&self.rt);
@@ -1051,7 +1063,7 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
     fn keeps_records(&self) -> bool {
         self.s.records
     }
-    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+    fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), exec::TaskError> {
         let pr = self.s.prepare(t)?;
         let id = self.cx.submit(&pr.desc(t.coords)).map_err(submit_error)?;
         self.last = Some(id);

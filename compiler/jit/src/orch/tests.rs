@@ -6,6 +6,7 @@
 
 use super::*;
 use wsp_ir::dtype::DType;
+use wsp_ir::exec::TaskError;
 use wsp_ir::interp::{run_kernel, KernelArg};
 use wsp_ir::kernel::{BinaryOp, Direction, Kernel, TileType};
 use wsp_ir::typing::KernelBuilder;
@@ -31,7 +32,7 @@ struct Log {
 }
 
 impl TaskBackend for Log {
-    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), String> {
+    fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), TaskError> {
         self.calls.push(format!(
             "task {} {:?} {:?} {:?} {:?}",
             t.label, t.coords, t.args, t.process, t.axes
@@ -374,7 +375,7 @@ fn a_direct_loop_keeps_the_interpreters_bound_on_iterations() {
     /// Records nothing (the order events of 2²⁶ iterations would be 2²⁶ strings).
     struct Quiet;
     impl TaskBackend for Quiet {
-        fn task(&mut self, _: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), String> {
+        fn task(&mut self, _: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), TaskError> {
             Err("the body has no task".into())
         }
         fn sync(&mut self, _: TensorId, _: &mut [HostTensor]) -> Result<(), String> {

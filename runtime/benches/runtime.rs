@@ -79,6 +79,8 @@ fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
             scalars: &[],
             cycles,
             key: c[0],
+            priority: 0,
+            stream: 0,
         })
         .expect("submit");
         n += 1;
@@ -200,6 +202,8 @@ fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
             scalars: &[],
             cycles: 10,
             key: 0,
+            priority: 0,
+            stream: 0,
         })
         .expect("submit");
         count += 1;

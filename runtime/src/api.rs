@@ -158,8 +158,12 @@ pub struct TaskDesc<'a> {
     /// Compute cycles of the task from the architecture model's cost tables (the submitter
     /// computes them; the runtime adds dispatch and transfer time per the model).
     pub cycles: u64,
-    /// The policy key (affinity, hash, priority, stream_by); 0 when unused.
+    /// The dispatch key (`affinity`, `hash`); 0 when unused.
     pub key: i64,
+    /// The ready-order key (`priority`: higher first); 0 when unused.
+    pub priority: i64,
+    /// The stream key (`streams(n)`: the task joins stream `stream mod n`); 0 when unused.
+    pub stream: i64,
 }
 
 /// One region argument as a kernel sees it (C layout, for JIT-compiled entries).

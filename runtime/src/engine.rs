@@ -1189,7 +1189,7 @@ impl Runtime {
 
     /// The in-flight tasks `t` depends on into `self.deps`, as the low 32 bits of their
     /// sequence numbers, in submission order without repeats.
-    fn collect_preds(&mut self, t: &TaskDesc<'_>, key: i64) {
+    fn collect_preds(&mut self, t: &TaskDesc<'_>) {
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
         let (ring, mask) = (&self.ring, self.ring_mask);
@@ -1199,7 +1199,7 @@ impl Runtime {
         }
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
-            let last = self.streams_last[key.rem_euclid(n) as usize];
+            let last = self.streams_last[t.stream.rem_euclid(n) as usize];
             if last != u64::MAX && self.is_live(last) {
                 deps.push(last as u32);
             }
@@ -1262,7 +1262,7 @@ impl Runtime {
         let key = t.key;
         // 2. Room for the edges and the tensor-map entries.
         let preds = loop {
-            self.collect_preds(t, key);
+            self.collect_preds(t);
             let need_e = self.deps.len() as u64;
             if need_e > self.cfg.deplist_pool as u64 {
                 let m = format!(
@@ -1367,7 +1367,7 @@ impl Runtime {
             flags: if scope != 0 { HELD } else { 0 },
         };
         if let Some(k) = self.keys.get_mut(si) {
-            *k = key;
+            *k = t.priority;
         }
         if let Some(c) = self.chan_after.get_mut(si) {
             *c = NIL;
@@ -1411,7 +1411,7 @@ impl Runtime {
         self.rings[1].set(self.tmap.used() as u64);
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
-            self.streams_last[key.rem_euclid(n) as usize] = seq;
+            self.streams_last[t.stream.rem_euclid(n) as usize] = seq;
         }
         // Dispatch assignment for fixed policies, in emission order.
         let ci = self.kernels[kernel as usize].ci;

@@ -18,6 +18,8 @@ fn task<'a>(k: KernelId, coords: &'a [i64], args: &'a [Arg], cycles: u64) -> Tas
         scalars: &[],
         cycles,
         key: 0,
+        priority: 0,
+        stream: 0,
     }
 }
 
@@ -482,6 +484,8 @@ fn policies_change_time_deterministically() {
             let c = [i];
             let mut t = task(k, &c, &a, 1000 + (i as u64 % 5) * 100);
             t.key = i % 3;
+            t.priority = i % 3;
+            t.stream = i % 3;
             rt.submit(&t).unwrap();
         }
         rt.finish().unwrap().total_cycles

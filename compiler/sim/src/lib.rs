@@ -347,24 +347,29 @@ fn int_args(p: &Program, d: &str, args: &[wsp_ir::workload::DirArg]) -> Result<V
         .collect()
 }
 
-/// The runtime policies of a schedule and the key expression of its tasks.
-fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>), String> {
+/// The key expressions of a schedule: each policy that reads a key has its own.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Keys {
+    /// `affinity(key)` or `hash(key)`.
+    dispatch: Option<Key>,
+    /// `priority(key)`.
+    priority: Option<Key>,
+    /// `stream_by(key)`, else the dispatch key.
+    stream: Option<Key>,
+}
+
+impl Keys {
+    fn eval(k: &Option<Key>, axes: &[(wsp_ir::workload::AxisId, i64)]) -> Result<i64, String> {
+        k.as_ref().map_or(Ok(0), |k| k.eval(axes))
+    }
+}
+
+/// The runtime policies of a schedule and the key expressions of its tasks.
+fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), String> {
     let mut pol = Policies::default();
-    let mut key: Option<Key> = None;
+    let mut keys = Keys::default();
     let Some(s) = s else {
-        return Ok((pol, None));
-    };
-    let mut set_key = |k: Key, what: &str| -> Result<(), String> {
-        match &key {
-            Some(old) if *old != k => Err(format!(
-                "schedule `{}`: `{what}` uses a second key expression; the simulator keys each task by one expression (affinity, hash, stream_by or priority)",
-                s.name
-            )),
-            _ => {
-                key = Some(k);
-                Ok(())
-            }
-        }
+        return Ok((pol, keys));
     };
     for Directive { name, args } in &s.directives {
         let arg = args.first().map(|a| &a.value);
@@ -375,7 +380,7 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>)
                     .map_err(|_| format!("`{name}({value})` is out of range"))?;
                 pol.apply(name, &[n])?;
             }
-            ("stream_by", Some(v)) => set_key(key_of(p, v)?, "stream_by")?,
+            ("stream_by", Some(v)) => keys.stream = Some(key_of(p, v)?),
             ("dispatch" | "timing" | "ready", Some(DirValue::Ident { name: form })) => {
                 pol.apply(form, &[])?;
             }
@@ -386,7 +391,11 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>)
                             format!("`{form}(...)` needs a key expression")
                         })?;
                         pol.apply(form, &[])?;
-                        set_key(key_of(p, v)?, form)?;
+                        let k = Some(key_of(p, v)?);
+                        match form.as_str() {
+                            "priority" => keys.priority = k,
+                            _ => keys.dispatch = k,
+                        }
                     }
                     _ => pol.apply(form, &int_args(p, form, args)?)?,
                 }
@@ -401,8 +410,11 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>)
     }
     // Streams need a key to say which stream a task is on, and a key picks one only among
     // streams: neither is left to mean something silently.
-    let stream_by = s.directives.iter().any(|d| d.name == "stream_by");
-    match (pol.streams, &key) {
+    let stream_by = keys.stream.is_some();
+    if keys.stream.is_none() {
+        keys.stream.clone_from(&keys.dispatch);
+    }
+    match (pol.streams, &keys.stream) {
         (Some(rt::Streams(n)), None) if n > 1 => {
             return Err(format!(
                 "schedule `{}`: `.streams({n})` needs `.stream_by(expr)` (or a dispatch key) to say which stream a task is on; without one every task would be on one stream",
@@ -417,7 +429,7 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Option<Key>)
         }
         _ => {}
     }
-    Ok((pol, key))
+    Ok((pol, keys))
 }
 
 fn has_matmul(stmts: &[Stmt]) -> bool {
@@ -679,7 +691,7 @@ impl rt::Kernel for Compiled {
 struct Submitter<'p> {
     p: &'p Program,
     ids: Vec<rt::KernelId>,
-    key: Option<Key>,
+    keys: Keys,
     arch: Arch,
     costs: HashMap<(u32, cost::Extents), u64>,
     execute: bool,
@@ -701,7 +713,8 @@ struct Prepared {
     args: Vec<rt::Arg>,
     scalars: Vec<i64>,
     cycles: u64,
-    key: i64,
+    /// The dispatch, priority and stream keys.
+    keys: [i64; 3],
 }
 
 impl Prepared {
@@ -712,7 +725,9 @@ impl Prepared {
             args: &self.args,
             scalars: &self.scalars,
             cycles: self.cycles,
-            key: self.key,
+            key: self.keys[0],
+            priority: self.keys[1],
+            stream: self.keys[2],
         }
     }
 }
@@ -787,10 +802,12 @@ impl Submitter<'_> {
                 _ => return Err(format!("argument `{}` is of the wrong kind", param.name)),
             }
         }
-        let key = match &self.key {
-            Some(k) => k.eval(t.axes)?,
-            None => 0,
-        };
+        let k = &self.keys;
+        let keys = [
+            Keys::eval(&k.dispatch, t.axes)?,
+            Keys::eval(&k.priority, t.axes)?,
+            Keys::eval(&k.stream, t.axes)?,
+        ];
         let kernel = *self
             .ids
             .get(kid)
@@ -803,7 +820,7 @@ impl Submitter<'_> {
             args,
             scalars,
             cycles,
-            key,
+            keys,
         })
     }
 
@@ -1120,7 +1137,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     let (sched, w) = program
         .select_run(opts.schedule.as_deref())
         .map_err(schedule_error)?;
-    let (pol, key) = policies(program, sched).map_err(schedule_error)?;
+    let (pol, keys) = policies(program, sched).map_err(schedule_error)?;
     let notes = schedule_notes(program, &opts.arch, &pol);
     let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
     // One task always fits, whatever the window (language.md: a window slows a run, never
@@ -1223,7 +1240,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         s: Submitter {
             p: program,
             ids,
-            key,
+            keys,
             arch: opts.arch.clone(),
             costs: HashMap::new(),
             execute: !opts.timing_only,

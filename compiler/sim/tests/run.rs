@@ -263,6 +263,39 @@ fn a_schedule_the_simulator_cannot_run_is_e0814_in_the_programs_words() {
 }
 
 #[test]
+fn dispatch_priority_and_stream_keys_are_separate_expressions() {
+    // The shape of language.md's schedule example: each policy reads its own key.
+    let src = |schedule: &str| {
+        format!(
+            r#"
+axis b = Dense[4]
+axis h = Dense[2]
+input  X: f32[4, 2, 16, 16] = random(seed: 4)
+output Y: f32[4, 2, 16, 16]
+kernel k(src: in f32[16, 16], dst: out f32[16, 16]) {{ dst = src * src }}
+workload w {{ for i, j in P(b, h) {{ k[i, j](src: X[i, j], dst: Y[i, j]) }} }}
+schedule main = w{schedule}
+"#
+        )
+    };
+    let docs = ".dispatch(affinity(b)).streams(3).stream_by(h).ready(priority(h)).task_window(64)";
+    for interpret in [false, true] {
+        let mut o = opts("ascend910b");
+        o.interpret_orchestration = interpret;
+        let r = run(&src(docs), &o).expect("three keys");
+        assert_eq!(r.stats.tasks, 8);
+        // Eight independent tasks on the streams `h` picks (two of three): each stream
+        // orders its tasks, 8 − 2 edges. Keyed by `b` (the dispatch key) they would use all
+        // three streams: 8 − 3 edges.
+        assert_eq!(r.stats.edges, 6, "stream_by(h)");
+        let by_dispatch = run(&src(".dispatch(affinity(b)).streams(3)"), &o).expect("one key");
+        assert_eq!(by_dispatch.stats.edges, 5, "the dispatch key");
+        let r = run(&src(".dispatch(hash(b + h)).ready(priority(0 - h))"), &o).expect("two");
+        assert_eq!(r.stats.tasks, 8);
+    }
+}
+
+#[test]
 fn neg_is_the_unary_minus() {
     let src = r#"
 axis rows = Dense[2]

@@ -1478,13 +1478,17 @@ impl Runtime {
         }
         self.since_yield += 1;
         match self.cfg.policies.timing {
+            // The n-th task is issued with the n − 1 before it: it may start now, and only
+            // the next task waits for the clock.
             Timing::Interleaved(n) if self.since_yield >= n => {
                 self.since_yield = 0;
+                self.dispatch();
                 let t = self.now + self.cfg.arch.overheads.dispatch.max(1);
                 self.advance_to(t)?;
             }
             Timing::RateLimit(n) if self.since_yield >= n => {
                 self.since_yield = 0;
+                self.dispatch();
                 let t = self.now + 1000;
                 self.advance_to(t)?;
             }

@@ -508,6 +508,46 @@ fn policies_change_time_deterministically() {
     assert!(st >= 200 * 1000, "{st}");
 }
 
+/// Start cycles of the tasks of a recorded run, in trace order.
+fn task_starts(rt: &Runtime) -> Vec<u64> {
+    let trace: serde_json::Value = serde_json::from_str(&rt.chrome_trace()).unwrap();
+    let mut starts: Vec<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "task")
+        .map(|e| e["ts"].as_f64().unwrap() as u64)
+        .collect();
+    starts.sort_unstable();
+    starts
+}
+
+#[test]
+fn rate_limit_and_interleaved_let_n_tasks_through_per_period() {
+    // Six independent short tasks on plenty of cores: only the issue timing spaces them.
+    let run = |form: &str, n: u32| {
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.execute = false;
+        cfg.record = true;
+        cfg.policies.apply(form, &[n]).unwrap();
+        let mut rt = Runtime::new(cfg).unwrap();
+        let k = rt.register_kernel("k", CoreClass::Vector, noop());
+        let x = rt.add_tensor(4, &[6, 64]).unwrap();
+        for i in 0..6i64 {
+            let a = [arg(x, &[i, 0], &[1, 64], Direction::Out)];
+            rt.submit(&task(k, &[i], &a, 10)).unwrap();
+        }
+        rt.finish().unwrap();
+        task_starts(&rt)
+    };
+    assert_eq!(run("rate_limit", 1), [0, 1000, 2000, 3000, 4000, 5000]);
+    assert_eq!(run("rate_limit", 2), [0, 0, 1000, 1000, 2000, 2000]);
+    assert_eq!(run("rate_limit", 4), [0, 0, 0, 0, 1000, 1000]);
+    let d = arch("ascend910b").overheads.dispatch.max(1);
+    assert_eq!(run("interleaved", 3), [0, 0, 0, d, d, d]);
+    assert_eq!(run("interleaved", 1), [0, d, 2 * d, 3 * d, 4 * d, 5 * d]);
+}
+
 // ------------------------------------------------------------------ deadlock corpus
 
 fn expect_deadlock(r: Result<impl std::fmt::Debug, RuntimeError>) -> DeadlockReport {

@@ -433,12 +433,12 @@ fn csp_program(depth: u32, n: i64) -> Program {
     p.channels.push(Channel {
         name: "l2c".into(),
         depth,
-        latency: 0,
+        latency: None,
     });
     p.channels.push(Channel {
         name: "c2s".into(),
         depth,
-        latency: 0,
+        latency: None,
     });
     let call = |k: u32, a: TensorId, b: TensorId| TaskCall {
         kernel: KernelId(k),
@@ -544,12 +544,12 @@ fn csp_deadlock_is_reported_with_processes_and_channels() {
     p.channels.push(Channel {
         name: "c1".into(),
         depth: 1,
-        latency: 0,
+        latency: None,
     });
     p.channels.push(Channel {
         name: "c2".into(),
         depth: 1,
-        latency: 0,
+        latency: None,
     });
     let relay = |name: &str, from: u32, to: u32| Process {
         name: name.into(),

@@ -603,9 +603,10 @@ pub struct Channel {
     pub name: String,
     /// Capacity in tokens; 0 is a rendezvous.
     pub depth: u32,
-    /// Cycles added by a channel operation.
-    #[serde(default)]
-    pub latency: u64,
+    /// Cycles added by a channel operation, as declared (`None`: the architecture model's
+    /// `channel_latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<u64>,
 }
 
 /// `process p consumes a produces b { ... }`.

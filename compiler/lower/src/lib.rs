@@ -781,10 +781,11 @@ impl Lowerer {
         Ok(out)
     }
 
-    /// `channel c: Channel[depth: 2, latency: 10]` (depth 1 and latency 0 when omitted).
+    /// `channel c: Channel[depth: 2, latency: 10]` (depth 1 when omitted; the model's latency
+    /// when `latency` is).
     fn channel(&mut self, c: &ast::ChannelDecl) -> R<()> {
         let mut depth = 1u32;
-        let mut latency = 0u64;
+        let mut latency = None;
         for a in &c.args {
             let what = a.name.as_ref().map(|n| n.name.as_str());
             let v = self.const_int(&a.value).map_err(|_| {
@@ -800,9 +801,9 @@ impl Lowerer {
                     })?
                 }
                 Some("latency") => {
-                    latency = u64::try_from(v).map_err(|_| {
+                    latency = Some(u64::try_from(v).map_err(|_| {
                         self.unsupported(a.value.span, format!("a channel latency of {v}"))
-                    })?
+                    })?)
                 }
                 _ => return Err(self.unsupported(a.span, "this channel argument")),
             }

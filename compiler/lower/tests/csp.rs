@@ -62,8 +62,8 @@ fn pipeline_lowers_to_channels_processes_and_connect() {
     let p = lower_ok("pipeline.wsp", PIPELINE);
     assert_eq!(p.channels.len(), 2);
     assert_eq!(p.channels[0].name, "l2c");
-    assert_eq!((p.channels[0].depth, p.channels[0].latency), (2, 0));
-    assert_eq!((p.channels[1].depth, p.channels[1].latency), (2, 5));
+    assert_eq!((p.channels[0].depth, p.channels[0].latency), (2, None));
+    assert_eq!((p.channels[1].depth, p.channels[1].latency), (2, Some(5)));
     let names: Vec<&str> = p.processes.iter().map(|x| x.name.as_str()).collect();
     assert_eq!(names, ["loader", "computer", "storer"]);
     let computer = &p.processes[1];

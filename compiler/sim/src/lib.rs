@@ -1232,7 +1232,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     let channels = program
         .channels
         .iter()
-        .map(|c| runtime.add_channel(&c.name, c.depth, (c.latency > 0).then_some(c.latency)))
+        .map(|c| runtime.add_channel(&c.name, c.depth, c.latency))
         .collect();
     let mut backend = RtBackend {
         orch: orch.as_ref(),

@@ -83,7 +83,7 @@ fn pipeline(depth: u32, n: i64) -> Program {
         p.channels.push(Channel {
             name: name.into(),
             depth,
-            latency: 0,
+            latency: None,
         });
     }
     let consume = |ch: u32, body: WStmt| WStmt::Consume {
@@ -216,7 +216,7 @@ fn a_process_cycle_deadlocks_with_the_runtime_report() {
         p.channels.push(Channel {
             name: name.into(),
             depth: 1,
-            latency: 0,
+            latency: None,
         });
     }
     let relay = |name: &str, from: u32, to: u32| Process {

@@ -296,6 +296,41 @@ schedule main = w{schedule}
 }
 
 #[test]
+fn a_declared_channel_latency_of_zero_is_zero() {
+    // aie-ml's model adds 8 cycles per channel operation unless the channel says otherwise.
+    let src = |latency: &str| {
+        format!(
+            r#"
+axis tiles = Dense[2]
+input X: f32[2, 16, 16] = random(seed: 1)
+tensor T: f32[2, 16, 16]
+output Y: f32[2, 16, 16]
+kernel fast(src: in f32[16, 16], dst: out f32[16, 16]) {{ dst = src }}
+kernel slow(src: in f32[16, 16], dst: out f32[16, 16]) {{ dst = exp(src * src) + src }}
+channel c: Channel[depth: 1{latency}]
+process prod produces c {{ for i in P.seq(tiles) {{ send c, fast[i](src: X[i], dst: T[i]) }} }}
+process cons consumes c {{ consume c as i {{ slow[i](src: T[i], dst: Y[i]) }} }}
+workload w = connect(prod, cons)
+"#
+        )
+    };
+    let cycles = |latency: &str| {
+        run(&src(latency), &opts("aie-ml"))
+            .expect(latency)
+            .stats
+            .total_cycles
+    };
+    let (zero, one, model, eight) = (
+        cycles(", latency: 0"),
+        cycles(", latency: 1"),
+        cycles(""),
+        cycles(", latency: 8"),
+    );
+    assert!(zero < one && one < eight, "{zero} {one} {eight}");
+    assert_eq!(model, eight, "an omitted latency is the model's");
+}
+
+#[test]
 fn neg_is_the_unary_minus() {
     let src = r#"
 axis rows = Dense[2]

@@ -466,7 +466,7 @@ fn pipeline(depth: u32, n: i64, replicas: u32) -> (Program, Vec<HostTensor>) {
         p.channels.push(Channel {
             name: name.into(),
             depth,
-            latency: 0,
+            latency: None,
         });
     }
     let v0 = || Affine::var(LoopVar(0));

@@ -2375,42 +2375,10 @@ impl Runtime {
 
     fn try_recv(&mut self, i: usize, c: u32) {
         let now = self.now;
-        let chan = &mut self.channels[c as usize];
         // Rendezvous (or a full channel): move one blocked sender's token into the queue.
+        let chan = &self.channels[c as usize];
         if chan.queue.len() < chan.depth.max(1) as usize {
-            if let Some((s, token, after, v9)) = chan.blocked_sender.pop_front() {
-                let live = after != u64::MAX
-                    && after >= self.head
-                    && after < self.next_seq
-                    && self.ring[(after & self.ring_mask) as usize].state != State::Done;
-                let avail = if live { u64::MAX } else { now + chan.latency };
-                chan.queue.push_back(QTok {
-                    token,
-                    avail,
-                    after,
-                    v9,
-                });
-                chan.hw = chan.hw.max(chan.queue.len() as u64);
-                let rclock = self.procs[i].v9_clock;
-                let sp = &mut self.procs[s as usize];
-                sp.status = PStatus::Runnable;
-                sp.v9_clock = sp.v9_clock.max(rclock);
-                if self.cfg.record
-                    && now > sp.blocked_since
-                    && self.cfg.arch.timing == TimingSemantics::Event
-                {
-                    self.trace.push(TraceEvent {
-                        name: format!("{}: CHANNEL_FULL_WAIT", self.channels[c as usize].name),
-                        lane: format!("process {}", self.procs[s as usize].name),
-                        start: self.procs[s as usize].blocked_since,
-                        dur: now - self.procs[s as usize].blocked_since,
-                        cat: "channel",
-                    });
-                }
-                if avail != u64::MAX && avail > now {
-                    self.push_event(avail, Ev::Token(c));
-                }
-            }
+            self.admit_sender(i, c);
         }
         let chan = &mut self.channels[c as usize];
         let got = match chan.queue.front() {
@@ -2432,27 +2400,7 @@ impl Runtime {
         let latency = chan.latency;
         // Room again: admit one blocked sender of a buffered channel.
         if chan.depth > 0 {
-            if let Some(&(s, token, after, v9)) = chan.blocked_sender.front() {
-                chan.blocked_sender.pop_front();
-                let live = after != u64::MAX
-                    && after >= self.head
-                    && after < self.next_seq
-                    && self.ring[(after & self.ring_mask) as usize].state != State::Done;
-                let avail = if live { u64::MAX } else { now + latency };
-                chan.queue.push_back(QTok {
-                    token,
-                    avail,
-                    after,
-                    v9,
-                });
-                let rclock = self.procs[i].v9_clock;
-                let sp = &mut self.procs[s as usize];
-                sp.status = PStatus::Runnable;
-                sp.v9_clock = sp.v9_clock.max(rclock);
-                if avail != u64::MAX && avail > now {
-                    self.push_event(avail, Ev::Token(c));
-                }
-            }
+            self.admit_sender(i, c);
         }
         let p = &mut self.procs[i];
         p.v9_clock = p.v9_clock.max(q.v9 + latency);
@@ -2469,6 +2417,48 @@ impl Runtime {
                 dur: now - p.blocked_since,
                 cat: "channel",
             });
+        }
+    }
+
+    /// Moves the first blocked sender's token of channel `c` into its queue: the sender runs
+    /// again (its wait is a `CHANNEL_FULL_WAIT` on the trace), after receiver `i`'s v9 clock.
+    fn admit_sender(&mut self, i: usize, c: u32) {
+        let now = self.now;
+        let chan = &mut self.channels[c as usize];
+        let Some((s, token, after, v9)) = chan.blocked_sender.pop_front() else {
+            return;
+        };
+        let live = after != u64::MAX
+            && after >= self.head
+            && after < self.next_seq
+            && self.ring[(after & self.ring_mask) as usize].state != State::Done;
+        let avail = if live { u64::MAX } else { now + chan.latency };
+        chan.queue.push_back(QTok {
+            token,
+            avail,
+            after,
+            v9,
+        });
+        chan.hw = chan.hw.max(chan.queue.len() as u64);
+        let rclock = self.procs[i].v9_clock;
+        let sp = &mut self.procs[s as usize];
+        sp.status = PStatus::Runnable;
+        sp.v9_clock = sp.v9_clock.max(rclock);
+        if self.cfg.record
+            && now > sp.blocked_since
+            && self.cfg.arch.timing == TimingSemantics::Event
+        {
+            let (start, lane) = (sp.blocked_since, format!("process {}", sp.name));
+            self.trace.push(TraceEvent {
+                name: format!("{}: CHANNEL_FULL_WAIT", self.channels[c as usize].name),
+                lane,
+                start,
+                dur: now - start,
+                cat: "channel",
+            });
+        }
+        if avail != u64::MAX && avail > now {
+            self.push_event(avail, Ev::Token(c));
         }
     }
 

@@ -331,6 +331,39 @@ workload w = connect(prod, cons)
 }
 
 #[test]
+fn a_sender_blocked_on_a_full_buffered_channel_waits_on_the_trace() {
+    // A fast producer and a slow consumer on one core: the producer's third send finds the
+    // channel full whatever its depth, and its wait is on the trace like a rendezvous's.
+    for depth in [0, 1, 2] {
+        let src = format!(
+            r#"
+axis tiles = Dense[6]
+input X: f32[6, 16, 16] = random(seed: 1)
+tensor T: f32[6, 16, 16]
+output Y: f32[6, 16, 16]
+kernel fast(src: in f32[16, 16], dst: out f32[16, 16]) {{ dst = src }}
+kernel slow(src: in f32[16, 16], dst: out f32[16, 16]) {{ dst = exp(exp(exp(src * src))) + src }}
+channel c: Channel[depth: {depth}]
+process prod produces c {{ for i in P.seq(tiles) {{ send c, fast[i](src: X[i], dst: T[i]) }} }}
+process cons consumes c {{ consume c as i {{ slow[i](src: T[i], dst: Y[i]) }} }}
+workload w = connect(prod, cons)
+schedule main = w.dispatch(round_robin(1))
+"#
+        );
+        let mut o = opts("ascend910b");
+        o.record = true;
+        let r = run(&src, &o).expect("pipeline");
+        let trace = r.trace.expect("trace");
+        // Waits of zero cycles are not recorded.
+        let waits = trace.matches("c: CHANNEL_FULL_WAIT").count();
+        assert!(
+            waits > 0,
+            "depth {depth}: no full-channel wait on the trace"
+        );
+    }
+}
+
+#[test]
 fn neg_is_the_unary_minus() {
     let src = r#"
 axis rows = Dense[2]

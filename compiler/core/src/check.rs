@@ -1802,7 +1802,39 @@ fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
         if let Some(k) = key {
             names(k, &mut used);
         }
+        // `affinity(x)` of a non-axis is E0606 already (`policy_args`).
+        let affinity = matches!(&arg.kind, ExprKind::Call { callee, .. }
+            if matches!(&callee.kind, ExprKind::Name(p) if p.name == "affinity"));
         for n in used {
+            match c.scope.get(&n.name).map(|s| s.symbol.clone()) {
+                Some(Symbol::Axis(_) | Symbol::Const) => {}
+                Some(_) if affinity => continue,
+                Some(other) => {
+                    c.diags.push(
+                        Diagnostic::new(
+                            "E0606",
+                            format!(
+                                "a schedule key is built from axes, integer constants and arithmetic; `{}` is {}",
+                                n.name,
+                                other.describe()
+                            ),
+                            c.label(n.span, "not an axis or a constant"),
+                        )
+                        .with_help(directive_help(&d.name.name)),
+                    );
+                    continue;
+                }
+                None => {
+                    c.unresolved(n);
+                    if let Some(last) = c.diags.last_mut() {
+                        last.notes.push(
+                            "a schedule key names axes, not loop variables: `affinity(batch)` keys a task by the coordinate of the loop over `batch` it is inside"
+                                .into(),
+                        );
+                    }
+                    continue;
+                }
+            }
             let local_axis = matches!(
                 c.scope.get(&n.name),
                 Some(Scoped {

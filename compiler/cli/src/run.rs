@@ -326,9 +326,24 @@ struct Staged {
 /// destinations; when any step fails, every destination is left as it was.
 fn write_files(p: &wsp_ir::Program, run: &SimRun, a: &Args) -> Result<(), String> {
     let mut staged = Vec::new();
+    // `--out-dir` and the parents it creates, deepest first: a failure removes them again.
+    let mut created = Vec::new();
+    if let (Some(dir), false) = (&a.out_dir, a.timing_only) {
+        created = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
+    }
     let r = stage_files(p, run, a, &mut staged).and_then(|()| commit(&staged));
     for s in &staged {
         let _ = std::fs::remove_file(&s.tmp);
+    }
+    if r.is_err() {
+        for d in &created {
+            // Only if empty: nothing of the user's is ever removed.
+            let _ = std::fs::remove_dir(d);
+        }
     }
     r
 }

@@ -226,6 +226,21 @@ workload w { for i in P(rows) { two[i](x: X[i], y: Y[i], z: Z[i]) } }
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(std::fs::read(d.join("o/Y.npy")).expect("Y.npy"), before);
     assert_eq!(listing(&d.join("o")), ["Y.npy", "Z.npy"]);
+    // An output directory the failed run would have created is not left behind.
+    let o = wsp(
+        &d,
+        &[
+            "run",
+            "p.wsp",
+            "--out-dir",
+            "new/o",
+            "--trace",
+            "missing/t.json",
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(!d.join("new").exists(), "the new directories are removed");
 }
 
 #[test]

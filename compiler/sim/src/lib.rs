@@ -1336,12 +1336,39 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
 /// used by the program has goes round the class's cores (under `pto_wsp_v9`, `n` is the
 /// number of v9 workers and is taken as it is).
 fn schedule_notes(program: &Program, arch: &Arch, pol: &Policies) -> Vec<String> {
+    if arch.timing == wsp_arch::TimingSemantics::V9 {
+        // v9 times tasks in program order on its workers (dispatch) through its window: the
+        // other policies order the run, not v9's cycles.
+        let d = Policies::default();
+        let mut ignored = Vec::new();
+        if pol.ready != d.ready {
+            ignored.push(match pol.ready {
+                rt::ReadyOrder::Lifo => "`.ready(lifo)`".to_string(),
+                _ => "`.ready(priority(...))`".to_string(),
+            });
+        }
+        match pol.timing {
+            rt::Timing::Immediate => {}
+            rt::Timing::Batched(n) => ignored.push(format!("`.timing(batched({n}))`")),
+            rt::Timing::Interleaved(n) => ignored.push(format!("`.timing(interleaved({n}))`")),
+            rt::Timing::RateLimit(n) => ignored.push(format!("`.timing(rate_limit({n}))`")),
+        }
+        if let Some(rt::Streams(n)) = pol.streams {
+            ignored.push(format!("`.streams({n})`"));
+        }
+        return ignored
+            .into_iter()
+            .map(|p| {
+                format!(
+                    "{p}: {} times tasks in program order on its workers, so this policy does not change its cycles",
+                    arch.name
+                )
+            })
+            .collect();
+    }
     let rt::Dispatch::RoundRobin(n) = pol.dispatch else {
         return Vec::new();
     };
-    if arch.timing != wsp_arch::TimingSemantics::Event {
-        return Vec::new();
-    }
     let mut classes: Vec<CoreClass> = program.kernels.iter().map(kernel_class).collect();
     classes.sort();
     classes.dedup();

@@ -478,3 +478,26 @@ fn a_round_robin_wider_than_a_core_class_is_noted() {
     let v9 = run(&src(32), &opts("pto_wsp_v9")).expect("runs");
     assert!(v9.notes.is_empty(), "{:?}", v9.notes);
 }
+
+#[test]
+fn policies_that_do_not_change_v9_cycles_are_noted() {
+    let mut o = opts("pto_wsp_v9");
+    o.timing_only = true;
+    let plain = run(&squares(40, ".dispatch(round_robin(3))"), &o).expect("runs");
+    assert!(plain.notes.is_empty(), "{:?}", plain.notes);
+    let sched =
+        ".dispatch(round_robin(3)).ready(lifo).timing(rate_limit(1)).streams(2).stream_by(rows)";
+    let r = run(&squares(40, sched), &o).expect("runs");
+    assert_eq!(r.stats.total_cycles, plain.stats.total_cycles);
+    assert_eq!(r.notes.len(), 3, "{:?}", r.notes);
+    for (n, p) in r
+        .notes
+        .iter()
+        .zip(["ready(lifo)", "rate_limit(1)", "streams(2)"])
+    {
+        assert!(
+            n.contains(p) && n.contains("does not change its cycles"),
+            "{n}"
+        );
+    }
+}

@@ -248,7 +248,6 @@ schedule main = w.dispatch(affinity(rows))
 fn a_schedule_the_simulator_cannot_run_is_e0814_in_the_programs_words() {
     let src = |directives: &str| squares(2, &format!(".{directives}"));
     for (sched, msg) in [
-        ("dispatch(affinity(i))", "`i` is not a key expression"),
         ("dispatch(by(rows))", "takes integer counts, found `rows`"),
         ("streams(3)", "`.streams(3)` needs `.stream_by(expr)`"),
         ("stream_by(rows)", "`.stream_by(...)` needs `.streams(n)`"),

@@ -73,6 +73,29 @@ pub struct TaskRecord {
     pub extents: Vec<Option<[u32; 2]>>,
 }
 
+impl TaskRecord {
+    /// The record of task `kernel[coords]` with arguments `args`, run by `process`.
+    pub fn new(
+        kernel: KernelId,
+        coords: &[i64],
+        process: Option<&str>,
+        args: &[TaskValue],
+    ) -> TaskRecord {
+        TaskRecord {
+            kernel,
+            coords: coords.to_vec(),
+            process: process.map(str::to_string),
+            extents: args
+                .iter()
+                .map(|a| match a {
+                    TaskValue::Tile(v) => Some(v.valid),
+                    TaskValue::Scalar(_) => None,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The result of a run: tasks in execution order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExecOutcome {
@@ -1417,18 +1440,9 @@ impl<'p> Machine<'p, '_> {
         if !self.backend.keeps_records() {
             return Ok(coords);
         }
-        self.out.tasks.push(TaskRecord {
-            kernel: call.kernel,
-            coords: coords.clone(),
-            process: process.map(str::to_string),
-            extents: args
-                .iter()
-                .map(|a| match a {
-                    TaskValue::Tile(v) => Some(v.valid),
-                    TaskValue::Scalar(_) => None,
-                })
-                .collect(),
-        });
+        self.out
+            .tasks
+            .push(TaskRecord::new(call.kernel, &coords, process, &args));
         Ok(coords)
     }
 

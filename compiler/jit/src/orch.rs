@@ -994,18 +994,7 @@ mod callbacks {
             if !h.backend.keeps_records() {
                 return Ok(0);
             }
-            let rec = TaskRecord {
-                kernel: site.call.kernel,
-                coords: cx.coords.clone(),
-                process: process.map(str::to_string),
-                extents: args
-                    .iter()
-                    .map(|a| match a {
-                        TaskValue::Tile(v) => Some(v.valid),
-                        TaskValue::Scalar(_) => None,
-                    })
-                    .collect(),
-            };
+            let rec = TaskRecord::new(site.call.kernel, &cx.coords, process, &args);
             host(cx).out.push(rec);
             Ok(0)
         })

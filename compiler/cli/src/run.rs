@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use wsp_diagnostics::render::render_human;
+use wsp_diagnostics::render::{render_human, LineIndex};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
 use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
@@ -87,16 +87,6 @@ fn task_error(code: &'static str, message: &str, at: &SrcSpan) -> Diagnostic {
         "the task's views, keys and kernel are evaluated when it runs; `wsp explain {code}` \
          lists the causes"
     ))
-}
-
-/// 1-based line and column (in characters) of byte `at` of `text`.
-fn line_column(text: &str, at: usize) -> (usize, usize) {
-    let before = text.get(..at.min(text.len())).unwrap_or(text);
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (
-        before.matches('\n').count() + 1,
-        before[line_start..].chars().count() + 1,
-    )
 }
 
 fn usage(m: impl std::fmt::Display) -> ExitCode {
@@ -229,7 +219,7 @@ pub fn main(a: Args) -> ExitCode {
                 if let Some(at) = place {
                     let (line, column) = ws
                         .text(&FileName::new(at.file.as_str()))
-                        .map_or((0, 0), |t| line_column(&t, at.start as usize));
+                        .map_or((0, 0), |t| LineIndex::new(&t).line_col(&t, at.start));
                     err["location"] =
                         serde_json::json!({"file": at.file, "line": line, "column": column});
                 }

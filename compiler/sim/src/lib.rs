@@ -33,8 +33,7 @@ use wsp_ir::exec::{self, ExecOutcome, TaskBackend, TaskInstance, TaskValue};
 use wsp_ir::interp::{run_kernel, KernelArg, Tile};
 use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
 use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
-use wsp_ir::workload::SrcSpan;
-use wsp_ir::workload::{DirValue, Directive, ExprOp, Program, Schedule, Stat, TensorId};
+use wsp_ir::workload::{DirValue, Directive, ExprOp, Program, Schedule, SrcSpan, Stat, TensorId};
 use wsp_runtime as rt;
 use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
 

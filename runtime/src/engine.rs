@@ -52,10 +52,19 @@ pub struct Config {
     pub record: bool,
     /// Stop the run ([`RuntimeError::Limit`]) instead of submitting more tasks than this, or
     /// of letting semantic time pass this cycle: a bound for pipelines whose processes never
-    /// finish (which are not deadlocks). `u64::MAX`: no limit.
+    /// finish (which are not deadlocks). `u64::MAX`: no limit on tasks; the cycle limit is
+    /// at most [`MAX_CYCLES`] whatever is set.
     pub max_tasks: u64,
     pub max_cycles: u64,
 }
+
+/// The modeled clock stops a run (a [`RuntimeError::Limit`] on cycles) rather than pass this:
+/// with tasks of at most [`MAX_TASK_CYCLES`], no time computed on the way can wrap.
+pub const MAX_CYCLES: u64 = 1 << 62;
+
+/// The longest task the runtime models (cycles, compute and transfer): a longer one is an
+/// [`RuntimeError::Api`] error at its submission (an architecture model with absurd costs).
+pub const MAX_TASK_CYCLES: u64 = 1 << 48;
 
 impl Config {
     pub fn new(arch: Arch) -> Config {
@@ -72,7 +81,7 @@ impl Config {
             execute: true,
             record: false,
             max_tasks: u64::MAX,
-            max_cycles: u64::MAX,
+            max_cycles: MAX_CYCLES,
         }
     }
 
@@ -715,7 +724,8 @@ fn mix(k: i64) -> u64 {
 }
 
 impl Runtime {
-    pub fn new(cfg: Config) -> Result<Runtime, RuntimeError> {
+    pub fn new(mut cfg: Config) -> Result<Runtime, RuntimeError> {
+        cfg.max_cycles = cfg.max_cycles.min(MAX_CYCLES);
         let p = &cfg.policies;
         if p.task_window == 0 || cfg.tensormap_pool == 0 || cfg.deplist_pool == 0 {
             return api("task_window, tensormap_pool and deplist_pool must be ≥ 1".into());
@@ -1356,6 +1366,13 @@ impl Runtime {
         let npreds = preds.len() as u32;
         let si = (seq & self.ring_mask) as usize;
         let dur = t.cycles.saturating_add(io_cycles);
+        if dur > MAX_TASK_CYCLES {
+            return api(format!(
+                "the model prices this task at {dur} cycles ({} compute, {io_cycles} transfer), \
+                 above the runtime's {MAX_TASK_CYCLES} (2^48): check the architecture model's costs",
+                t.cycles
+            ));
+        }
         self.ring[si] = Slot {
             dur: [dur as u32, (dur >> 32) as u32],
             preds_left: npreds,

@@ -38,8 +38,8 @@ mod v9;
 
 pub use api::*;
 pub use engine::{
-    Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, MAX_IDLE_STEPS, MAX_POOL,
-    MAX_WINDOW,
+    Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, MAX_CYCLES, MAX_IDLE_STEPS,
+    MAX_POOL, MAX_TASK_CYCLES, MAX_WINDOW,
 };
 pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
 pub use report::{BlockedProcess, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait};

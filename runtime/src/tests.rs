@@ -294,6 +294,40 @@ fn kernel_error_is_reported() {
 }
 
 #[test]
+fn modeled_time_never_wraps() {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[1, 64]).unwrap();
+    let a = [arg(x, &[0, 0], &[1, 64], Direction::InOut)];
+    // A task priced beyond MAX_TASK_CYCLES (a model with absurd costs) is refused.
+    match rt.submit(&task(k, &[0], &a, u64::MAX)) {
+        Err(RuntimeError::Api(m)) => assert!(m.contains("check the architecture model"), "{m}"),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+    // A chain of the longest tasks stops at MAX_CYCLES instead of wrapping round.
+    let mut stopped = None;
+    for i in 0..(1 << 15) {
+        if let Err(e) = rt.submit(&task(k, &[i], &a, MAX_TASK_CYCLES - 10_000)) {
+            stopped = Some(e);
+            break;
+        }
+    }
+    let e = match stopped {
+        Some(e) => e,
+        None => rt.finish().map(|s| s.total_cycles).unwrap_err(),
+    };
+    match e {
+        RuntimeError::Limit(l) => {
+            assert_eq!((l.what, l.limit), ("cycles", MAX_CYCLES));
+            assert!(l.cycle >= MAX_CYCLES && l.cycle < MAX_CYCLES + 2 * MAX_TASK_CYCLES);
+        }
+        other => panic!("expected the cycle limit, got {other:?}"),
+    }
+}
+
+#[test]
 fn submit_rejects_bad_regions() {
     let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
     let k = rt.register_kernel("k", CoreClass::Vector, noop());

@@ -300,6 +300,10 @@ fn canonical_dtype(dtype: &str) -> &str {
     }
 }
 
+/// The largest per-task overhead a model may declare (cycles): far above any real target, and
+/// far enough below 2^64 that the runtime's clock cannot wrap.
+pub const MAX_OVERHEAD: u64 = 1 << 40;
+
 fn err(file: &str, key: impl Into<String>, message: impl Into<String>) -> ArchError {
     ArchError {
         file: file.to_string(),
@@ -640,6 +644,21 @@ impl Arch {
                         if l.is_empty() { "load" } else { "store" }
                     ),
                     "missing: give both the load and the store path of a class",
+                ));
+            }
+        }
+        let o = &raw.overheads;
+        for (key, v) in [
+            ("dispatch", o.dispatch),
+            ("complete", o.complete),
+            ("resolve", o.resolve),
+            ("channel_latency", o.channel_latency),
+        ] {
+            if v > MAX_OVERHEAD {
+                return Err(err(
+                    file,
+                    format!("overheads.{key}"),
+                    format!("must be at most {MAX_OVERHEAD} cycles (2^40), found {v}"),
                 ));
             }
         }

@@ -104,6 +104,10 @@ fn validation_names_file_and_key() {
         )
     });
     assert_eq!(e.key, "fallback.vector");
+    // Overheads far beyond any target would let the runtime's clock wrap.
+    let e = broken(|s| s.replace("\ndispatch = ", "\ndispatch = 18446744073709551615 #"));
+    assert_eq!(e.key, "overheads.dispatch");
+    assert!(e.message.contains("at most 1099511627776"), "{e}");
     let e = Arch::parse("name = \"x\"\nclock_hz = [", "bad.toml").unwrap_err();
     assert!(e.to_string().starts_with("bad.toml: "), "{e}");
     assert!(Arch::builtin("nope")

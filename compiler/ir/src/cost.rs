@@ -695,8 +695,10 @@ pub fn task_cost(
         let (r, cols) = (u64::from(e.rows), u64::from(e.cols));
         let bytes = r * cols * e.dtype.size_bytes() as u64;
         match e.kind {
-            EventKind::ParamLoad(_) | EventKind::MatmulLoad => c.load_bytes += bytes,
-            EventKind::Store { .. } => c.store_bytes += bytes,
+            EventKind::ParamLoad(_) | EventKind::MatmulLoad => {
+                c.load_bytes = c.load_bytes.saturating_add(bytes)
+            }
+            EventKind::Store { .. } => c.store_bytes = c.store_bytes.saturating_add(bytes),
             _ => {}
         }
     }
@@ -711,7 +713,9 @@ pub fn task_cost(
     };
     for e in &events {
         let (r, cols) = (u64::from(e.rows), u64::from(e.cols));
-        c.compute += match e.kind {
+        // Saturating: a model with absurd costs prices a task at `u64::MAX`, which the runtime
+        // refuses, instead of wrapping round to a plausible small number.
+        let cycles = match e.kind {
             EventKind::ParamLoad(_)
             | EventKind::MatmulLoad
             | EventKind::Store { convert: false } => 0,
@@ -719,11 +723,11 @@ pub fn task_cost(
             EventKind::Matmul { k: kk } => arch
                 .matmul_cycles(r, u64::from(kk), cols, dt(e.dtype))
                 .map_err(|err| format!("kernel `{}`: {err}", k.name))?,
-            EventKind::Reduce(ReduceOp::RowMean) => {
-                op("TROWSUM", e.dtype, r, cols)? + op("TDIVS", e.dtype.accumulator(), r, 1)?
-            }
+            EventKind::Reduce(ReduceOp::RowMean) => op("TROWSUM", e.dtype, r, cols)?
+                .saturating_add(op("TDIVS", e.dtype.accumulator(), r, 1)?),
             _ => op(&isa_name(e), e.dtype, r, cols)?,
         };
+        c.compute = c.compute.saturating_add(cycles);
     }
     Ok(c)
 }

@@ -1152,7 +1152,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     cfg.record = opts.record;
     cfg.threads = opts.threads.max(1);
     cfg.max_tasks = opts.max_tasks.unwrap_or(u64::MAX);
-    cfg.max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
+    cfg.max_cycles = opts.max_cycles.unwrap_or(rt::MAX_CYCLES);
     let mut runtime = Runtime::new(cfg).map_err(from_runtime)?;
 
     let t0 = Instant::now();

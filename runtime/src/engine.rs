@@ -490,6 +490,8 @@ struct Channel {
     /// A sender blocked on this channel: (process, token, after task, v9 stamp).
     blocked_sender: VecDeque<(u32, Token, u64, u64)>,
     hw: u64,
+    /// Tokens and waits of the run's [`ChannelStats`] (its high water is `hw`).
+    stats: ChannelStats,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -2090,6 +2092,14 @@ impl Runtime {
             edges: self.total_edges,
             rings: self.ring_uses(),
             cores,
+            channels: self
+                .channels
+                .iter()
+                .map(|c| ChannelStats {
+                    high_water: c.hw,
+                    ..c.stats.clone()
+                })
+                .collect(),
         }
     }
 
@@ -2194,6 +2204,11 @@ impl Runtime {
             closed: false,
             blocked_sender: VecDeque::new(),
             hw: 0,
+            stats: ChannelStats {
+                name: name.to_string(),
+                depth,
+                ..ChannelStats::default()
+            },
         });
         ChannelId(self.channels.len() as u32 - 1)
     }
@@ -2365,6 +2380,7 @@ impl Runtime {
         }
         let v9 = self.procs[i].v9_clock;
         let chan = &mut self.channels[c as usize];
+        chan.stats.tokens += 1;
         if chan.depth > 0
             && (chan.queue.len() as u32) < chan.depth
             && chan.blocked_sender.is_empty()
@@ -2423,6 +2439,13 @@ impl Runtime {
         p.v9_clock = p.v9_clock.max(q.v9 + latency);
         p.received = Some(Received::Token(q.token));
         p.status = PStatus::Runnable;
+        let waited = now - p.blocked_since.min(now);
+        if waited > 0 && self.cfg.arch.timing == TimingSemantics::Event {
+            let st = &mut self.channels[c as usize].stats;
+            st.empty_waits += 1;
+            st.empty_wait_cycles += waited;
+        }
+        let p = &self.procs[i];
         if self.cfg.record
             && now > p.blocked_since
             && self.cfg.arch.timing == TimingSemantics::Event
@@ -2461,6 +2484,13 @@ impl Runtime {
         let sp = &mut self.procs[s as usize];
         sp.status = PStatus::Runnable;
         sp.v9_clock = sp.v9_clock.max(rclock);
+        let waited = now - sp.blocked_since.min(now);
+        if waited > 0 && self.cfg.arch.timing == TimingSemantics::Event {
+            let st = &mut self.channels[c as usize].stats;
+            st.full_waits += 1;
+            st.full_wait_cycles += waited;
+        }
+        let sp = &self.procs[s as usize];
         if self.cfg.record
             && now > sp.blocked_since
             && self.cfg.arch.timing == TimingSemantics::Event

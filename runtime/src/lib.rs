@@ -42,7 +42,9 @@ pub use engine::{
     MAX_POOL, MAX_TASK_CYCLES, MAX_WINDOW,
 };
 pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
-pub use report::{BlockedProcess, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait};
+pub use report::{
+    BlockedProcess, ChannelStats, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait,
+};
 pub use v9::Order;
 pub use wsp_arch::{Arch, CoreClass};
 

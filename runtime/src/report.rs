@@ -147,6 +147,25 @@ pub struct CoreStats {
     pub utilization: f64,
 }
 
+/// Per channel of a CSP run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ChannelStats {
+    pub name: String,
+    pub depth: u32,
+    /// Tokens sent.
+    pub tokens: u64,
+    /// Most tokens it held at once.
+    pub high_water: u64,
+    /// Sends that waited for room, and the cycles their senders waited (event timing: the
+    /// `CHANNEL_FULL_WAIT` events of the trace).
+    pub full_waits: u64,
+    pub full_wait_cycles: u64,
+    /// Receives that waited for a token, and the cycles their receivers waited
+    /// (`CHANNEL_EMPTY_WAIT`).
+    pub empty_waits: u64,
+    pub empty_wait_cycles: u64,
+}
+
 /// Everything a run measured (machine-readable with [`Stats::to_json`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
@@ -157,6 +176,7 @@ pub struct Stats {
     pub edges: u64,
     pub rings: Vec<RingUse>,
     pub cores: Vec<CoreStats>,
+    pub channels: Vec<ChannelStats>,
 }
 
 impl Stats {

@@ -482,6 +482,16 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
             stalls.join(", ")
         }
     ));
+    for c in &s.channels {
+        let depth = match c.depth {
+            0 => "rendezvous".to_string(),
+            d => format!("high water {} of {d}", c.high_water),
+        };
+        o.push_str(&format!(
+            "  channel {:<15} {} tokens, {depth}, waits: full {}× ({} cycles), empty {}× ({} cycles)\n",
+            c.name, c.tokens, c.full_waits, c.full_wait_cycles, c.empty_waits, c.empty_wait_cycles
+        ));
+    }
     for k in &run.kernels {
         o.push_str(&format!(
             "  kernel {:<16} {} tasks, {}\n",

@@ -588,3 +588,63 @@ schedule s = w.task_window(4)
         assert!(!err.contains("in this task"), "{err}");
     }
 }
+
+#[test]
+fn channel_statistics_agree_with_the_trace() {
+    let d = program(
+        "channel-stats",
+        r#"axis tiles = Dense[6]
+input X: f32[6, 16, 16] = random(seed: 1)
+tensor T: f32[6, 16, 16]
+output Y: f32[6, 16, 16]
+kernel fast(src: in f32[16, 16], dst: out f32[16, 16]) { dst = src }
+kernel slow(src: in f32[16, 16], dst: out f32[16, 16]) { dst = exp(exp(exp(src * src))) + src }
+channel c: Channel[depth: 1]
+process prod produces c { for i in P.seq(tiles) { send c, fast[i](src: X[i], dst: T[i]) } }
+process cons consumes c { consume c as i { slow[i](src: T[i], dst: Y[i]) } }
+workload w = connect(prod, cons)
+schedule main = w.dispatch(round_robin(1))
+"#,
+    );
+    let o = wsp(
+        &d,
+        &["run", "p.wsp", "--stats", "json", "--trace", "t.json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats are JSON");
+    let c = &v["stats"]["channels"][0];
+    assert_eq!(
+        (c["name"].as_str(), c["tokens"].as_u64()),
+        (Some("c"), Some(6))
+    );
+    assert_eq!(c["high_water"], 1);
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("t.json")).expect("trace")).expect("JSON");
+    let waits = |name: &str| {
+        let ev: Vec<f64> = trace["traceEvents"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["name"] == name)
+            .map(|e| e["dur"].as_f64().expect("dur"))
+            .collect();
+        (ev.len() as u64, ev.iter().sum::<f64>() as u64)
+    };
+    let full = waits("c: CHANNEL_FULL_WAIT");
+    assert!(full.0 > 0, "the producer waits for room");
+    assert_eq!(
+        full,
+        (
+            c["full_waits"].as_u64().unwrap(),
+            c["full_wait_cycles"].as_u64().unwrap()
+        )
+    );
+    let empty = waits("c: CHANNEL_EMPTY_WAIT");
+    assert_eq!(
+        empty,
+        (
+            c["empty_waits"].as_u64().unwrap(),
+            c["empty_wait_cycles"].as_u64().unwrap()
+        )
+    );
+}

@@ -705,6 +705,22 @@ pub struct Runtime {
     last_limit: Option<RunLimit>,
 }
 
+/// `n` zero bytes (`n` ≥ 1), or `None` when the allocator cannot give them: `vec![0; n]`
+/// aborts the process instead. Zeroed pages are mapped lazily, as `vec!` maps them.
+fn zeroed_bytes(n: usize) -> Option<Vec<u8>> {
+    let layout = std::alloc::Layout::array::<u8>(n).ok()?;
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: the layout has a nonzero size; a non-null block of `n` zeroed bytes from the
+    // global allocator with the layout `Vec<u8>` of capacity `n` uses is what
+    // `Vec::from_raw_parts` takes.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout);
+        (!p.is_null()).then(|| Vec::from_raw_parts(p, n, n))
+    }
+}
+
 fn class_index(classes: &[ClassState], c: CoreClass) -> usize {
     classes.iter().position(|s| s.class == c).unwrap_or(0)
 }
@@ -930,7 +946,14 @@ impl Runtime {
             }
             d
         } else if self.cfg.execute {
-            vec![0; bytes as usize]
+            // An error, not an abort in the allocator, when it cannot be had.
+            let n = usize::try_from(bytes).unwrap_or(usize::MAX);
+            let Some(v) = zeroed_bytes(n) else {
+                return api(format!(
+                    "tensor of {dims:?} × {elem_size} bytes: {bytes} bytes cannot be allocated"
+                ));
+            };
+            v
         } else {
             Vec::new()
         };

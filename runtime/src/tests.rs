@@ -294,6 +294,18 @@ fn kernel_error_is_reported() {
 }
 
 #[test]
+fn a_tensor_that_cannot_be_allocated_is_an_error() {
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    // 2^61 bytes: no allocator gives them, and the process must not abort.
+    match rt.add_tensor(8, &[1 << 29, 1 << 29]) {
+        Err(RuntimeError::Api(m)) => assert!(m.contains("cannot be allocated"), "{m}"),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+    let t = rt.add_tensor(4, &[4, 4]).unwrap();
+    assert_eq!(rt.tensor_bytes(t).unwrap(), &[0u8; 64][..]);
+}
+
+#[test]
 fn modeled_time_never_wraps() {
     let mut cfg = Config::new(arch("ascend910b"));
     cfg.execute = false;

@@ -4,7 +4,7 @@
 
 use crate::dtype::{DType, ScalarValue};
 use crate::npy;
-use crate::tensor::{convert, random_normal, El, HostTensor};
+use crate::tensor::{convert, random_normal, Data, El, HostTensor};
 use crate::workload::*;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -156,6 +156,18 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
     Ok(shape)
 }
 
+/// E0808 unless `bytes` can be allocated now: a tensor larger than the memory the process may
+/// take is an error, not an abort in the allocator (the reservation is freed at once).
+pub fn can_allocate(what: &str, bytes: usize) -> Result<(), DataError> {
+    match Vec::<u8>::new().try_reserve_exact(bytes) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(derr(
+            "E0808",
+            format!("{what} needs {bytes} bytes of memory, which cannot be allocated"),
+        )),
+    }
+}
+
 /// The largest number of elements of a host tensor (2³¹).
 pub const MAX_ELEMENTS: usize = 1 << 31;
 
@@ -240,6 +252,7 @@ pub fn init_tensors(
     for decl in &program.tensors {
         let shape = tensor_shape(decl, params)?;
         let what = format!("tensor `{}`", decl.name);
+        can_allocate(&what, Data::host_bytes(decl.dtype, shape.iter().product()))?;
         let t = if let Some((_, path)) = inputs.iter().find(|(n, _)| n == &decl.name) {
             npy::read_npy_as(path, decl.dtype, &shape)?
         } else {
@@ -593,6 +606,15 @@ mod tests {
                 .contains("has 3 values, the shape [4] has 4 elements"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn memory_that_cannot_be_had_is_e0808() {
+        assert!(can_allocate("tensor `X`", 1 << 20).is_ok());
+        let e = can_allocate("tensor `X`", usize::MAX).unwrap_err();
+        assert_eq!(e.code, "E0808");
+        assert!(e.message.contains("tensor `X` needs"), "{e}");
+        assert!(e.message.contains("cannot be allocated"), "{e}");
     }
 
     #[test]

@@ -206,6 +206,19 @@ pub enum Data {
 }
 
 impl Data {
+    /// Bytes that `n` elements of `dtype` take on the host (the representation [`Data::zeros`]
+    /// picks; saturating).
+    pub fn host_bytes(dtype: DType, n: usize) -> usize {
+        let per = if dtype.is_float() {
+            std::mem::size_of::<f64>()
+        } else if dtype.is_bool() {
+            std::mem::size_of::<bool>()
+        } else {
+            std::mem::size_of::<i128>()
+        };
+        n.saturating_mul(per)
+    }
+
     /// `n` zeros of `dtype`.
     pub fn zeros(dtype: DType, n: usize) -> Data {
         if dtype.is_float() {

@@ -1219,6 +1219,12 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         } else {
             t.shape.iter().map(|d| *d as i64).collect()
         };
+        if !opts.timing_only {
+            // The runtime's copy, and the bytes it is made from.
+            let what = format!("tensor `{}`", program.tensors[i].name);
+            let n = (t.len() as u64).saturating_mul(es) as usize;
+            data::can_allocate(&what, n.saturating_mul(2)).map_err(data_err)?;
+        }
         let bytes = (!opts.timing_only).then(|| t.data.to_bytes(t.dtype));
         let id = runtime
             .add_tensor_data(es, &dims, bytes)

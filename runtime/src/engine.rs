@@ -111,10 +111,11 @@ impl Config {
 pub enum RuntimeError {
     /// A bad argument to the submit API.
     Api(String),
-    /// A kernel reported an error.
+    /// A kernel reported an error: the task's sequence number, kernel and coordinates.
     Kernel {
         task: u64,
         kernel: String,
+        coords: Vec<i64>,
         message: String,
     },
     /// A process body reported an error.
@@ -155,8 +156,16 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Kernel {
                 task,
                 kernel,
+                coords,
                 message,
-            } => write!(f, "task {task} (kernel `{kernel}`) failed: {message}"),
+            } => {
+                let c: Vec<String> = coords.iter().map(i64::to_string).collect();
+                write!(
+                    f,
+                    "task {kernel}[{}] (submission {task}) failed: {message}",
+                    c.join(", ")
+                )
+            }
             RuntimeError::Process { process, message } => {
                 write!(f, "process `{process}` failed: {message}")
             }
@@ -576,7 +585,8 @@ struct Pool {
     tx: Option<mpsc::Sender<Job>>,
     rx: mpsc::Receiver<JobResult>,
     handles: Vec<std::thread::JoinHandle<()>>,
-    failed: Option<(u64, String)>,
+    /// The earliest failure: (task, message, coordinates).
+    failed: Option<(u64, String, Vec<i64>)>,
     in_flight: u64,
 }
 
@@ -696,7 +706,7 @@ pub struct Runtime {
     channels: Vec<Channel>,
     procs: Vec<Proc>,
     pool: Option<Pool>,
-    failed_inline: Option<(u64, String)>,
+    failed_inline: Option<(u64, String, Vec<i64>)>,
     started: Vec<u64>,
     trace: Vec<TraceEvent>,
     graph_nodes: Vec<(u64, u32, Token)>,
@@ -1757,7 +1767,8 @@ impl Runtime {
             && (ke.sampled < SAMPLE_FIRST || seq.is_multiple_of(SAMPLE_EVERY));
         if (self.cfg.threads <= 1 || inline) && !timed {
             if let Err(m) = run_job(&data, seq, &*ke.body) {
-                self.failed_inline.get_or_insert((seq, m));
+                self.failed_inline
+                    .get_or_insert_with(|| (seq, m, data.coords.clone()));
             }
             self.exec_free.push(data);
             return;
@@ -1774,7 +1785,7 @@ impl Runtime {
                 }
             }
             pool.failed
-                .get_or_insert((seq, "the host thread pool stopped".into()));
+                .get_or_insert((seq, "the host thread pool stopped".into(), Vec::new()));
             return;
         }
         let ke = &mut self.kernels[ki];
@@ -1783,7 +1794,8 @@ impl Runtime {
         let r = run_job(&data, seq, &*ke.body);
         ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
         if let Err(m) = r {
-            self.failed_inline.get_or_insert((seq, m));
+            self.failed_inline
+                .get_or_insert_with(|| (seq, m, data.coords.clone()));
         }
         self.exec_free.push(data);
     }
@@ -1797,7 +1809,7 @@ impl Runtime {
                     pool.in_flight -= 1;
                     if let Err(m) = r {
                         if pool.failed.is_none() {
-                            pool.failed = Some((s, m));
+                            pool.failed = Some((s, m, data.coords.clone()));
                         }
                     }
                     let slot = &mut self.ring[(s & w) as usize];
@@ -1879,7 +1891,7 @@ impl Runtime {
             (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
             (a, b) => a.or(b),
         };
-        if let Some((seq, message)) = failed {
+        if let Some((seq, message, coords)) = failed {
             // The slot still holds the task unless a later one took it.
             let live = seq < self.next_seq && self.next_seq - seq <= self.ring.len() as u64;
             let kernel = match self.kernels.get(self.slot(seq).kernel as usize) {
@@ -1889,6 +1901,7 @@ impl Runtime {
             return Err(RuntimeError::Kernel {
                 task: seq,
                 kernel,
+                coords,
                 message,
             });
         }

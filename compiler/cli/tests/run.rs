@@ -559,8 +559,8 @@ workload w {
 
 #[test]
 fn a_kernel_failure_is_not_blamed_on_the_task_being_submitted() {
-    // `dv[0]` divides by zero; with a window of 4 the failure surfaces while a later task is
-    // submitted, which must not be named or pointed at.
+    // Every `dv` divides by zero; with a window of 4 the first failure (`dv[0]`) surfaces while
+    // a later task is submitted, which must not be named or pointed at.
     let d = program(
         "kernel-failure",
         r#"axis rows = Dense[64]
@@ -580,9 +580,13 @@ schedule s = w.task_window(4)
         let o = wsp(&d, &[&["run", "p.wsp"], engine].concat());
         assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
         let err = text(&o.stderr);
-        assert!(err.contains("division by zero"), "{err}");
+        // Named by its coordinates, not only its submission number.
         assert!(
-            !err.contains("task dv["),
+            err.contains("task dv[0] (submission 0) failed: integer division by zero"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("task dv[4]"),
             "blamed on a submitted task: {err}"
         );
         assert!(!err.contains("in this task"), "{err}");

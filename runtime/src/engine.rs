@@ -1478,12 +1478,12 @@ impl Runtime {
         self.slot_mut(seq).core = core;
         // v9 clocks: in-order issue over program structure, no data edges.
         let v9 = self.cfg.arch.timing == TimingSemantics::V9;
-        // (worker, or the process when `proc` is one; v9 end)
+        // (worker, or the process when `proc` is one; v9 end; v9 window stall)
         let span = if let Some(p) = self.procs.get_mut(proc as usize) {
             p.v9_clock += t.cycles;
             p.v9_load.0 += 1;
             p.v9_load.1 += t.cycles;
-            (None, p.v9_clock)
+            (None, p.v9_clock, None)
         } else if v9 {
             let n = self.v9.workers() as u64;
             let w = match self.cfg.policies.dispatch {
@@ -1491,9 +1491,10 @@ impl Runtime {
                 Dispatch::Hash => (mix(key) % n) as usize,
                 _ => self.v9.next_round_robin(),
             };
-            (Some(w), self.v9.task(w, t.cycles))
+            let (end, stall) = self.v9.task(w, t.cycles);
+            (Some(w), end, stall)
         } else {
-            (None, 0)
+            (None, 0, None)
         };
         // Under v9 the limit is on v9's clocks (the event clock is not its time).
         if v9 && span.1 > self.cfg.max_cycles {
@@ -1501,7 +1502,17 @@ impl Runtime {
         }
         if self.cfg.record && v9 {
             // Under v9 the trace shows v9's time: each task on its worker's (or process's)
-            // lane, as `total_cycles` counts it.
+            // lane, as `total_cycles` counts it, and the window's stalls (the one ring v9
+            // models) on the orchestrator's, as the statistics count them.
+            if let Some((start, dur)) = span.2 {
+                self.trace.push(TraceEvent {
+                    name: StallReason::TaskRingFull.code().to_string(),
+                    lane: "orchestrator".into(),
+                    start,
+                    dur,
+                    cat: "stall",
+                });
+            }
             let lane = match (span.0, self.procs.get(proc as usize)) {
                 (Some(w), _) => format!("v9_worker{w:03}"),
                 (None, Some(p)) => format!("v9_process {}", p.name),
@@ -2472,25 +2483,52 @@ impl Runtime {
             self.admit_sender(i, c);
         }
         let p = &mut self.procs[i];
+        let before = p.v9_clock;
         p.v9_clock = p.v9_clock.max(q.v9 + latency);
         p.received = Some(Received::Token(q.token));
         p.status = PStatus::Runnable;
-        let waited = now - p.blocked_since.min(now);
-        if waited > 0 && self.cfg.arch.timing == TimingSemantics::Event {
-            let st = &mut self.channels[c as usize].stats;
-            st.empty_waits += 1;
-            st.empty_wait_cycles += waited;
+        let (since, after) = (p.blocked_since, p.v9_clock);
+        self.channel_wait(c, i, false, since, before, after);
+    }
+
+    /// Counts, and with `record` traces, process `p`'s wait on channel `c` (`full`: to send,
+    /// else to receive). Event timing: from `since` to now; `pto_wsp_v9`: the process's own
+    /// clock, moved from `before` to `after` by the token or the receiver it waited for.
+    fn channel_wait(&mut self, c: u32, p: usize, full: bool, since: u64, before: u64, after: u64) {
+        let event = self.cfg.arch.timing == TimingSemantics::Event;
+        let (start, end) = if event {
+            (since, self.now)
+        } else {
+            (before, after)
+        };
+        if end <= start {
+            return;
         }
-        let p = &self.procs[i];
-        if self.cfg.record
-            && now > p.blocked_since
-            && self.cfg.arch.timing == TimingSemantics::Event
-        {
+        let chan = &mut self.channels[c as usize];
+        let st = &mut chan.stats;
+        if full {
+            st.full_waits += 1;
+            st.full_wait_cycles += end - start;
+        } else {
+            st.empty_waits += 1;
+            st.empty_wait_cycles += end - start;
+        }
+        if self.cfg.record {
+            let what = if full {
+                "CHANNEL_FULL_WAIT"
+            } else {
+                "CHANNEL_EMPTY_WAIT"
+            };
+            let name = &self.procs[p].name;
             self.trace.push(TraceEvent {
-                name: format!("{}: CHANNEL_EMPTY_WAIT", self.channels[c as usize].name),
-                lane: format!("process {}", p.name),
-                start: p.blocked_since,
-                dur: now - p.blocked_since,
+                name: format!("{}: {what}", chan.name),
+                lane: if event {
+                    format!("process {name}")
+                } else {
+                    format!("v9_process {name}")
+                },
+                start,
+                dur: end - start,
                 cat: "channel",
             });
         }
@@ -2519,27 +2557,10 @@ impl Runtime {
         let rclock = self.procs[i].v9_clock;
         let sp = &mut self.procs[s as usize];
         sp.status = PStatus::Runnable;
+        let before = sp.v9_clock;
         sp.v9_clock = sp.v9_clock.max(rclock);
-        let waited = now - sp.blocked_since.min(now);
-        if waited > 0 && self.cfg.arch.timing == TimingSemantics::Event {
-            let st = &mut self.channels[c as usize].stats;
-            st.full_waits += 1;
-            st.full_wait_cycles += waited;
-        }
-        let sp = &self.procs[s as usize];
-        if self.cfg.record
-            && now > sp.blocked_since
-            && self.cfg.arch.timing == TimingSemantics::Event
-        {
-            let (start, lane) = (sp.blocked_since, format!("process {}", sp.name));
-            self.trace.push(TraceEvent {
-                name: format!("{}: CHANNEL_FULL_WAIT", self.channels[c as usize].name),
-                lane,
-                start,
-                dur: now - start,
-                cat: "channel",
-            });
-        }
+        let (since, after) = (sp.blocked_since, sp.v9_clock);
+        self.channel_wait(c, s as usize, true, since, before, after);
         if avail != u64::MAX && avail > now {
             self.push_event(avail, Ev::Token(c));
         }

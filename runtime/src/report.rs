@@ -156,8 +156,9 @@ pub struct ChannelStats {
     pub tokens: u64,
     /// Most tokens it held at once.
     pub high_water: u64,
-    /// Sends that waited for room, and the cycles their senders waited (event timing: the
-    /// `CHANNEL_FULL_WAIT` events of the trace).
+    /// Sends that waited for room, and the cycles their senders waited (the
+    /// `CHANNEL_FULL_WAIT` events of the trace; under `pto_wsp_v9`, on the processes' v9
+    /// clocks).
     pub full_waits: u64,
     pub full_wait_cycles: u64,
     /// Receives that waited for a token, and the cycles their receivers waited

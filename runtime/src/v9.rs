@@ -110,8 +110,9 @@ impl V9Clock {
         }
     }
 
-    /// Times a task of `cycles` on `worker` (taken modulo the worker count); returns its end.
-    pub(crate) fn task(&mut self, worker: usize, cycles: u64) -> u64 {
+    /// Times a task of `cycles` on `worker` (taken modulo the worker count); returns its end
+    /// and, when its issue waited for the window, that wait as (start, cycles).
+    pub(crate) fn task(&mut self, worker: usize, cycles: u64) -> (u64, Option<(u64, u64)>) {
         let w = worker % self.workers.len();
         self.emitted += 1;
         let ready = self.ready();
@@ -121,9 +122,10 @@ impl V9Clock {
             let next = self.in_flight.peek().map_or(self.issue, |r| r.0);
             self.advance_to(next);
         }
-        if self.issue > t0 {
+        let stall = (self.issue > t0).then(|| (t0, self.issue - t0));
+        if let Some((_, d)) = stall {
             self.window_stalls.0 += 1;
-            self.window_stalls.1 += self.issue - t0;
+            self.window_stalls.1 += d;
         }
         let end = self.workers[w].max(self.issue) + cycles;
         self.workers[w] = end;
@@ -133,7 +135,7 @@ impl V9Clock {
         if let Some(g) = self.groups.last_mut() {
             g.done = g.done.max(end);
         }
-        end
+        (end, stall)
     }
 
     /// Per worker: (tasks, busy cycles).
@@ -190,12 +192,19 @@ mod tests {
     #[test]
     fn the_window_bounds_tasks_in_flight() {
         let mut c = V9Clock::new(4, 1);
-        for _ in 0..4 {
-            let w = c.next_round_robin();
-            c.task(w, 10);
-        }
+        let stalls: Vec<_> = (0..4)
+            .map(|_| {
+                let w = c.next_round_robin();
+                c.task(w, 10).1
+            })
+            .collect();
         // One task in flight at a time: fully serial despite four workers.
         assert_eq!(c.total(), 40);
+        // Each later task's issue waited from 0 (its group's ready time) for the one before.
+        assert_eq!(
+            stalls,
+            [None, Some((0, 10)), Some((10, 10)), Some((20, 10))]
+        );
         // Tasks 2 to 4 each waited 10 cycles for the one before.
         assert_eq!(c.window_stalls(), (3, 30));
     }

@@ -610,9 +610,18 @@ workload w = connect(prod, cons)
 schedule main = w.dispatch(round_robin(1))
 "#,
     );
+    // On the event model, and on v9's clocks (the processes' own) under `pto_wsp_v9`.
+    for arch in ["ascend910b", "pto_wsp_v9"] {
+        channel_statistics_agree_with_the_trace_on(&d, arch);
+    }
+}
+
+fn channel_statistics_agree_with_the_trace_on(d: &std::path::Path, arch: &str) {
     let o = wsp(
-        &d,
-        &["run", "p.wsp", "--stats", "json", "--trace", "t.json"],
+        d,
+        &[
+            "run", "p.wsp", "--arch", arch, "--stats", "json", "--trace", "t.json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats are JSON");
@@ -635,7 +644,7 @@ schedule main = w.dispatch(round_robin(1))
         (ev.len() as u64, ev.iter().sum::<f64>() as u64)
     };
     let full = waits("c: CHANNEL_FULL_WAIT");
-    assert!(full.0 > 0, "the producer waits for room");
+    assert!(full.0 > 0, "{arch}: the producer waits for room");
     assert_eq!(
         full,
         (

@@ -140,11 +140,27 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
             })
         })
         .collect::<Result<Vec<usize>, _>>()?;
-    let n = shape
+    if shape
         .iter()
         .try_fold(1usize, |a, d| a.checked_mul(*d))
-        .filter(|n| *n <= MAX_ELEMENTS);
-    if n.is_none() {
+        .is_none()
+    {
+        return Err(derr(
+            "E0808",
+            format!(
+                "tensor `{}` of shape {shape:?} has more elements than a 64-bit count holds",
+                decl.name
+            ),
+        ));
+    }
+    Ok(shape)
+}
+
+/// E0808 unless tensor `decl` of `shape` can be a host tensor: at most [`MAX_ELEMENTS`]
+/// elements, and memory for them now.
+fn check_host(decl: &TensorDecl, shape: &[usize]) -> Result<(), DataError> {
+    let n: usize = shape.iter().product();
+    if n > MAX_ELEMENTS {
         return Err(derr(
             "E0808",
             format!(
@@ -153,7 +169,10 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
             ),
         ));
     }
-    Ok(shape)
+    can_allocate(
+        &format!("tensor `{}`", decl.name),
+        Data::host_bytes(decl.dtype, n),
+    )
 }
 
 /// E0808 unless `bytes` can be allocated now: a tensor larger than the memory the process may
@@ -231,6 +250,14 @@ pub fn init_tensors(
     base_dir: &Path,
     inputs: &[(String, PathBuf)],
 ) -> Result<Vec<HostTensor>, DataError> {
+    check_input_names(program, inputs)?;
+    (0..program.tensors.len())
+        .map(|i| materialise_tensor(program, params, base_dir, inputs, i))
+        .collect()
+}
+
+/// E0809 for an `--input` that names no `input` tensor.
+fn check_input_names(program: &Program, inputs: &[(String, PathBuf)]) -> Result<(), DataError> {
     for (name, _) in inputs {
         match program.tensors.iter().find(|t| &t.name == name) {
             Some(t) if t.kind == TensorKind::Input => {}
@@ -248,31 +275,91 @@ pub fn init_tensors(
             }
         }
     }
-    let mut out = Vec::with_capacity(program.tensors.len());
-    for decl in &program.tensors {
-        let shape = tensor_shape(decl, params)?;
-        let what = format!("tensor `{}`", decl.name);
-        can_allocate(&what, Data::host_bytes(decl.dtype, shape.iter().product()))?;
-        let t = if let Some((_, path)) = inputs.iter().find(|(n, _)| n == &decl.name) {
-            npy::read_npy_as(path, decl.dtype, &shape)?
-        } else {
-            match &decl.init {
-                Some(init) => materialise(init, &what, decl.dtype, &shape, base_dir)?,
-                None if decl.kind == TensorKind::Input => {
-                    return Err(derr(
-                        "E0807",
-                        format!(
-                            "input `{}` has no data: give it an initialiser or pass --input {}=path.npy",
-                            decl.name, decl.name
-                        ),
-                    ))
-                }
-                None => HostTensor::zeros(decl.dtype, shape),
-            }
-        };
-        out.push(t);
+    Ok(())
+}
+
+/// Where a tensor's data comes from.
+enum Source<'a> {
+    /// `--input NAME=path`.
+    Input(&'a Path),
+    Init(&'a Init),
+    Zeros,
+}
+
+/// Tensor `decl`'s source: E0807 for an input with none.
+fn source<'a>(
+    decl: &'a TensorDecl,
+    inputs: &'a [(String, PathBuf)],
+) -> Result<Source<'a>, DataError> {
+    if let Some((_, path)) = inputs.iter().find(|(n, _)| n == &decl.name) {
+        return Ok(Source::Input(path));
     }
-    Ok(out)
+    match &decl.init {
+        Some(init) => Ok(Source::Init(init)),
+        None if decl.kind == TensorKind::Input => Err(derr(
+            "E0807",
+            format!(
+                "input `{}` has no data: give it an initialiser or pass --input {}=path.npy",
+                decl.name, decl.name
+            ),
+        )),
+        None => Ok(Source::Zeros),
+    }
+}
+
+/// The tensors of [`init_tensors`] with their shapes but no elements (`data` empty, of the
+/// dtype's kind), after the same checks short of reading data: for runs that compute no
+/// results (timing-only), whose orchestration may read a few tensors (fill those with
+/// [`materialise_tensor`] first) and needs the rest only by shape. A tensor may be larger
+/// than host tensors can be.
+pub fn declare_tensors(
+    program: &Program,
+    params: &[ScalarValue],
+    base_dir: &Path,
+    inputs: &[(String, PathBuf)],
+) -> Result<Vec<HostTensor>, DataError> {
+    check_input_names(program, inputs)?;
+    program
+        .tensors
+        .iter()
+        .map(|decl| {
+            let shape = tensor_shape(decl, params)?;
+            match source(decl, inputs)? {
+                Source::Input(path) => npy::check_npy_as(path, decl.dtype, &shape)?,
+                Source::Init(Init::Load { path }) => {
+                    npy::check_npy_as(&base_dir.join(path), decl.dtype, &shape)?
+                }
+                Source::Init(_) | Source::Zeros => {}
+            }
+            Ok(HostTensor {
+                dtype: decl.dtype,
+                shape,
+                data: Data::zeros(decl.dtype, 0),
+            })
+        })
+        .collect()
+}
+
+/// Tensor `index` of `program` as [`init_tensors`] makes it (for a tensor of
+/// [`declare_tensors`] that the run reads after all).
+pub fn materialise_tensor(
+    program: &Program,
+    params: &[ScalarValue],
+    base_dir: &Path,
+    inputs: &[(String, PathBuf)],
+    index: usize,
+) -> Result<HostTensor, DataError> {
+    let Some(decl) = program.tensors.get(index) else {
+        return Err(derr("E0808", format!("no tensor #{index}")));
+    };
+    let shape = tensor_shape(decl, params)?;
+    check_host(decl, &shape)?;
+    let what = format!("tensor `{}`", decl.name);
+    Ok(match source(decl, inputs)? {
+        Source::Input(path) => npy::read_npy_as(path, decl.dtype, &shape)?,
+        Source::Init(init) => materialise(init, &what, decl.dtype, &shape, base_dir)?,
+        Source::Zeros => HostTensor::zeros(decl.dtype, shape),
+    })
 }
 
 /// The worst element of a failed `close` check.
@@ -641,6 +728,55 @@ mod tests {
         let mut p2 = prog();
         p2.tensors[1].init = None;
         let e = init_tensors(&p2, &params, Path::new("."), &[]).unwrap_err();
+        assert_eq!(e.code, "E0807");
+    }
+
+    #[test]
+    fn declared_tensors_have_shapes_checked_sources_and_no_data() {
+        let p = prog();
+        let params = resolve_params(&p, &[]).unwrap();
+        let full = init_tensors(&p, &params, Path::new("."), &[]).unwrap();
+        let ts = declare_tensors(&p, &params, Path::new("."), &[]).unwrap();
+        for (i, (d, f)) in ts.iter().zip(&full).enumerate() {
+            assert_eq!((d.dtype, &d.shape), (f.dtype, &f.shape));
+            assert!(d.data.is_empty());
+            // Read after all: what `init_tensors` made.
+            let m = materialise_tensor(&p, &params, Path::new("."), &[], i).unwrap();
+            assert_eq!(m.to_f64(), f.to_f64());
+        }
+        // A tensor beyond the host limit is declared; it is refused when it must be made.
+        let mut big = prog();
+        big.tensors[2].shape = vec![Affine::constant(1 << 20), Affine::constant(1 << 12)];
+        let ts = declare_tensors(&big, &params, Path::new("."), &[]).unwrap();
+        assert_eq!(ts[2].shape, [1 << 20, 1 << 12]);
+        let e = materialise_tensor(&big, &params, Path::new("."), &[], 2).unwrap_err();
+        assert!(e.message.contains("the limit of host tensors"), "{e}");
+        assert!(init_tensors(&big, &params, Path::new("."), &[]).is_err());
+        // Sources are checked as `init_tensors` checks them, from a file's header and length.
+        let dir = std::env::temp_dir().join(format!("wsp-ir-declare-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("x.npy");
+        let code = |inputs: &[(String, PathBuf)]| {
+            declare_tensors(&p, &params, Path::new("."), inputs).map_err(|e| e.code)
+        };
+        let x = |f: &Path| vec![("X".to_string(), f.to_path_buf())];
+        assert_eq!(code(&x(&dir.join("none.npy"))).unwrap_err(), "E0806");
+        npy::write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 3], &[1.0; 6])).unwrap();
+        assert_eq!(code(&x(&f)).unwrap_err(), "E0803");
+        npy::write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
+        assert_eq!(code(&x(&f)).unwrap_err(), "E0802");
+        npy::write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
+        assert!(code(&x(&f)).is_ok());
+        let bytes = std::fs::read(&f).unwrap();
+        std::fs::write(&f, &bytes[..bytes.len() - 1]).unwrap();
+        assert_eq!(code(&x(&f)).unwrap_err(), "E0804");
+        std::fs::write(&f, b"not npy").unwrap();
+        assert_eq!(code(&x(&f)).unwrap_err(), "E0801");
+        assert_eq!(code(&[("Y".into(), f.clone())]).unwrap_err(), "E0809");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut p2 = prog();
+        p2.tensors[1].init = None;
+        let e = declare_tensors(&p2, &params, Path::new("."), &[]).unwrap_err();
         assert_eq!(e.code, "E0807");
     }
 

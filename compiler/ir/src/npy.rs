@@ -406,15 +406,24 @@ fn read_data(
     Ok(out)
 }
 
-/// Decodes a `.npy` file that must hold `dtype` (see the bf16 rule above) and, if given,
-/// `shape`.
-pub fn decode_npy_as(
-    bytes: &[u8],
+/// How the data of a `.npy` file checked against a wanted dtype is stored.
+#[derive(Clone, Copy)]
+enum Stored {
+    /// bf16 as raw 16-bit patterns (`<u2` or `V2`).
+    Bf16Bits,
+    /// Values of this dtype, converted to the wanted one (f4/f8 for bf16).
+    Convert(DType),
+    /// Exactly the wanted dtype.
+    Same,
+}
+
+/// Checks a `.npy` header against `dtype` (see the bf16 rule above) and, if given, `shape`.
+fn check_header(
+    h: &NpyHeader,
     path: &Path,
     dtype: DType,
     shape: Option<&[usize]>,
-) -> Result<HostTensor, NpyError> {
-    let h = parse_header(bytes, path)?;
+) -> Result<(Stored, bool), NpyError> {
     let (kind, big) = parse_descr(&h.descr).ok_or_else(|| unsupported_descr(&h.descr, path))?;
     if let Some(s) = shape {
         if s != h.shape.as_slice() {
@@ -450,8 +459,29 @@ pub fn decode_npy_as(
             ),
         )
     };
-    match (dtype, kind) {
-        (DType::Bf16, FileKind::Plain(DType::U16)) | (DType::Bf16, FileKind::Void2) => read_data(
+    let stored = match (dtype, kind) {
+        (DType::Bf16, FileKind::Plain(DType::U16)) | (DType::Bf16, FileKind::Void2) => {
+            Stored::Bf16Bits
+        }
+        (DType::Bf16, FileKind::Plain(d @ (DType::F32 | DType::F64))) => Stored::Convert(d),
+        (d, FileKind::Plain(f)) if d == f => Stored::Same,
+        (_, FileKind::Plain(f)) => return Err(mismatch(f.name())),
+        (_, FileKind::Void2) => return Err(mismatch("V2 (raw 2-byte values)")),
+    };
+    Ok((stored, big))
+}
+
+/// Decodes a `.npy` file that must hold `dtype` (see the bf16 rule above) and, if given,
+/// `shape`.
+pub fn decode_npy_as(
+    bytes: &[u8],
+    path: &Path,
+    dtype: DType,
+    shape: Option<&[usize]>,
+) -> Result<HostTensor, NpyError> {
+    let h = parse_header(bytes, path)?;
+    match check_header(&h, path, dtype, shape)? {
+        (Stored::Bf16Bits, big) => read_data(
             bytes,
             &h,
             DType::U16,
@@ -463,19 +493,84 @@ pub fn decode_npy_as(
             },
             DType::Bf16,
         ),
-        (DType::Bf16, FileKind::Plain(d @ (DType::F32 | DType::F64))) => read_data(
+        (Stored::Convert(d), big) => read_data(
             bytes,
             &h,
             d,
             big,
             path,
-            |e| crate::tensor::convert(e, DType::Bf16),
-            DType::Bf16,
+            |e| crate::tensor::convert(e, dtype),
+            dtype,
         ),
-        (d, FileKind::Plain(f)) if d == f => read_data(bytes, &h, d, big, path, |e| e, d),
-        (_, FileKind::Plain(f)) => Err(mismatch(f.name())),
-        (_, FileKind::Void2) => Err(mismatch("V2 (raw 2-byte values)")),
+        (Stored::Same, big) => read_data(bytes, &h, dtype, big, path, |e| e, dtype),
     }
+}
+
+/// Checks, from its header and its length alone, that the `.npy` file at `path` holds
+/// `dtype` and `shape` in full: the errors [`read_npy_as`] gives, without reading the data
+/// (a timing-only run needs an input's data only if its orchestration reads it).
+pub fn check_npy_as(path: &Path, dtype: DType, shape: &[usize]) -> Result<(), NpyError> {
+    let cannot = |e: std::io::Error| err("E0806", path, format!("cannot read the file: {e}"));
+    let mut f = std::fs::File::open(path).map_err(cannot)?;
+    let len = f.metadata().map_err(cannot)?.len();
+    // The fixed part of the header, then as much of the rest as it declares (a header is
+    // small; a bad length is found by `parse_header` against the bytes read).
+    let mut head = vec![0u8; 12];
+    let got = read_up_to(&mut f, &mut head).map_err(cannot)?;
+    head.truncate(got);
+    let declared = match head.get(6) {
+        Some(1) if got >= 10 => 10 + usize::from(u16::from_le_bytes([head[8], head[9]])),
+        Some(2 | 3) if got >= 12 => {
+            12 + u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize
+        }
+        _ => got,
+    };
+    let want = declared.min(len as usize).min(1 << 24);
+    if want > head.len() {
+        let mut rest = vec![0u8; want - head.len()];
+        let got = read_up_to(&mut f, &mut rest).map_err(cannot)?;
+        head.extend_from_slice(&rest[..got]);
+    }
+    let h = parse_header(&head, path)?;
+    let (stored, _) = check_header(&h, path, dtype, Some(shape))?;
+    let size = match stored {
+        Stored::Bf16Bits => 2,
+        Stored::Convert(d) => d.size_bytes(),
+        Stored::Same => dtype.size_bytes(),
+    };
+    let n = h
+        .shape
+        .iter()
+        .try_fold(1usize, |a, d| a.checked_mul(*d))
+        .ok_or_else(|| err("E0801", path, "the shape's element count overflows"))?;
+    let need = n.saturating_mul(size) as u64;
+    let have = len.saturating_sub(h.data_offset as u64);
+    if have < need {
+        return Err(err(
+            "E0804",
+            path,
+            format!(
+                "truncated data: shape {} of '{}' needs {need} bytes, the file has {have}",
+                shape_str(&h.shape),
+                h.descr
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads until `buf` is full or the file ends; the bytes read.
+fn read_up_to(f: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, NpyError> {
@@ -578,6 +673,51 @@ pub fn write_npy(path: &Path, t: &HostTensor) -> Result<(), NpyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_header_check_agrees_with_reading() {
+        // Every prefix of valid files (versions 1 and 2, bf16 from f4, and a plain dtype), and
+        // wanted dtypes and shapes that do and do not match: `check_npy_as` gives what
+        // `read_npy_as` gives, without reading the data.
+        let dir = std::env::temp_dir().join(format!("wsp-npy-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("t.npy");
+        let mut files = vec![
+            encode_npy(&HostTensor::from_f64(DType::F32, vec![2, 3], &[1.5; 6])),
+            encode_npy(&HostTensor::from_f64(DType::I16, vec![4], &[2.0; 4])),
+        ];
+        let mut v2 = header(
+            2,
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+        );
+        v2.extend_from_slice(&[0u8; 24]);
+        files.push(v2);
+        let wants = [
+            (DType::F32, vec![2, 3]),
+            (DType::Bf16, vec![2, 3]),
+            (DType::F32, vec![3, 2]),
+            (DType::I16, vec![4]),
+            (DType::I32, vec![4]),
+        ];
+        for bytes in &files {
+            for cut in 0..=bytes.len() {
+                std::fs::write(&f, &bytes[..cut]).unwrap();
+                for (dtype, shape) in &wants {
+                    let read = read_npy_as(&f, *dtype, shape)
+                        .map(|_| ())
+                        .map_err(|e| e.code);
+                    let check = check_npy_as(&f, *dtype, shape).map_err(|e| e.code);
+                    assert_eq!(
+                        check,
+                        read,
+                        "{dtype} {shape:?}, {cut} of {} bytes",
+                        bytes.len()
+                    );
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn header(version: u8, dict: &str) -> Vec<u8> {
         let mut out = MAGIC.to_vec();

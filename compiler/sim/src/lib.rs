@@ -203,7 +203,9 @@ pub struct SimRun {
     /// The schedule that ran (`None`: a lone workload).
     pub schedule: Option<String>,
     pub workload: String,
-    /// Final contents of every global tensor, in [`Program::tensors`] order.
+    /// Final contents of every global tensor, in [`Program::tensors`] order (timing-only:
+    /// data only for the tensors the orchestration read, the others have their shapes and no
+    /// elements).
     pub tensors: Vec<HostTensor>,
     /// What the orchestration generated; its per-task list only with [`Options::record`].
     pub outcome: ExecOutcome,
@@ -704,7 +706,13 @@ struct Submitter<'p> {
     progress: Option<fn(u64, u64)>,
     /// Keep the per-task records of [`SimRun::outcome`] ([`Options::record`]).
     records: bool,
+    /// Timing-only: how to fill a tensor of [`data::declare_tensors`] that the orchestration
+    /// reads (parameters, base directory, `--input` files).
+    deferred: Option<Sources>,
 }
+
+/// What makes a program's tensors: its parameters, base directory and `--input` files.
+type Sources = (Vec<ScalarValue>, PathBuf, Vec<(String, PathBuf)>);
 
 /// A task ready to submit.
 struct Prepared {
@@ -832,6 +840,27 @@ impl Submitter<'_> {
         }
     }
 
+    /// Fills a declared-only tensor (timing-only) that the orchestration is about to read.
+    fn materialise(&self, tensor: TensorId, tensors: &mut [HostTensor]) -> Result<(), String> {
+        let (Some((params, base, inputs)), Some(t)) = (&self.deferred, tensors.get(tensor.index()))
+        else {
+            return Ok(());
+        };
+        if t.data.len() == t.shape.iter().product::<usize>() {
+            return Ok(());
+        }
+        let m = data::materialise_tensor(self.p, params, base, inputs, tensor.index()).map_err(
+            |e| {
+                format!(
+                    "[{}] the orchestration reads its data: {}",
+                    e.code, e.message
+                )
+            },
+        )?;
+        tensors[tensor.index()] = m;
+        Ok(())
+    }
+
     fn sync(
         &self,
         r: &mut Runtime,
@@ -839,7 +868,7 @@ impl Submitter<'_> {
         tensors: &mut [HostTensor],
     ) -> Result<(), String> {
         if !self.written.contains(&tensor.0) {
-            return Ok(());
+            return self.materialise(tensor, tensors);
         }
         let name = self
             .p
@@ -1131,8 +1160,14 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         message: e.message,
     };
     let params = data::resolve_params(program, &opts.set).map_err(data_err)?;
-    let mut tensors =
-        data::init_tensors(program, &params, &opts.base_dir, &opts.inputs).map_err(data_err)?;
+    // A timing-only run computes no results: its tensors are declared (shapes, checked
+    // sources) and only those its orchestration reads get data, when it reads them.
+    let mut tensors = if opts.timing_only {
+        data::declare_tensors(program, &params, &opts.base_dir, &opts.inputs)
+    } else {
+        data::init_tensors(program, &params, &opts.base_dir, &opts.inputs)
+    }
+    .map_err(data_err)?;
     let (sched, w) = program
         .select_run(opts.schedule.as_deref())
         .map_err(schedule_error)?;
@@ -1256,6 +1291,9 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             submitted: 0,
             progress: opts.progress,
             records: opts.record,
+            deferred: opts
+                .timing_only
+                .then(|| (params.clone(), opts.base_dir.clone(), opts.inputs.clone())),
         },
     };
     let outcome = match &orch {

@@ -91,6 +91,58 @@ fn timing_only_refuses_control_flow_on_computed_data() {
 }
 
 #[test]
+fn timing_only_reads_the_input_data_its_control_flow_needs() {
+    // The branch reads the input `X` (no task writes it): a timing-only run makes `X`'s data
+    // when the orchestration first reads it, and takes the branches the full run takes.
+    let src = r#"
+axis rows = Dense[16]
+input  X: f32[16, 1, 16] = random(seed: 9)
+output Y: f32[16, 1, 16]
+kernel twice(x: in f32[1, 16], y: out f32[1, 16]) { y = x * 2.0 }
+kernel thrice(x: in f32[1, 16], y: out f32[1, 16]) { y = x * 3.0 }
+workload w {
+    for i in P(rows) {
+        when X[i, 0, 0] > 0.0 { twice[i](x: X[i], y: Y[i]) }
+        else { thrice[i](x: X[i], y: Y[i]) }
+    }
+}
+schedule main = w.dispatch(round_robin(4))
+"#;
+    let full = run(src, &opts("ascend910b")).expect("runs");
+    let counts = |r: &wsp_sim::SimRun| r.kernels.iter().map(|k| k.tasks).collect::<Vec<_>>();
+    assert!(counts(&full).iter().all(|c| *c > 0), "{:?}", counts(&full));
+    for interpret in [false, true] {
+        let mut o = opts("ascend910b");
+        o.timing_only = true;
+        o.interpret = interpret;
+        let t = run(src, &o).expect("runs");
+        assert_eq!(counts(&t), counts(&full));
+        assert_eq!(t.stats.total_cycles, full.stats.total_cycles);
+        // The output was never made.
+        assert!(t.tensors[1].data.is_empty());
+    }
+}
+
+#[test]
+fn timing_only_takes_tensors_larger_than_host_memory() {
+    // `Y` has 2^33 elements (32 GiB of f32): a timing-only run needs only its shape.
+    let src = r#"
+axis rows = Dense[4]
+input  X: f32[4, 16, 16] = random(seed: 2)
+output Y: f32[32768, 1024, 16, 16]
+kernel cp(x: in f32[16, 16], y: out f32[16, 16]) { y = x }
+workload w { for i in P(rows) { cp[i](x: X[i], y: Y[i, 0]) } }
+schedule main = w.dispatch(round_robin(4))
+"#;
+    let mut o = opts("ascend910b");
+    o.timing_only = true;
+    let t = run(src, &o).expect("runs");
+    assert_eq!(t.stats.tasks, 4);
+    let e = run(src, &opts("ascend910b")).expect_err("too large to run");
+    assert!(e.to_string().contains("the limit of host tensors"), "{e}");
+}
+
+#[test]
 fn timing_only_runs_no_kernel_and_gives_the_same_cycles() {
     let src = r#"
 axis rows = Dense[8]

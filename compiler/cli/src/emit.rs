@@ -2,7 +2,7 @@
 //! Program IR as JSON (the format external backends read); the Ascend and AIE source-tree
 //! emitters are not built yet and say so.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -67,19 +67,12 @@ pub fn main(a: Args) -> ExitCode {
             print!("{json}");
             ExitCode::SUCCESS
         }
-        Some(out) => {
-            let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
-            let written = std::fs::File::create(&tmp)
-                .and_then(|mut f| f.write_all(json.as_bytes()).and_then(|_| f.sync_all()))
-                .and_then(|_| std::fs::rename(&tmp, &out));
-            match written {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
-                    eprintln!("error: cannot write `{}`: {e}", out.display());
-                    ExitCode::from(2)
-                }
+        Some(out) => match wsp_ir::fsio::write_atomic(&out, json.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: cannot write `{}`: {e}", out.display());
+                ExitCode::from(2)
             }
-        }
+        },
     }
 }

@@ -1,8 +1,7 @@
 //! `wsp fmt`: formats `.wsp` files in place (atomically), or with `--check` lists the files that
 //! would change.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::load::{display_path, walk};
@@ -15,30 +14,6 @@ pub struct Args {
     /// Do not write: list the files that are not formatted and exit 1 if there are any.
     #[arg(long)]
     check: bool,
-}
-
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
-/// failure never leaves a half-written file.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.wsp-fmt-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 pub fn main(a: Args) -> ExitCode {
@@ -96,7 +71,7 @@ pub fn main(a: Args) -> ExitCode {
         if a.check {
             println!("{name}");
             unformatted += 1;
-        } else if let Err(e) = write_atomically(f, &out) {
+        } else if let Err(e) = wsp_ir::fsio::write_atomic(f, out.as_bytes()) {
             eprintln!("error: cannot write `{name}`: {e}");
             failed = true;
         } else {

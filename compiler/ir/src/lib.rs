@@ -59,6 +59,7 @@ pub mod data;
 pub mod display;
 pub mod dtype;
 pub mod exec;
+pub mod fsio;
 pub mod interp;
 pub mod kernel;
 pub mod npy;

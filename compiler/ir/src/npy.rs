@@ -18,7 +18,6 @@
 use crate::dtype::DType;
 use crate::tensor::{decode_el, encode_el, El, HostTensor};
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8] = b"\x93NUMPY";
@@ -638,31 +637,10 @@ pub fn encode_npy(t: &HostTensor) -> Vec<u8> {
     out
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed and
-/// synced, then renamed over `path`. On failure nothing is left at `path` (an existing file
-/// stays as it was) and the temporary file is removed.
+/// Writes `bytes` to `path` atomically ([`crate::fsio::write_atomic`]); E0806 on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NpyError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| err("E0806", path, "the path has no file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(err("E0806", path, format!("cannot write the file: {e}")));
-    }
-    Ok(())
+    crate::fsio::write_atomic(path, bytes)
+        .map_err(|e| err("E0806", path, format!("cannot write the file: {e}")))
 }
 
 /// Writes a tensor as `.npy`, atomically.

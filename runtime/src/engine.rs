@@ -578,6 +578,26 @@ unsafe impl Send for ExecData {}
 // ensures no two concurrently running jobs conflict on a region.
 unsafe impl Send for Job {}
 
+/// A task whose kernel failed: its kernel (an index of `Runtime::kernels`), the message and
+/// the task's coordinates.
+struct Failure {
+    seq: u64,
+    kernel: usize,
+    message: String,
+    coords: Vec<i64>,
+}
+
+impl Failure {
+    fn new(seq: u64, kernel: usize, message: String, coords: &[i64]) -> Failure {
+        Failure {
+            seq,
+            kernel,
+            message,
+            coords: coords.to_vec(),
+        }
+    }
+}
+
 /// (task, outcome, its buffers back for reuse, host nanoseconds).
 type JobResult = (u64, Result<(), String>, Box<ExecData>, u64);
 
@@ -585,8 +605,8 @@ struct Pool {
     tx: Option<mpsc::Sender<Job>>,
     rx: mpsc::Receiver<JobResult>,
     handles: Vec<std::thread::JoinHandle<()>>,
-    /// The earliest failure: (task, message, coordinates).
-    failed: Option<(u64, String, Vec<i64>)>,
+    /// The earliest failure.
+    failed: Option<Failure>,
     in_flight: u64,
 }
 
@@ -706,7 +726,9 @@ pub struct Runtime {
     channels: Vec<Channel>,
     procs: Vec<Proc>,
     pool: Option<Pool>,
-    failed_inline: Option<(u64, String, Vec<i64>)>,
+    failed_inline: Option<Failure>,
+    /// The kernel failure that stopped the run, if one did.
+    last_kernel_failure: Option<Box<RuntimeError>>,
     started: Vec<u64>,
     trace: Vec<TraceEvent>,
     graph_nodes: Vec<(u64, u32, Token)>,
@@ -875,6 +897,7 @@ impl Runtime {
             procs: Vec::new(),
             pool: None,
             failed_inline: None,
+            last_kernel_failure: None,
             started: Vec::new(),
             trace: Vec::new(),
             graph_nodes: Vec::new(),
@@ -1779,7 +1802,7 @@ impl Runtime {
         if (self.cfg.threads <= 1 || inline) && !timed {
             if let Err(m) = run_job(&data, seq, &*ke.body) {
                 self.failed_inline
-                    .get_or_insert_with(|| (seq, m, data.coords.clone()));
+                    .get_or_insert_with(|| Failure::new(seq, ki, m, &data.coords));
             }
             self.exec_free.push(data);
             return;
@@ -1795,8 +1818,9 @@ impl Runtime {
                     return;
                 }
             }
-            pool.failed
-                .get_or_insert((seq, "the host thread pool stopped".into(), Vec::new()));
+            pool.failed.get_or_insert_with(|| {
+                Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
+            });
             return;
         }
         let ke = &mut self.kernels[ki];
@@ -1806,7 +1830,7 @@ impl Runtime {
         ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
         if let Err(m) = r {
             self.failed_inline
-                .get_or_insert_with(|| (seq, m, data.coords.clone()));
+                .get_or_insert_with(|| Failure::new(seq, ki, m, &data.coords));
         }
         self.exec_free.push(data);
     }
@@ -1820,7 +1844,8 @@ impl Runtime {
                     pool.in_flight -= 1;
                     if let Err(m) = r {
                         if pool.failed.is_none() {
-                            pool.failed = Some((s, m, data.coords.clone()));
+                            let k = self.ring[(s & w) as usize].kernel as usize;
+                            pool.failed = Some(Failure::new(s, k, m, &data.coords));
                         }
                     }
                     let slot = &mut self.ring[(s & w) as usize];
@@ -1899,22 +1924,18 @@ impl Runtime {
         // The earliest failed task of either path (deterministic when several fail).
         let pooled = self.pool.as_mut().and_then(|p| p.failed.take());
         let failed = match (self.failed_inline.take(), pooled) {
-            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (Some(a), Some(b)) => Some(if a.seq <= b.seq { a } else { b }),
             (a, b) => a.or(b),
         };
-        if let Some((seq, message, coords)) = failed {
-            // The slot still holds the task unless a later one took it.
-            let live = seq < self.next_seq && self.next_seq - seq <= self.ring.len() as u64;
-            let kernel = match self.kernels.get(self.slot(seq).kernel as usize) {
-                Some(k) if live => k.name.clone(),
-                _ => String::from("?"),
+        if let Some(f) = failed {
+            let e = RuntimeError::Kernel {
+                task: f.seq,
+                kernel: self.kernels[f.kernel].name.clone(),
+                coords: f.coords,
+                message: f.message,
             };
-            return Err(RuntimeError::Kernel {
-                task: seq,
-                kernel,
-                coords,
-                message,
-            });
+            self.last_kernel_failure = Some(Box::new(e.clone()));
+            return Err(e);
         }
         Ok(())
     }
@@ -2227,6 +2248,12 @@ impl Runtime {
     /// on as text).
     pub fn limit_reached(&self) -> Option<RunLimit> {
         self.last_limit
+    }
+
+    /// The [`RuntimeError::Kernel`] failure that stopped the run, if one did (kept for
+    /// callers that passed the error on as text).
+    pub fn kernel_failure(&self) -> Option<&RuntimeError> {
+        self.last_kernel_failure.as_deref()
     }
 
     /// The report of the deadlock that stopped the run, if one did (kept for callers that

@@ -299,7 +299,8 @@ fn kernel_error_is_reported() {
         let x = rt.add_tensor(4, &[4, 4]).unwrap();
         let a = [arg(x, &[0, 0], &[4, 4], Direction::Out)];
         rt.submit(&task(k, &[0], &a, 10)).unwrap();
-        match rt.finish() {
+        let e = rt.finish();
+        match &e {
             Err(RuntimeError::Kernel {
                 kernel, message, ..
             }) => {
@@ -307,6 +308,49 @@ fn kernel_error_is_reported() {
                 assert_eq!(message, "boom");
             }
             other => panic!("{other:?}"),
+        }
+        // Kept for callers that passed the error on as text.
+        assert_eq!(rt.kernel_failure(), e.as_ref().err());
+    }
+}
+
+#[test]
+fn a_kernel_failure_surfaces_in_a_later_submission_naming_its_own_task() {
+    // `bad` fails on task 0; with a window of 1 the failure surfaces while a `good` task is
+    // submitted: the error names `bad`, task 0 and its coordinates, not the submitted task.
+    for threads in [1, 2] {
+        let mut cfg = Config::new(arch("ascend910b")).with_window(1);
+        cfg.threads = threads;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let bad = rt.register_kernel(
+            "bad",
+            CoreClass::Vector,
+            Arc::new(|_: &RawTask| -> Result<(), String> { Err("boom".into()) }),
+        );
+        let good = rt.register_kernel("good", CoreClass::Vector, noop());
+        let x = rt.add_tensor(4, &[8, 4]).unwrap();
+        let mut result = rt.submit(&task(
+            bad,
+            &[0],
+            &[arg(x, &[0, 0], &[1, 4], Direction::Out)],
+            10,
+        ));
+        for i in 1..8 {
+            if result.is_err() {
+                break;
+            }
+            let a = [arg(x, &[i, 0], &[1, 4], Direction::Out)];
+            result = rt.submit(&task(good, &[i], &a, 10));
+        }
+        let e = result.and_then(|_| rt.finish().map(|_| TaskId(0)));
+        match e {
+            Err(RuntimeError::Kernel {
+                task,
+                kernel,
+                coords,
+                ..
+            }) => assert_eq!((task, kernel.as_str(), coords), (0, "bad", vec![0])),
+            other => panic!("{threads} threads: {other:?}"),
         }
     }
 }

@@ -76,17 +76,31 @@ fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A run-time task error as a diagnostic at the task call it happened in.
-fn task_error(code: &'static str, message: &str, at: &SrcSpan) -> Diagnostic {
+/// A run-time error as a diagnostic: at the task call it happened in, or (a kernel's own
+/// failure) at the kernel.
+fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
+    let code = e.code();
+    let kernel = matches!(e, SimError::Kernel { .. });
     let label = Label::new(
         FileName::new(at.file.as_str()),
         Span::new(at.start, at.end.max(at.start)),
-        "in this task",
+        if kernel {
+            "this kernel failed"
+        } else {
+            "in this task"
+        },
     );
-    Diagnostic::new(code, message, label).with_help(format!(
-        "the task's views, keys and kernel are evaluated when it runs; `wsp explain {code}` \
-         lists the causes"
-    ))
+    Diagnostic::new(code, e.message(), label).with_help(if kernel {
+        format!(
+            "the kernel's body failed on the tiles of the task named above; `wsp explain {code}` \
+             lists the causes"
+        )
+    } else {
+        format!(
+            "the task's views, keys and kernel are evaluated when it runs; `wsp explain \
+             {code}` lists the causes"
+        )
+    })
 }
 
 fn usage(m: impl std::fmt::Display) -> ExitCode {
@@ -198,17 +212,15 @@ pub fn main(a: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             let place = match &e {
-                SimError::Exec { at: Some(at), .. } => Some(at),
+                SimError::Exec { at: Some(at), .. } | SimError::Kernel { at: Some(at), .. } => {
+                    Some(at)
+                }
                 _ => None,
             };
             match place {
                 Some(at) => eprint!(
                     "{}",
-                    render_human(
-                        &[task_error(e.code(), e.message(), at)],
-                        &crate::WsSources(&ws),
-                        color
-                    )
+                    render_human(&[run_error(&e, at)], &crate::WsSources(&ws), color)
                 ),
                 None => eprintln!("{e}"),
             }
@@ -250,7 +262,7 @@ pub fn main(a: Args) -> ExitCode {
             return match e {
                 SimError::Exec { code: "E0815", .. } => ExitCode::from(4),
                 SimError::Setup { .. } => ExitCode::from(2),
-                SimError::Exec { .. } => ExitCode::from(1),
+                SimError::Exec { .. } | SimError::Kernel { .. } => ExitCode::from(1),
                 SimError::Deadlock(..) => ExitCode::from(3),
             };
         }

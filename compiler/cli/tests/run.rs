@@ -590,7 +590,22 @@ schedule s = w.task_window(4)
             "blamed on a submitted task: {err}"
         );
         assert!(!err.contains("in this task"), "{err}");
+        // It points at the kernel that failed instead.
+        assert!(
+            err.contains("p.wsp:5:8") && err.contains("this kernel failed"),
+            "{err}"
+        );
     }
+    let o = wsp(&d, &["run", "p.wsp", "--stats", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(j["error"]["code"], "E0810");
+    assert_eq!(
+        (
+            &j["error"]["location"]["line"],
+            &j["error"]["location"]["column"]
+        ),
+        (&serde_json::json!(5), &serde_json::json!(8))
+    );
 }
 
 #[test]

@@ -244,6 +244,10 @@ pub struct Kernel {
     pub body: Option<Vec<Stmt>>,
     #[serde(default)]
     pub externs: Vec<ExternImpl>,
+    /// The kernel's name in its declaration, for run-time errors (absent in hand-built
+    /// programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<crate::workload::SrcSpan>,
 }
 
 /// An affine index inside a kernel: `constant + Σ coeff · value`, where every value is a scalar

@@ -460,6 +460,7 @@ impl KernelBuilder {
                 pipes: Vec::new(),
                 body: None,
                 externs: Vec::new(),
+                at: None,
             },
             blocks: vec![Vec::new()],
             fors: Vec::new(),

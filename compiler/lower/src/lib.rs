@@ -661,6 +661,7 @@ impl Lowerer {
                 pipes: Vec::new(),
                 body: None,
                 externs: Vec::new(),
+                at: Some(self.src_span(kd.name.span)),
             },
             env: Vec::new(),
         };

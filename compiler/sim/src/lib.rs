@@ -106,13 +106,20 @@ pub enum SimError {
     /// The run deadlocked: the runtime's report, as text and (when the runtime made it) as
     /// the structure (for `--stats json`).
     Deadlock(String, Option<Box<rt::DeadlockReport>>),
+    /// A kernel failed on a task (E0810); `at` is the kernel's declaration, when known.
+    Kernel {
+        message: String,
+        at: Option<SrcSpan>,
+    },
 }
 
 impl SimError {
     /// The message without the `error[CODE]: ` of its display.
     pub fn message(&self) -> &str {
         match self {
-            SimError::Setup { message, .. } | SimError::Exec { message, .. } => message,
+            SimError::Setup { message, .. }
+            | SimError::Exec { message, .. }
+            | SimError::Kernel { message, .. } => message,
             SimError::Deadlock(m, _) => m,
         }
     }
@@ -120,6 +127,7 @@ impl SimError {
     pub fn code(&self) -> &'static str {
         match self {
             SimError::Setup { code, .. } | SimError::Exec { code, .. } => code,
+            SimError::Kernel { .. } => "E0810",
             SimError::Deadlock(..) => "E0811",
         }
     }
@@ -131,6 +139,7 @@ impl fmt::Display for SimError {
             SimError::Setup { code, message } | SimError::Exec { code, message, .. } => {
                 write!(f, "error[{code}]: {message}")
             }
+            SimError::Kernel { message, .. } => write!(f, "error[E0810]: {message}"),
             SimError::Deadlock(m, _) => write!(f, "error[E0811]: {m}"),
         }
     }
@@ -166,10 +175,18 @@ fn limit_message(l: rt::RunLimit) -> String {
     format!("stopped: {l}")
 }
 
-fn from_runtime(e: RuntimeError) -> SimError {
+fn from_runtime(p: &Program, e: RuntimeError) -> SimError {
     match e {
         RuntimeError::Deadlock(r) => SimError::Deadlock(r.to_string(), Some(r)),
         RuntimeError::Limit(l) => limit_error(l),
+        RuntimeError::Kernel { ref kernel, .. } => SimError::Kernel {
+            at: p
+                .kernels
+                .iter()
+                .find(|k| &k.name == kernel)
+                .and_then(|k| k.at.clone()),
+            message: e.to_string(),
+        },
         other => SimError::Exec {
             code: "E0810",
             message: other.to_string(),
@@ -1188,7 +1205,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     cfg.threads = opts.threads.max(1);
     cfg.max_tasks = opts.max_tasks.unwrap_or(u64::MAX);
     cfg.max_cycles = opts.max_cycles.unwrap_or(rt::MAX_CYCLES);
-    let mut runtime = Runtime::new(cfg).map_err(from_runtime)?;
+    let mut runtime = Runtime::new(cfg).map_err(|e| from_runtime(program, e))?;
 
     let t0 = Instant::now();
     let mut kernels = Vec::new();
@@ -1305,6 +1322,10 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         // A limit or a deadlock that stopped the run reaches here as text when a submission
         // or a process step passed it on; the runtime keeps the limit and the report.
         Err(_) if let Some(l) = backend.rt.limit_reached() => return Err(limit_error(l)),
+        // So does a kernel failure, which the submission that found it passed on as text.
+        Err(_) if let Some(k) = backend.rt.kernel_failure() => {
+            return Err(from_runtime(program, k.clone()))
+        }
         // The runtime keeps the report of the deadlock that stopped it, whichever path (a
         // submission, a process step) passed the error on as text.
         Err(e) if e.code == "E0811" || backend.rt.deadlock_report().is_some() => {
@@ -1319,7 +1340,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             })
         }
     };
-    let stats = backend.rt.finish().map_err(from_runtime)?;
+    let stats = backend.rt.finish().map_err(|e| from_runtime(program, e))?;
     if !opts.timing_only {
         for i in 0..tensors.len() {
             read_back(&backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {

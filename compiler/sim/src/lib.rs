@@ -1417,7 +1417,8 @@ fn schedule_notes(program: &Program, arch: &Arch, pol: &Policies) -> Vec<String>
             rt::Timing::Interleaved(n) => ignored.push(format!("`.timing(interleaved({n}))`")),
             rt::Timing::RateLimit(n) => ignored.push(format!("`.timing(rate_limit({n}))`")),
         }
-        if let Some(rt::Streams(n)) = pol.streams {
+        // With another dispatch, `streams(n)` is the number of v9 workers.
+        if let (Some(rt::Streams(n)), rt::Dispatch::RoundRobin(_)) = (pol.streams, pol.dispatch) {
             ignored.push(format!("`.streams({n})`"));
         }
         return ignored

@@ -551,4 +551,17 @@ fn policies_that_do_not_change_v9_cycles_are_noted() {
             "{n}"
         );
     }
+    // Beside another dispatch, `streams(n)` is the number of v9 workers: it changes the
+    // cycles and is not noted.
+    let ws = |n: u32| {
+        let s = format!(".dispatch(affinity(rows)).streams({n}).stream_by(rows)");
+        run(&squares(40, &s), &o).expect("runs")
+    };
+    let (one, eight) = (ws(1), ws(8));
+    assert!(
+        one.notes.is_empty() && eight.notes.is_empty(),
+        "{:?}",
+        one.notes
+    );
+    assert!(eight.stats.total_cycles < one.stats.total_cycles);
 }

@@ -795,10 +795,18 @@ impl Runtime {
                 cfg.tensormap_pool
             ));
         }
-        if let Some((c, n)) = cfg.arch.cores.iter().find(|(_, n)| **n >= NO_CORE as u32) {
+        // A loaded model has at most `MAX_CORES` (checked with the file); one built by hand
+        // may not.
+        const _: () = assert!(wsp_arch::MAX_CORES < NO_CORE as u32);
+        if let Some((c, n)) = cfg
+            .arch
+            .cores
+            .iter()
+            .find(|(_, n)| **n > wsp_arch::MAX_CORES)
+        {
             return api(format!(
                 "the model has {n} {c} cores; the runtime models at most {}",
-                NO_CORE - 1
+                wsp_arch::MAX_CORES
             ));
         }
         let window = p.task_window as u64;

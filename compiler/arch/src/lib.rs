@@ -300,6 +300,10 @@ fn canonical_dtype(dtype: &str) -> &str {
     }
 }
 
+/// The most cores of one class a model may declare (the runtime numbers a class's cores in 16
+/// bits); far above any real target.
+pub const MAX_CORES: u32 = 65_534;
+
 /// The largest per-task overhead a model may declare (cycles): far above any real target, and
 /// far enough below 2^64 that the runtime's clock cannot wrap.
 pub const MAX_OVERHEAD: u64 = 1 << 40;
@@ -406,6 +410,13 @@ impl Arch {
                     file,
                     format!("cores.{name}.count"),
                     "must be at least 1 (remove the class if the target has none)",
+                ));
+            }
+            if c.count > MAX_CORES {
+                return Err(err(
+                    file,
+                    format!("cores.{name}.count"),
+                    format!("must be at most {MAX_CORES}, found {}", c.count),
                 ));
             }
             cores.insert(class, c.count);

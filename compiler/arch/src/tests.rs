@@ -108,6 +108,13 @@ fn validation_names_file_and_key() {
     let e = broken(|s| s.replace("\ndispatch = ", "\ndispatch = 18446744073709551615 #"));
     assert_eq!(e.key, "overheads.dispatch");
     assert!(e.message.contains("at most 1099511627776"), "{e}");
+    // So would a class of more cores than the runtime numbers.
+    let e = broken(|s| s.replacen("count = ", "count = 100000000 #", 1));
+    assert!(
+        e.key.starts_with("cores.") && e.key.ends_with(".count"),
+        "{e}"
+    );
+    assert!(e.message.contains("at most 65534"), "{e}");
     let e = Arch::parse("name = \"x\"\nclock_hz = [", "bad.toml").unwrap_err();
     assert!(e.to_string().starts_with("bad.toml: "), "{e}");
     assert!(Arch::builtin("nope")

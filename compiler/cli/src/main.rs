@@ -41,7 +41,8 @@ enum Command {
         /// Print each kernel's peak bytes per on-chip buffer on the architecture model.
         #[arg(long)]
         explain_memory: bool,
-        /// Architecture model for resource checks (ascend910b, ascend950, aie-ml, ...);
+        /// Architecture model for resource checks (ascend910b, ascend950, aie-ml, ..., or a
+        /// model file FILE.toml);
         /// default: each file's schedule `.target(...)`, else ascend910b.
         #[arg(long)]
         arch: Option<String>,
@@ -199,9 +200,11 @@ fn check(
         Ok(x) => x,
         Err(code) => return code,
     };
-    if let Err(e) = ws.set_arch(arch.as_deref()) {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
+    if let Some(name) = &arch {
+        if let Err(e) = set_arch(&mut ws, name) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     }
     if let Err(e) = ws.set_target(target.as_deref(), strict) {
         eprintln!("error: {e}");
@@ -256,4 +259,16 @@ fn check(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Checks resources against `--arch NAME` (a built-in model, in either spelling) or
+/// `--arch FILE.toml`.
+pub(crate) fn set_arch(ws: &mut wsp_core::Workspace, name: &str) -> Result<(), String> {
+    let path = std::path::Path::new(name);
+    if name.ends_with(".toml") || path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the architecture model `{name}`: {e}"))?;
+        return ws.set_arch_file(name, &text);
+    }
+    ws.set_arch(Some(name))
 }

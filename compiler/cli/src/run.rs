@@ -150,11 +150,17 @@ pub fn main(a: Args) -> ExitCode {
         }
     }
 
-    // Check and lower.
-    let (ws, roots) = match crate::load::load(std::slice::from_ref(&a.path)) {
+    // Check (resources on the model that will run: `--arch`, else the schedules' target)
+    // and lower.
+    let (mut ws, roots) = match crate::load::load(std::slice::from_ref(&a.path)) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    if let Some(name) = &a.arch {
+        if let Err(m) = crate::set_arch(&mut ws, name) {
+            return usage(m);
+        }
+    }
     let Some(root) = roots.first() else {
         return usage("nothing to run");
     };

@@ -676,3 +676,51 @@ fn channel_statistics_agree_with_the_trace_on(d: &std::path::Path, arch: &str) {
         )
     );
 }
+
+#[test]
+fn resources_are_checked_on_the_model_that_runs() {
+    // 128 KiB of live f32 tiles: fits ascend910b's UB, not aie-ml's DM.
+    let src = |target: &str| {
+        format!(
+            r#"input X: f32[128, 128] = full(1.0)
+output Y: f32[128, 128]
+kernel k(a: in f32[128, 128], b: out f32[128, 128]) {{ b = a * a + a }}
+workload w {{ k[0](a: X, b: Y) }}
+schedule main = w{target}
+"#
+        )
+    };
+    let d = program("arch-resources", &src(""));
+    let run = |args: &[&str]| {
+        let o = wsp(&d, &[&["run", "p.wsp"], args].concat());
+        (o.status.code(), text(&o.stderr))
+    };
+    assert_eq!(run(&[]).0, Some(0));
+    // `--arch` is the model the kernels are checked against, not only the one that runs.
+    let (code, err) = run(&["--arch", "aie-ml"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("E0701") && err.contains("DM on aie-ml"),
+        "{err}"
+    );
+    // ... over the schedule's target too.
+    std::fs::write(d.join("p.wsp"), src(".target(aie_ml)")).expect("write");
+    assert_eq!(run(&[]).0, Some(1));
+    assert_eq!(run(&["--arch", "ascend910b"]).0, Some(0));
+    // A model file, for `wsp run` and `wsp check`.
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../std/arch/ascend910b.toml"),
+    )
+    .expect("model");
+    std::fs::write(d.join("tiny.toml"), model.replace("UB = 196608", "UB = 1")).expect("write");
+    for cmd in ["run", "check"] {
+        let o = wsp(&d, &[cmd, "p.wsp", "--arch", "tiny.toml"]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {err}");
+        assert!(err.contains("which has 1 bytes"), "{cmd}: {err}");
+    }
+    std::fs::write(d.join("bad.toml"), "name = ").expect("write");
+    let o = wsp(&d, &["check", "p.wsp", "--arch", "bad.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("bad.toml"), "{}", text(&o.stderr));
+}

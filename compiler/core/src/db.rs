@@ -37,6 +37,10 @@ pub struct FileSet {
     /// no capability diagnostics.
     #[returns(ref)]
     pub target: Option<crate::capabilities::Target>,
+    /// A model file chosen by the driver (`--arch FILE.toml`): its path and text, which parse
+    /// (checked when set). Overrides `arch` and the schedules' targets.
+    #[returns(ref)]
+    pub arch_file: Option<(String, Arc<str>)>,
 }
 
 /// The database trait every query takes.

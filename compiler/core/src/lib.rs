@@ -59,7 +59,7 @@ impl Workspace {
                 .new(&db);
             map.insert(path, f);
         }
-        let files = FileSet::new(&db, map, BTreeMap::new(), None, None);
+        let files = FileSet::new(&db, map, BTreeMap::new(), None, None, None);
         db.set_file_set_handle(files);
         Workspace { db, files }
     }
@@ -135,6 +135,20 @@ impl Workspace {
         };
         if *self.files.arch(&self.db) != arch {
             self.files.set_arch(&mut self.db).to(arch);
+        }
+        if self.files.arch_file(&self.db).is_some() {
+            self.files.set_arch_file(&mut self.db).to(None);
+        }
+        Ok(())
+    }
+
+    /// Checks resources against the model in `text` (read from `path`, an `--arch FILE.toml`)
+    /// instead of a built-in one; an error (naming the file and key) if it does not parse.
+    pub fn set_arch_file(&mut self, path: &str, text: &str) -> Result<(), String> {
+        wsp_arch::Arch::parse(text, path).map_err(|e| e.to_string())?;
+        let model = Some((path.to_string(), Arc::from(text)));
+        if *self.files.arch_file(&self.db) != model {
+            self.files.set_arch_file(&mut self.db).to(model);
         }
         Ok(())
     }

@@ -41,11 +41,20 @@ pub fn builtin_arch_name(n: &str) -> Option<String> {
         .find(|c| Arch::builtin(c).is_ok())
 }
 
+/// The model of the driver's `--arch FILE.toml`, if it chose one (it parsed when it was set).
+fn model_file(db: &dyn Db) -> Option<Arch> {
+    let (path, text) = db.file_set().arch_file(db).as_ref()?;
+    Arch::parse(text, path).ok()
+}
+
 /// The architecture model a file's kernels are checked against: the driver's choice
-/// (`wsp check --arch`), else the `.target(...)` of its schedules when they all name the same
-/// built-in model, else `ascend910b`.
+/// (`wsp check --arch`, a built-in name or a model file), else the `.target(...)` of its
+/// schedules when they all name the same built-in model, else `ascend910b`.
 #[salsa::tracked(returns(ref))]
 pub fn file_target(db: &dyn Db, file: File) -> String {
+    if let Some(m) = model_file(db) {
+        return m.name;
+    }
     if let Some(a) = db.file_set().arch(db) {
         return a.clone();
     }
@@ -702,7 +711,10 @@ pub fn kernel_footprint<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Footp
         return None;
     };
     let file = item.file(db);
-    let arch = Arch::builtin(file_target(db, file)).ok()?;
+    let arch = match model_file(db) {
+        Some(m) => m,
+        None => Arch::builtin(file_target(db, file)).ok()?,
+    };
     footprint(k, crate::db::const_values(db, file), &arch)
 }
 

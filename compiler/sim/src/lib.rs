@@ -869,8 +869,8 @@ impl Submitter<'_> {
         let m = data::materialise_tensor(self.p, params, base, inputs, tensor.index()).map_err(
             |e| {
                 format!(
-                    "[{}] the orchestration reads its data: {}",
-                    e.code, e.message
+                    "the orchestration reads data that cannot be made: {} ({})",
+                    e.message, e.code
                 )
             },
         )?;

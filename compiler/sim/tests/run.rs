@@ -140,6 +140,17 @@ schedule main = w.dispatch(round_robin(4))
     assert_eq!(t.stats.tasks, 4);
     let e = run(src, &opts("ascend910b")).expect_err("too large to run");
     assert!(e.to_string().contains("the limit of host tensors"), "{e}");
+    // A tensor that large which the orchestration reads must be made after all: an error.
+    let reads = src.replace(
+        "cp[i](x: X[i], y: Y[i, 0])",
+        "when B[i, 0, 0, 0] > 0.0 { cp[i](x: X[i], y: Y[i, 0]) }",
+    ) + "input B: f32[32768, 1024, 16, 16] = zeros()\n";
+    let e = run(&reads, &o).expect_err("reads a tensor too large to make");
+    assert!(
+        e.to_string().contains("reads data that cannot be made")
+            && e.to_string().contains("tensor `B`"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -498,8 +498,7 @@ struct Channel {
     closed: bool,
     /// A sender blocked on this channel: (process, token, after task, v9 stamp).
     blocked_sender: VecDeque<(u32, Token, u64, u64)>,
-    hw: u64,
-    /// Tokens and waits of the run's [`ChannelStats`] (its high water is `hw`).
+    /// The run's [`ChannelStats`]: tokens, high water and waits.
     stats: ChannelStats,
 }
 
@@ -2168,14 +2167,7 @@ impl Runtime {
             edges: self.total_edges,
             rings: self.ring_uses(),
             cores,
-            channels: self
-                .channels
-                .iter()
-                .map(|c| ChannelStats {
-                    high_water: c.hw,
-                    ..c.stats.clone()
-                })
-                .collect(),
+            channels: self.channels.iter().map(|c| c.stats.clone()).collect(),
         }
     }
 
@@ -2285,7 +2277,6 @@ impl Runtime {
             producers: 0,
             closed: false,
             blocked_sender: VecDeque::new(),
-            hw: 0,
             stats: ChannelStats {
                 name: name.to_string(),
                 depth,
@@ -2297,7 +2288,7 @@ impl Runtime {
 
     /// Highest number of tokens a channel held.
     pub fn channel_high_water(&self, c: ChannelId) -> Option<u64> {
-        self.channels.get(c.0 as usize).map(|c| c.hw)
+        self.channels.get(c.0 as usize).map(|c| c.stats.high_water)
     }
 
     /// The local clock of a process under `pto_wsp_v9` accounting.
@@ -2473,7 +2464,7 @@ impl Runtime {
                 after: after_seq,
                 v9,
             });
-            chan.hw = chan.hw.max(chan.queue.len() as u64);
+            chan.stats.high_water = chan.stats.high_water.max(chan.queue.len() as u64);
             if avail != u64::MAX && latency > 0 {
                 self.push_event(avail, Ev::Token(c));
             }
@@ -2573,14 +2564,13 @@ impl Runtime {
     /// again (its wait is a `CHANNEL_FULL_WAIT` on the trace), after receiver `i`'s v9 clock.
     fn admit_sender(&mut self, i: usize, c: u32) {
         let now = self.now;
-        let chan = &mut self.channels[c as usize];
-        let Some((s, token, after, v9)) = chan.blocked_sender.pop_front() else {
+        let Some((s, token, after, v9)) = self.channels[c as usize].blocked_sender.pop_front()
+        else {
             return;
         };
-        let live = after != u64::MAX
-            && after >= self.head
-            && after < self.next_seq
-            && self.ring[(after & self.ring_mask) as usize].state != State::Done;
+        // `after` is `u64::MAX` (no task) or a submitted task.
+        let live = self.is_live(after);
+        let chan = &mut self.channels[c as usize];
         let avail = if live { u64::MAX } else { now + chan.latency };
         chan.queue.push_back(QTok {
             token,
@@ -2588,7 +2578,7 @@ impl Runtime {
             after,
             v9,
         });
-        chan.hw = chan.hw.max(chan.queue.len() as u64);
+        chan.stats.high_water = chan.stats.high_water.max(chan.queue.len() as u64);
         let rclock = self.procs[i].v9_clock;
         let sp = &mut self.procs[s as usize];
         sp.status = PStatus::Runnable;

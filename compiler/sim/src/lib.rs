@@ -761,13 +761,17 @@ impl Prepared {
 fn submit_error(e: RuntimeError) -> exec::TaskError {
     match e {
         e @ RuntimeError::Api(_) => exec::TaskError::Task(e.to_string()),
-        RuntimeError::Deadlock(r) => {
-            exec::TaskError::Run(exec::ExecError::new("E0811", r.to_string()))
-        }
-        RuntimeError::Limit(l) => {
-            exec::TaskError::Run(exec::ExecError::new("E0815", limit_message(l)))
-        }
-        other => exec::TaskError::Run(exec::ExecError::new("E0810", other.to_string())),
+        other => exec::TaskError::Run(run_error(other)),
+    }
+}
+
+/// A runtime error that stopped the run, for the orchestration to pass on: a deadlock
+/// (E0811), a limit (E0815), anything else (E0810).
+fn run_error(e: RuntimeError) -> exec::ExecError {
+    match e {
+        RuntimeError::Deadlock(r) => exec::ExecError::new("E0811", r.to_string()),
+        RuntimeError::Limit(l) => exec::ExecError::new("E0815", limit_message(l)),
+        other => exec::ExecError::new("E0810", other.to_string()),
     }
 }
 
@@ -1097,19 +1101,7 @@ impl TaskBackend for RtBackend<'_> {
         }
         let r = rt.run_processes(specs);
         let (_, _, tasks) = shared.into_inner();
-        Some(match r {
-            Ok(()) => Ok(tasks),
-            Err(RuntimeError::Deadlock(rep)) => Err(exec::ExecError {
-                code: "E0811",
-                message: rep.to_string(),
-                at: None,
-            }),
-            Err(e) => Err(exec::ExecError {
-                code: "E0810",
-                message: e.to_string(),
-                at: None,
-            }),
-        })
+        Some(r.map(|()| tasks).map_err(run_error))
     }
 }
 

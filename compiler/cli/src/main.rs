@@ -262,13 +262,16 @@ fn check(
 }
 
 /// Checks resources against `--arch NAME` (a built-in model, in either spelling) or
-/// `--arch FILE.toml`.
-pub(crate) fn set_arch(ws: &mut wsp_core::Workspace, name: &str) -> Result<(), String> {
+/// `--arch FILE.toml`, read once; returns the model.
+pub(crate) fn set_arch(ws: &mut wsp_core::Workspace, name: &str) -> Result<wsp_arch::Arch, String> {
     let path = std::path::Path::new(name);
     if name.ends_with(".toml") || path.is_file() {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the architecture model `{name}`: {e}"))?;
-        return ws.set_arch_file(name, &text);
+            .map_err(|e| format!("{name}: cannot read the file: {e}"))?;
+        ws.set_arch_file(name, &text)?;
+        return wsp_arch::Arch::parse(&text, name).map_err(|e| e.to_string());
     }
-    ws.set_arch(Some(name))
+    ws.set_arch(Some(name))?;
+    let n = wsp_core::memory::builtin_arch_name(name).unwrap_or_else(|| name.to_string());
+    wsp_arch::Arch::builtin(&n).map_err(|e| e.to_string())
 }

@@ -108,15 +108,6 @@ fn usage(m: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Resolves `--arch` (a built-in name in either spelling, or a .toml file).
-fn load_arch(name: &str) -> Result<wsp_arch::Arch, String> {
-    if name.ends_with(".toml") || Path::new(name).is_file() {
-        return wsp_arch::Arch::load_path(Path::new(name)).map_err(|e| e.to_string());
-    }
-    let n = wsp_core::memory::builtin_arch_name(name).unwrap_or_else(|| name.to_string());
-    wsp_arch::Arch::builtin(&n).map_err(|e| e.to_string())
-}
-
 pub fn main(a: Args) -> ExitCode {
     let wall = Instant::now();
     if a.path.is_dir() {
@@ -156,11 +147,11 @@ pub fn main(a: Args) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
-    if let Some(name) = &a.arch {
-        if let Err(m) = crate::set_arch(&mut ws, name) {
-            return usage(m);
-        }
-    }
+    let chosen = match a.arch.as_deref().map(|n| crate::set_arch(&mut ws, n)) {
+        Some(Err(m)) => return usage(m),
+        Some(Ok(arch)) => Some(arch),
+        None => None,
+    };
     let Some(root) = roots.first() else {
         return usage("nothing to run");
     };
@@ -179,19 +170,21 @@ pub fn main(a: Args) -> ExitCode {
         Ok((s, _)) => s,
         Err(m) => return usage(m),
     };
-    let arch_name = a
-        .arch
-        .clone()
-        // `cpu_sim` names this simulator, not a model: it runs the default one.
-        .or_else(|| {
-            sched
+    // `--arch` (loaded with the checks above), else the schedule's target (`cpu_sim` names
+    // this simulator, not a model: it runs the default one), else ascend910b.
+    let arch = match chosen {
+        Some(arch) => arch,
+        None => {
+            let name = sched
                 .and_then(wsp_sim::schedule_target)
                 .filter(|t| t != "cpu_sim")
-        })
-        .unwrap_or_else(|| "ascend910b".to_string());
-    let arch = match load_arch(&arch_name) {
-        Ok(x) => x,
-        Err(m) => return usage(m),
+                .unwrap_or_else(|| "ascend910b".to_string());
+            let n = wsp_core::memory::builtin_arch_name(&name).unwrap_or(name);
+            match wsp_arch::Arch::builtin(&n) {
+                Ok(x) => x,
+                Err(e) => return usage(e),
+            }
+        }
     };
 
     let mut opts = Options::new(arch, wsp_sim::base_dir_of(&a.path));

@@ -300,8 +300,12 @@ struct Edge {
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Ev {
+    /// The task's core finishes it.
     Done(u64),
-    Ready(u64),
+    /// The runtime has handled the task's completion (`complete + resolve` cycles after it
+    /// ended): its successors become ready, its tensor-map entries stop counting as pending,
+    /// and its slot may retire.
+    Resolve(u64),
     Token(u32),
 }
 
@@ -339,7 +343,7 @@ impl ReadyQ {
     }
 }
 
-/// The event queue, earliest (time, order) first. `Ready` events come a fixed delay after the
+/// The event queue, earliest (time, order) first. `Resolve` events come a fixed delay after the
 /// current time, which never goes back, so they arrive in order and wait in a FIFO; the
 /// others share a binary heap ordered by (time, order) alone: the order is unique, so the
 /// events themselves are never compared.
@@ -374,7 +378,7 @@ impl Events {
             order: self.order,
             ev,
         };
-        if matches!(ev, Ev::Ready(_)) && self.fifo.back().is_none_or(|b| b.t <= t) {
+        if matches!(ev, Ev::Resolve(_)) && self.fifo.back().is_none_or(|b| b.t <= t) {
             self.fifo.push_back(x);
             return;
         }
@@ -714,6 +718,9 @@ pub struct Runtime {
     v9: V9Clock,
     total_edges: u64,
     makespan: u64,
+    /// The latest time something other than a task's completion handling happened (a core
+    /// event, a token, the orchestration waiting): with the makespan, `total_cycles`.
+    horizon: u64,
     /// The submitted task's predecessors (low 32 bits of their sequence numbers).
     deps: Vec<u32>,
     /// The submitted task's arguments as the tensor map sees them.
@@ -896,6 +903,7 @@ impl Runtime {
             v9: V9Clock::new(v9n, window as usize),
             total_edges: 0,
             makespan: 0,
+            horizon: 0,
             deps: Vec::new(),
             accesses: Vec::new(),
             io_cache: [None; IO_CACHE],
@@ -1874,25 +1882,36 @@ impl Runtime {
             return Ok(false);
         };
         self.now = self.now.max(t);
-        if self.now > self.cfg.max_cycles && self.cfg.arch.timing == TimingSemantics::Event {
-            return Err(self.limit("cycles", self.cfg.max_cycles));
-        }
         let mut done = false;
+        let mut seen = false;
         loop {
             match ev {
                 Ev::Done(seq) => {
+                    seen = true;
+                    if self.end_on_core(seq) {
+                        // Only the head's completion can let the ring retire (a done task at
+                        // the head is held by a scope until it ends, which retires).
+                        done |= seq == self.head;
+                    }
+                }
+                Ev::Resolve(seq) => {
                     self.complete(seq);
-                    // Only the head's completion can let the ring retire (a done task at the
-                    // head is held by a scope until it ends, which retires).
                     done |= seq == self.head;
                 }
-                Ev::Ready(seq) => self.make_ready(seq),
-                Ev::Token(_) => {}
+                Ev::Token(_) => seen = true,
             }
             // The rest of the batch: events pushed meanwhile come no earlier than `t`.
             match self.events.pop_due(t) {
                 Some((_, e)) => ev = e,
                 None => break,
+            }
+        }
+        if seen {
+            self.horizon = self.horizon.max(t);
+            // Stop at the first batch of core events or tokens past the limit (completion
+            // handling alone does not count as time passing).
+            if t > self.cfg.max_cycles && self.cfg.arch.timing == TimingSemantics::Event {
+                return Err(self.limit("cycles", self.cfg.max_cycles));
             }
         }
         if done {
@@ -1920,6 +1939,7 @@ impl Runtime {
             self.advance()?;
         }
         self.now = self.now.max(t);
+        self.horizon = self.horizon.max(t);
         if self.now > self.cfg.max_cycles && self.cfg.arch.timing == TimingSemantics::Event {
             return Err(self.limit("cycles", self.cfg.max_cycles));
         }
@@ -1947,21 +1967,14 @@ impl Runtime {
         Ok(())
     }
 
-    fn complete(&mut self, seq: u64) {
+    /// Task `seq`'s core finishes it: the core is free at once; the rest of its completion
+    /// (successors, tensor map, retirement) waits for the runtime's `complete + resolve`
+    /// overheads, or happens now (true) when the model has none.
+    fn end_on_core(&mut self, seq: u64) -> bool {
         self.wait_exec(seq);
         let now = self.now;
-        let si = (seq & self.ring_mask) as usize;
-        let (kernel, core, first, mut e) = {
-            let s = &mut self.ring[si];
-            s.state = State::Done;
-            (
-                s.kernel,
-                s.core,
-                s.first,
-                std::mem::replace(&mut s.succ, NIL),
-            )
-        };
-        let chan = self.chan_after.get(si).copied().unwrap_or(NIL);
+        let s = self.slot(seq);
+        let (kernel, core) = (s.kernel, s.core);
         self.makespan = self.makespan.max(now);
         let ci = self.kernels[kernel as usize].ci;
         let cs = &mut self.classes[ci];
@@ -1972,7 +1985,25 @@ impl Runtime {
             self.dispatch_due = true;
         }
         let oh = self.cfg.arch.overheads;
-        let ready_at = now + oh.complete + oh.resolve;
+        let at = now + oh.complete + oh.resolve;
+        if at == now {
+            self.complete(seq);
+            return true;
+        }
+        self.push_event(at, Ev::Resolve(seq));
+        false
+    }
+
+    /// The runtime has handled task `seq`'s completion: its successors with no other
+    /// predecessor become ready, and it no longer counts as pending.
+    fn complete(&mut self, seq: u64) {
+        let si = (seq & self.ring_mask) as usize;
+        let (first, mut e) = {
+            let s = &mut self.ring[si];
+            s.state = State::Done;
+            (s.first, std::mem::replace(&mut s.succ, NIL))
+        };
+        let chan = self.chan_after.get(si).copied().unwrap_or(NIL);
         let mut freed = 0;
         if e != NIL {
             // The whole list goes onto the free list: only its last edge is rewritten.
@@ -1984,11 +2015,7 @@ impl Runtime {
                 s.preds_left -= 1;
                 if s.preds_left == 0 && s.flags & ISSUED != 0 {
                     let succ = self.seq_of(succ);
-                    if ready_at == now {
-                        self.make_ready(succ);
-                    } else {
-                        self.push_event(ready_at, Ev::Ready(succ));
-                    }
+                    self.make_ready(succ);
                 }
                 if next == NIL {
                     break;
@@ -2079,7 +2106,7 @@ impl Runtime {
     /// Cycles so far: the makespan (event model) or the largest v9 clock.
     pub fn total_cycles(&self) -> u64 {
         match self.cfg.arch.timing {
-            TimingSemantics::Event => self.makespan.max(self.now),
+            TimingSemantics::Event => self.makespan.max(self.horizon),
             TimingSemantics::V9 => {
                 let w = self.v9.total();
                 let p = self.procs.iter().map(|p| p.v9_clock).max().unwrap_or(0);
@@ -2667,7 +2694,7 @@ mod event_tests {
     use super::*;
 
     /// The event queue against a sorted list: random pushes (times at or after the clock,
-    /// `Ready` events in order and out of it) and due pops give events in (time, push order).
+    /// `Resolve` events in order and out of it) and due pops give events in (time, push order).
     #[test]
     fn events_come_out_in_time_then_push_order() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -2684,7 +2711,7 @@ mod event_tests {
             if rand(3) > 0 {
                 let t = now + rand(8);
                 let ev = match rand(3) {
-                    0 => Ev::Ready(step),
+                    0 => Ev::Resolve(step),
                     1 => Ev::Done(step),
                     _ => Ev::Token(step as u32),
                 };

@@ -1268,3 +1268,37 @@ fn limits_stop_a_run_that_never_ends() {
     let rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
     assert!(rt.limit_reached().is_none());
 }
+
+/// A task's successors, and a task submitted after it retired, both start `complete +
+/// resolve` cycles after it ends: the slot is freed only once the runtime has handled the
+/// completion. So a dependent chain takes the same time through any window, and a wider
+/// window never slows independent tasks.
+#[test]
+fn a_larger_window_never_slows_the_run() {
+    let run = |window: u32, chain: bool| {
+        let mut cfg = Config::new(arch("ascend910b")).with_window(window);
+        cfg.execute = false;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let k = rt.register_kernel("k", CoreClass::Vector, noop());
+        let x = rt.add_tensor(4, &[64, 64]).unwrap();
+        for i in 0..40i64 {
+            let row = if chain { 0 } else { i };
+            let a = [arg(x, &[row, 0], &[1, 64], Direction::InOut)];
+            rt.submit(&task(k, &[i], &a, 500)).unwrap();
+        }
+        rt.finish().unwrap().total_cycles
+    };
+    let oh = arch("ascend910b").overheads;
+    let one = run(1, true);
+    assert!(one >= 40 * (500 + oh.complete + oh.resolve), "{one}");
+    for w in [2, 3, 8, 1024] {
+        assert_eq!(run(w, true), one, "window {w}");
+    }
+    let mut last = run(1, false);
+    for w in [2, 3, 8, 16, 64, 1024] {
+        let c = run(w, false);
+        assert!(c <= last, "window {w}: {c} after {last}");
+        last = c;
+    }
+    assert!(last < one / 10, "{last} vs {one}");
+}

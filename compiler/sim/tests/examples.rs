@@ -92,7 +92,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("validated_matmul", 263),
     ("tensor_data_add", 872),
     ("tensor_data_square", 732),
-    ("moe_routing", 846),
+    ("moe_routing", 1476),
     ("varlen_attention", 2154),
     ("flash_attention", 10412),
     ("llama_layer", 76036),
@@ -105,11 +105,12 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("lightning_indexer", 940),
     ("llama", 4307),
     ("softmax", 9951),
-    ("csp_pipeline", 4718),
+    ("csp_pipeline", 6762),
 ];
 
 #[test]
 fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
+    let mut wrong = Vec::new();
     for e in &manifest() {
         let a = run(e, "ascend910b", false);
         assert_passed(e, &a);
@@ -130,12 +131,14 @@ fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
                 )
             })
             .1;
-        assert_eq!(
-            a.stats.total_cycles, want,
-            "{}: ascend910b total_cycles",
-            e.name
-        );
+        if a.stats.total_cycles != want {
+            wrong.push(format!(
+                "{}: {} (recorded {want})",
+                e.name, a.stats.total_cycles
+            ));
+        }
     }
+    assert!(wrong.is_empty(), "ascend910b total_cycles: {wrong:?}");
 }
 
 /// The JIT and the reference interpreter give bit-identical outputs on every example, and

@@ -2646,16 +2646,33 @@ impl Runtime {
         let (reason, m) = match full {
             Some(c) => {
                 let ch = &self.channels[c as usize];
-                (
-                    StallReason::ChannelFullWait,
+                // The runtime sees one stuck state, not the tokens still to come: it can say
+                // the depth is too small, not by how much (the CLI adds the static count).
+                let waiting: Vec<String> = self
+                    .procs
+                    .iter()
+                    .filter_map(|p| match p.status {
+                        PStatus::Recv(r) => Some(format!(
+                            "`{}` on `{}`",
+                            p.name, self.channels[r as usize].name
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                let (fill, depth) = (ch.queue.len(), ch.depth);
+                let m = if waiting.is_empty() {
                     format!(
-                        "channel `{}` is full ({}/{}) while its consumers wait elsewhere: raise its depth to at least {}, or receive from it before waiting on another channel",
+                        "channel `{}` is full ({fill}/{depth}) and no process is left to receive from it (the others have finished or wait to send): consume it in a process that is still running, or raise its depth above {depth} to hold every token sent on it",
+                        ch.name
+                    )
+                } else {
+                    format!(
+                        "channel `{}` is full ({fill}/{depth}) while the processes that could receive from it wait on other channels ({}): raise its depth above {depth} (the tokens still to come decide how far), or receive from it before waiting on another channel",
                         ch.name,
-                        ch.queue.len(),
-                        ch.depth,
-                        ch.depth + 1
-                    ),
-                )
+                        waiting.join(", ")
+                    )
+                };
+                (StallReason::ChannelFullWait, m)
             }
             None => {
                 let names: Vec<String> = self

@@ -223,6 +223,13 @@ pub fn main(a: Args) -> ExitCode {
                 ),
                 None => eprintln!("{e}"),
             }
+            // After a deadlock: the static analysis of the same pipeline, with the params
+            // bound to this run's values, names the smallest depths that complete, which the
+            // runtime (seeing one stuck state) cannot.
+            let (static_help, bound_text) = match &e {
+                SimError::Deadlock(..) => deadlock_static_help(&ws, root, &program, &opts.set),
+                _ => (Vec::new(), String::new()),
+            };
             if a.stats.is_some() {
                 // `--stats json`: the error (with a deadlock's structured report) instead of
                 // the statistics.
@@ -237,6 +244,12 @@ pub fn main(a: Args) -> ExitCode {
                 if let SimError::Deadlock(_, Some(report)) = &e {
                     err["deadlock"] = serde_json::json!(report);
                 }
+                if !static_help.is_empty() {
+                    err["static_analysis"] = serde_json::json!(static_help
+                        .iter()
+                        .map(|h| format!("W0504{bound_text}: {h}"))
+                        .collect::<Vec<_>>());
+                }
                 println!(
                     "{}",
                     serde_json::json!({"arch": opts.arch.name, "error": err})
@@ -250,12 +263,8 @@ pub fn main(a: Args) -> ExitCode {
                 );
             }
             if let SimError::Deadlock(..) = e {
-                // The static analysis of the same pipeline names the smallest depths that
-                // complete, which the runtime (seeing one stuck state) cannot.
-                for d in ws.check(root).iter().filter(|d| d.code == "W0504") {
-                    if let Some(h) = &d.help {
-                        eprintln!("  static analysis (W0504, `wsp check`): {h}");
-                    }
+                for h in &static_help {
+                    eprintln!("  static analysis{bound_text} (W0504): {h}");
                 }
             }
             return match e {
@@ -589,4 +598,40 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
         "notes": run.notes,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// The help of the static deadlock analysis (W0504) for `root`'s pipelines with its params
+/// bound to a run's values (defaults, then `--set`), and how those values read (" with n = 8").
+fn deadlock_static_help(
+    ws: &wsp_core::Workspace,
+    root: &str,
+    program: &wsp_ir::Program,
+    set: &[(String, String)],
+) -> (Vec<String>, String) {
+    let mut bound = std::collections::BTreeMap::new();
+    if let Ok(vals) = wsp_ir::data::resolve_params(program, set) {
+        for (p, v) in program.params.iter().zip(vals) {
+            let v = match v {
+                wsp_ir::ScalarValue::Int(i) => Some(i),
+                wsp_ir::ScalarValue::UInt(u) => i64::try_from(u).ok(),
+                _ => None,
+            };
+            if let Some(v) = v {
+                bound.insert(p.name.clone(), v);
+            }
+        }
+    }
+    let help: Vec<String> = ws
+        .pipeline_tokens_bound(root, &bound)
+        .into_iter()
+        .filter(|d| d.code == "W0504")
+        .filter_map(|d| d.help)
+        .collect();
+    let text = if bound.is_empty() {
+        String::new()
+    } else {
+        let vals: Vec<String> = bound.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        format!(" with {}", vals.join(", "))
+    };
+    (help, text)
 }

@@ -107,7 +107,7 @@ fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
             // The runtime's report carries the static mitigation too.
             let help = d.help.as_deref().unwrap_or_default();
             assert!(
-                report.contains(&format!("static analysis (W0504, `wsp check`): {help}")),
+                report.contains(&format!(" (W0504): {help}")),
                 "{name}: the deadlock report lacks the static depths:\n{report}"
             );
             if d.fixes.is_empty() {
@@ -329,4 +329,75 @@ fn generated_pipeline_verdicts_agree_with_the_runtime() {
     eprintln!("generated pipelines: {safe} complete, {dead} deadlock");
     // The generator reaches both verdicts.
     assert!(safe >= 10 && dead >= 10, "safe {safe}, deadlocking {dead}");
+}
+
+/// A pipeline over a `DenseDyn(n)` axis is not decided by `wsp check` (W0505), but after a
+/// deadlock `wsp run` redoes the count with the run's value of `n`: the report (text and
+/// JSON) names the depth that run needs, which the runtime's own stuck state cannot, and
+/// that depth completes.
+#[test]
+fn a_run_deadlock_gets_the_static_depths_for_its_param_values() {
+    let prog = |depth: u32| {
+        format!(
+            "param n: u32 = 8\n\
+             axis tiles = DenseDyn(n)\n\
+             input X: f32[16, 4] = random(seed: 1)\n\
+             output Y: f32[16, 4]\n\
+             output Z: f32[16, 4]\n\
+             kernel cp(src: in f32[4], dst: out f32[4]) {{ dst = src }}\n\
+             channel a: Channel[depth: {depth}]\n\
+             channel b: Channel[depth: 2]\n\
+             process prod produces a, b {{\n\
+             \x20   for i in P.seq(tiles) {{ send a, cp[i](src: X[i], dst: Y[i]) }}\n\
+             \x20   for i in P.seq(tiles) {{ send b, cp[i](src: X[i], dst: Z[i]) }}\n\
+             }}\n\
+             process cons consumes a, b {{\n\
+             \x20   consume b as i {{ cp[i](src: Y[i], dst: Z[i]) }}\n\
+             \x20   consume a as i {{ cp[i](src: Y[i], dst: Y[i]) }}\n\
+             }}\n\
+             workload w = connect(prod, cons)\n"
+        )
+    };
+    let text = prog(2);
+    assert_eq!(static_verdict(&text).0, Verdict::Undecided);
+    let dir = scratch();
+    let file = dir.join("dyn_depths.wsp");
+    std::fs::write(&file, &text).expect("write");
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_wsp"))
+            .arg("run")
+            .arg(&file)
+            .args(["-q", "--timing-only"])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run wsp");
+        assert_eq!(out.status.code(), Some(3));
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (err, _) = run(&[]);
+    assert!(
+        err.contains("static analysis with n = 8 (W0504): the smallest depths that complete: `a` depth 8 (now 2)"),
+        "{err}"
+    );
+    assert!(err.contains("raise its depth above 2"), "{err}");
+    let (err, _) = run(&["--set", "n=5"]);
+    assert!(
+        err.contains("with n = 5 (W0504)") && err.contains("`a` depth 5"),
+        "{err}"
+    );
+    let (_, json) = run(&["--stats", "json"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
+    let s = v["error"]["static_analysis"][0]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        s.contains("W0504 with n = 8") && s.contains("`a` depth 8"),
+        "{v}"
+    );
+    // The depth it names completes.
+    assert!(!runtime_deadlocks(&prog(8), "dyn_depths8", None));
 }

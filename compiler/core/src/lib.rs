@@ -196,6 +196,20 @@ impl Workspace {
         check_file(&self.db, file)
     }
 
+    /// The static deadlock analysis of the file's pipelines with its params bound to a run's
+    /// values (see [`tokens::pipeline_tokens_bound`]): W0504 when a pipeline deadlocks,
+    /// with the smallest channel depths that complete in its help.
+    pub fn pipeline_tokens_bound(
+        &self,
+        path: &str,
+        params: &std::collections::BTreeMap<String, i64>,
+    ) -> Vec<Diagnostic> {
+        match self.file(path) {
+            Some(f) => tokens::pipeline_tokens_bound(&self.db, f, params),
+            None => Vec::new(),
+        }
+    }
+
     /// The text of a loaded file or std module, for rendering.
     pub fn text(&self, file: &FileName) -> Option<Arc<str>> {
         self.file(file.as_str()).map(|f| f.text(&self.db).clone())

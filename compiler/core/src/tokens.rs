@@ -447,9 +447,27 @@ fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) ->
 /// Static deadlock diagnostics of one file's `connect` workloads (absolute spans).
 #[salsa::tracked(returns(ref))]
 pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
+    tokens_with(db, file, crate::db::const_values(db, file))
+}
+
+/// The same analysis with the values a run gives the file's params (`wsp run` after a
+/// deadlock): a `DenseDyn(n)` axis or a `replicate(p, n)` count whose size folds with them is
+/// then a constant, so a pipeline undecided by `wsp check` may be decided for that run.
+pub fn pipeline_tokens_bound(
+    db: &dyn Db,
+    file: File,
+    params: &BTreeMap<String, i64>,
+) -> Vec<Diagnostic> {
+    let mut consts = crate::db::const_values(db, file).clone();
+    for (k, v) in params {
+        consts.insert(k.clone(), *v);
+    }
+    tokens_with(db, file, &consts)
+}
+
+fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<Diagnostic> {
     let parse = parse_file(db, file);
     let fname = FileName::new(file.path(db).as_str());
-    let consts = crate::db::const_values(db, file);
     let mut axes: BTreeMap<String, Result<u64, String>> = BTreeMap::new();
     let mut chan_idx: BTreeMap<String, usize> = BTreeMap::new();
     let mut chans: Vec<Chan> = Vec::new();
@@ -467,15 +485,24 @@ pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             format!("the size of axis `{}` is not a constant", a.name.name)
                         })
                     }
-                    ExprKind::Call { callee, .. } => {
+                    ExprKind::Call { callee, args, .. } => {
                         let k = match &callee.kind {
                             ExprKind::Name(n) => n.name.clone(),
                             _ => String::new(),
                         };
-                        Err(format!(
-                            "axis `{}` is {k}: its length is known only at run time",
-                            a.name.name
-                        ))
+                        // `DenseDyn(n)` whose size folds (a literal, or a param the run bound).
+                        let size = match args.as_slice() {
+                            [a] if k == "DenseDyn" && a.name.is_none() => {
+                                const_int(&a.value, consts)
+                            }
+                            _ => None,
+                        };
+                        size.ok_or_else(|| {
+                            format!(
+                                "axis `{}` is {k}: its length is known only at run time",
+                                a.name.name
+                            )
+                        })
                     }
                     _ => Err(format!("the size of axis `{}` is not static", a.name.name)),
                 };

@@ -81,11 +81,14 @@ fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
 fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
     let code = e.code();
     let kernel = matches!(e, SimError::Kernel { .. });
+    let setup = matches!(e, SimError::Setup { .. });
     let label = Label::new(
         FileName::new(at.file.as_str()),
         Span::new(at.start, at.end.max(at.start)),
         if kernel {
             "this kernel failed"
+        } else if setup {
+            "this tensor's data"
         } else {
             "in this task"
         },
@@ -94,6 +97,11 @@ fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
         format!(
             "the kernel's body failed on the tiles of the task named above; `wsp explain {code}` \
              lists the causes"
+        )
+    } else if setup {
+        format!(
+            "a tensor's shape and initialiser are checked before anything runs; `wsp explain \
+             {code}` lists the causes"
         )
     } else {
         format!(
@@ -211,9 +219,9 @@ pub fn main(a: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             let place = match &e {
-                SimError::Exec { at: Some(at), .. } | SimError::Kernel { at: Some(at), .. } => {
-                    Some(at)
-                }
+                SimError::Exec { at: Some(at), .. }
+                | SimError::Kernel { at: Some(at), .. }
+                | SimError::Setup { at: Some(at), .. } => Some(at),
                 _ => None,
             };
             match place {

@@ -724,3 +724,36 @@ schedule main = w{target}
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("bad.toml"), "{}", text(&o.stderr));
 }
+
+/// A tensor whose data cannot be made (a missing `.npy`, a shape a param makes impossible)
+/// is reported at its declaration, in text and in `--stats json`, before anything runs
+/// (exit 2); data given with `--input` is not the source's, so it gets no source location.
+#[test]
+fn bad_tensor_data_points_at_the_declaration() {
+    let d = program(
+        "baddata",
+        "param n: i32 = 4\n\
+         input X: f32[4, 4] = load(\"nothere.npy\")\n\
+         output Y: f32[4, 4]\n\
+         kernel k(a: in f32[4, 4], b: out f32[4, 4]) { b = a }\n\
+         workload w { k[0](a: X, b: Y) }\n",
+    );
+    let o = wsp(&d, &["run", "p.wsp"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("E0806") && err.contains("p.wsp:2:22"), "{err}");
+    assert!(err.contains("this tensor's data"), "{err}");
+    let o = wsp(&d, &["run", "p.wsp", "--timing-only", "--stats", "json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(j["error"]["code"], "E0806");
+    assert_eq!(j["error"]["location"]["line"], 2);
+    assert_eq!(j["error"]["location"]["column"], 22);
+    let o = wsp(&d, &["run", "p.wsp", "--input", "X=missing.npy"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("missing.npy") && !err.contains("p.wsp:"),
+        "{err}"
+    );
+}

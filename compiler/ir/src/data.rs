@@ -14,6 +14,19 @@ use std::path::{Path, PathBuf};
 pub struct DataError {
     pub code: &'static str,
     pub message: String,
+    /// The tensor declaration whose data or shape is wrong, when the error is about one (not
+    /// for data given with `--input`, which the source does not name).
+    pub at: Option<crate::workload::SrcSpan>,
+}
+
+impl DataError {
+    /// The error, located at `decl` unless it has a location already.
+    fn at_decl(mut self, decl: &TensorDecl) -> DataError {
+        if self.at.is_none() {
+            self.at.clone_from(&decl.at);
+        }
+        self
+    }
 }
 
 impl fmt::Display for DataError {
@@ -29,6 +42,7 @@ impl From<npy::NpyError> for DataError {
         DataError {
             code: e.code,
             message: format!("{}: {}", e.path.display(), e.message),
+            at: None,
         }
     }
 }
@@ -37,6 +51,7 @@ fn derr(code: &'static str, message: impl Into<String>) -> DataError {
     DataError {
         code,
         message: message.into(),
+        at: None,
     }
 }
 
@@ -323,11 +338,12 @@ pub fn declare_tensors(
         .tensors
         .iter()
         .map(|decl| {
-            let shape = tensor_shape(decl, params)?;
-            match source(decl, inputs)? {
+            let shape = tensor_shape(decl, params).map_err(|e| e.at_decl(decl))?;
+            match source(decl, inputs).map_err(|e| e.at_decl(decl))? {
                 Source::Input(path) => npy::check_npy_as(path, decl.dtype, &shape)?,
                 Source::Init(Init::Load { path }) => {
-                    npy::check_npy_as(&base_dir.join(path), decl.dtype, &shape)?
+                    npy::check_npy_as(&base_dir.join(path), decl.dtype, &shape)
+                        .map_err(|e| DataError::from(e).at_decl(decl))?
                 }
                 Source::Init(_) | Source::Zeros => {}
             }
@@ -352,12 +368,14 @@ pub fn materialise_tensor(
     let Some(decl) = program.tensors.get(index) else {
         return Err(derr("E0808", format!("no tensor #{index}")));
     };
-    let shape = tensor_shape(decl, params)?;
-    check_host(decl, &shape)?;
+    let shape = tensor_shape(decl, params).map_err(|e| e.at_decl(decl))?;
+    check_host(decl, &shape).map_err(|e| e.at_decl(decl))?;
     let what = format!("tensor `{}`", decl.name);
-    Ok(match source(decl, inputs)? {
+    Ok(match source(decl, inputs).map_err(|e| e.at_decl(decl))? {
         Source::Input(path) => npy::read_npy_as(path, decl.dtype, &shape)?,
-        Source::Init(init) => materialise(init, &what, decl.dtype, &shape, base_dir)?,
+        Source::Init(init) => {
+            materialise(init, &what, decl.dtype, &shape, base_dir).map_err(|e| e.at_decl(decl))?
+        }
         Source::Zeros => HostTensor::zeros(decl.dtype, shape),
     })
 }
@@ -640,6 +658,7 @@ mod tests {
                     ScalarValue::Int(3),
                 ],
             }),
+            at: None,
         });
         p.tensors.push(TensorDecl {
             name: "X".into(),
@@ -647,6 +666,7 @@ mod tests {
             dtype: DType::F16,
             shape: vec![Affine::constant(2), Affine::constant(2)],
             init: Some(Init::Random { seed: 5 }),
+            at: None,
         });
         p.tensors.push(TensorDecl {
             name: "Y".into(),
@@ -654,6 +674,7 @@ mod tests {
             dtype: DType::F32,
             shape: vec![Affine::constant(2)],
             init: None,
+            at: None,
         });
         p
     }

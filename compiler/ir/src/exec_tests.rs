@@ -51,6 +51,7 @@ fn tensor(
         dtype,
         shape: shape.iter().map(|d| Affine::constant(*d)).collect(),
         init,
+        at: None,
     });
     TensorId(p.tensors.len() as u32 - 1)
 }

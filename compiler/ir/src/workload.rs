@@ -298,6 +298,9 @@ pub struct TensorDecl {
     /// supplied by the caller (`--input`).
     #[serde(default)]
     pub init: Option<Init>,
+    /// The declaration's initialiser (else its name) in the source, for errors about its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<SrcSpan>,
 }
 
 /// A tensor initialiser.

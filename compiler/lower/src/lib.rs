@@ -516,6 +516,7 @@ impl Lowerer {
             dtype: dt,
             shape,
             init,
+            at: Some(self.src_span(t.init.as_ref().map_or(t.name.span, |e| e.span))),
         });
         self.tensors.insert(t.name.name.clone(), id);
         Ok(())

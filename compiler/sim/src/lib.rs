@@ -95,8 +95,13 @@ impl Options {
 /// A failed run. `code` is the diagnostic code (E08xx) where there is one.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SimError {
-    /// Bad data, params, schedule or arguments: nothing ran.
-    Setup { code: &'static str, message: String },
+    /// Bad data, params, schedule or arguments: nothing ran. `at` is the tensor declaration
+    /// whose data or shape is wrong, when the error is about one.
+    Setup {
+        code: &'static str,
+        message: String,
+        at: Option<SrcSpan>,
+    },
     /// A task, view or kernel failed during the run; `at` is the task call, when known.
     Exec {
         code: &'static str,
@@ -136,7 +141,7 @@ impl SimError {
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SimError::Setup { code, message } | SimError::Exec { code, message, .. } => {
+            SimError::Setup { code, message, .. } | SimError::Exec { code, message, .. } => {
                 write!(f, "error[{code}]: {message}")
             }
             SimError::Kernel { message, .. } => write!(f, "error[E0810]: {message}"),
@@ -151,6 +156,7 @@ fn setup(message: impl Into<String>) -> SimError {
     SimError::Setup {
         code: "E0807",
         message: message.into(),
+        at: None,
     }
 }
 
@@ -159,6 +165,7 @@ fn schedule_error(message: impl Into<String>) -> SimError {
     SimError::Setup {
         code: "E0814",
         message: message.into(),
+        at: None,
     }
 }
 
@@ -1167,6 +1174,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     let data_err = |e: data::DataError| SimError::Setup {
         code: e.code,
         message: e.message,
+        at: e.at,
     };
     let params = data::resolve_params(program, &opts.set).map_err(data_err)?;
     // A timing-only run computes no results: its tensors are declared (shapes, checked

@@ -35,6 +35,7 @@ fn tensor(p: &mut Program, name: &str, kind: TensorKind, n: i64, init: Option<In
         dtype: F32,
         shape: vec![Affine::constant(n), Affine::constant(i64::from(COLS))],
         init,
+        at: None,
     });
     TensorId(p.tensors.len() as u32 - 1)
 }

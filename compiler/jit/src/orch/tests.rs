@@ -82,6 +82,7 @@ fn f32_tensor(p: &mut Program, name: &str, rows: i64) -> TensorId {
         dtype: DType::F32,
         shape: vec![Affine::constant(rows), Affine::constant(i64::from(COLS))],
         init: None,
+        at: None,
     });
     TensorId(p.tensors.len() as u32 - 1)
 }
@@ -93,6 +94,7 @@ fn i64_tensor(p: &mut Program, name: &str, values: &[i64]) -> TensorId {
         dtype: DType::I64,
         shape: vec![Affine::constant(values.len() as i64)],
         init: None,
+        at: None,
     });
     TensorId(p.tensors.len() as u32 - 1)
 }

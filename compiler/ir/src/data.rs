@@ -55,6 +55,11 @@ fn derr(code: &'static str, message: impl Into<String>) -> DataError {
     }
 }
 
+/// An error about tensor `decl` itself (its shape or source), located at its declaration.
+fn decl_err(decl: &TensorDecl, code: &'static str, message: impl Into<String>) -> DataError {
+    derr(code, message).at_decl(decl)
+}
+
 /// Parses a `--set NAME=value` text for a param of `dtype`.
 pub fn parse_param_value(name: &str, dtype: DType, text: &str) -> Result<ScalarValue, DataError> {
     let t = text.trim();
@@ -146,9 +151,10 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
         .iter()
         .map(|a| {
             let v = eval_param_affine(a, params)
-                .map_err(|m| derr("E0808", format!("tensor `{}`: {m}", decl.name)))?;
+                .map_err(|m| decl_err(decl, "E0808", format!("tensor `{}`: {m}", decl.name)))?;
             usize::try_from(v).map_err(|_| {
-                derr(
+                decl_err(
+                    decl,
                     "E0808",
                     format!("tensor `{}` has a negative dimension ({v})", decl.name),
                 )
@@ -160,7 +166,8 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
         .try_fold(1usize, |a, d| a.checked_mul(*d))
         .is_none()
     {
-        return Err(derr(
+        return Err(decl_err(
+            decl,
             "E0808",
             format!(
                 "tensor `{}` of shape {shape:?} has more elements than a 64-bit count holds",
@@ -176,7 +183,8 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
 fn check_host(decl: &TensorDecl, shape: &[usize]) -> Result<(), DataError> {
     let n: usize = shape.iter().product();
     if n > MAX_ELEMENTS {
-        return Err(derr(
+        return Err(decl_err(
+            decl,
             "E0808",
             format!(
                 "tensor `{}` of shape {shape:?} has more than {MAX_ELEMENTS} elements, the limit of host tensors",
@@ -188,6 +196,7 @@ fn check_host(decl: &TensorDecl, shape: &[usize]) -> Result<(), DataError> {
         &format!("tensor `{}`", decl.name),
         Data::host_bytes(decl.dtype, n),
     )
+    .map_err(|e| e.at_decl(decl))
 }
 
 /// E0808 unless `bytes` can be allocated now: a tensor larger than the memory the process may
@@ -311,7 +320,8 @@ fn source<'a>(
     }
     match &decl.init {
         Some(init) => Ok(Source::Init(init)),
-        None if decl.kind == TensorKind::Input => Err(derr(
+        None if decl.kind == TensorKind::Input => Err(decl_err(
+            decl,
             "E0807",
             format!(
                 "input `{}` has no data: give it an initialiser or pass --input {}=path.npy",
@@ -338,8 +348,8 @@ pub fn declare_tensors(
         .tensors
         .iter()
         .map(|decl| {
-            let shape = tensor_shape(decl, params).map_err(|e| e.at_decl(decl))?;
-            match source(decl, inputs).map_err(|e| e.at_decl(decl))? {
+            let shape = tensor_shape(decl, params)?;
+            match source(decl, inputs)? {
                 Source::Input(path) => npy::check_npy_as(path, decl.dtype, &shape)?,
                 Source::Init(Init::Load { path }) => {
                     npy::check_npy_as(&base_dir.join(path), decl.dtype, &shape)
@@ -368,10 +378,10 @@ pub fn materialise_tensor(
     let Some(decl) = program.tensors.get(index) else {
         return Err(derr("E0808", format!("no tensor #{index}")));
     };
-    let shape = tensor_shape(decl, params).map_err(|e| e.at_decl(decl))?;
-    check_host(decl, &shape).map_err(|e| e.at_decl(decl))?;
+    let shape = tensor_shape(decl, params)?;
+    check_host(decl, &shape)?;
     let what = format!("tensor `{}`", decl.name);
-    Ok(match source(decl, inputs).map_err(|e| e.at_decl(decl))? {
+    Ok(match source(decl, inputs)? {
         Source::Input(path) => npy::read_npy_as(path, decl.dtype, &shape)?,
         Source::Init(init) => {
             materialise(init, &what, decl.dtype, &shape, base_dir).map_err(|e| e.at_decl(decl))?

@@ -12,6 +12,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use wsp_runtime::*;
 
+#[path = "support/floor.rs"]
+mod floor;
+
 struct Counting;
 static CUR: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
@@ -41,21 +44,58 @@ fn noop() -> Arc<dyn Kernel> {
     Arc::new(|_: &RawTask| -> Result<(), String> { Ok(()) })
 }
 
+/// Where the LLaMA pattern goes: the runtime through the submit API, or the floor engine.
+trait Sink {
+    fn tensor(&mut self, rows: i64, cols: i64) -> TensorId;
+    fn task(&mut self, cube: bool, coords: &[i64], args: &[Arg]);
+}
+
+struct Engine {
+    rt: Runtime,
+    vector: KernelId,
+    cube: KernelId,
+}
+
+impl Sink for Engine {
+    fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        self.rt.add_tensor(2, &[rows, cols]).expect("tensor")
+    }
+    #[inline(always)]
+    fn task(&mut self, cube: bool, coords: &[i64], args: &[Arg]) {
+        self.rt
+            .submit(&TaskDesc {
+                kernel: if cube { self.cube } else { self.vector },
+                coords,
+                args,
+                scalars: &[],
+                cycles: if cube { 520 } else { 150 },
+                key: coords[0],
+                priority: 0,
+                stream: 0,
+            })
+            .expect("submit");
+    }
+}
+
+impl Sink for floor::Floor {
+    fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        floor::Floor::tensor(self, rows, cols)
+    }
+    #[inline(always)]
+    fn task(&mut self, cube: bool, _coords: &[i64], args: &[Arg]) {
+        self.submit(cube, args, if cube { 520 } else { 150 });
+    }
+}
+
 /// The LLaMA-7B layer orchestration pattern for `tokens`: 16T + 3T² tasks, T = tokens / 64.
-fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
-    let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(window);
-    cfg.execute = false;
-    let mut rt = Runtime::new(cfg).expect("runtime");
+fn llama_pattern(tokens: i64, sink: &mut impl Sink) -> u64 {
     let t = tokens / 64;
-    let vk = rt.register_kernel("vec", CoreClass::Vector, noop());
-    let ck = rt.register_kernel("cube", CoreClass::Cube, noop());
-    let mut ten = |rows: i64, cols: i64| rt.add_tensor(2, &[rows, cols]).expect("tensor");
     let s = tokens;
-    let [x, xn, q, k, v, o, a, h, hn, g, u, sw, d, y] = [(); 14].map(|_| ten(s, 128));
-    let sc = ten(s, 64);
-    let p = ten(s, 64);
-    let ml = ten(s, 2);
-    let [wq, wk, wv, wo, wg, wu, wd] = [(); 7].map(|_| ten(128, 128));
+    let [x, xn, q, k, v, o, a, h, hn, g, u, sw, d, y] = [(); 14].map(|_| sink.tensor(s, 128));
+    let sc = sink.tensor(s, 64);
+    let p = sink.tensor(s, 64);
+    let ml = sink.tensor(s, 2);
+    let [wq, wk, wv, wo, wg, wu, wd] = [(); 7].map(|_| sink.tensor(128, 128));
     let tile = |tt: TensorId, i: i64, dir: Direction| Arg {
         region: Region::dense(tt, &[i * 64, 0], &[64, 128]).expect("region"),
         dir,
@@ -70,56 +110,28 @@ fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
     };
     use Direction::*;
     let mut n = 0u64;
-    let mut sub = |rt: &mut Runtime, kern: KernelId, c: &[i64], args: &[Arg]| {
-        let cycles = if kern == ck { 520 } else { 150 };
-        rt.submit(&TaskDesc {
-            kernel: kern,
-            coords: c,
-            args,
-            scalars: &[],
-            cycles,
-            key: c[0],
-            priority: 0,
-            stream: 0,
-        })
-        .expect("submit");
+    let mut sub = |cube: bool, c: &[i64], args: &[Arg]| {
+        sink.task(cube, c, args);
         n += 1;
     };
     for i in 0..t {
-        sub(&mut rt, vk, &[i], &[tile(x, i, In), tile(xn, i, Out)]);
-        sub(
-            &mut rt,
-            ck,
-            &[i],
-            &[tile(xn, i, In), w(wq), tile(q, i, Out)],
-        );
-        sub(
-            &mut rt,
-            ck,
-            &[i],
-            &[tile(xn, i, In), w(wk), tile(k, i, Out)],
-        );
-        sub(
-            &mut rt,
-            ck,
-            &[i],
-            &[tile(xn, i, In), w(wv), tile(v, i, Out)],
-        );
-        sub(&mut rt, vk, &[i], &[tile(q, i, InOut)]);
-        sub(&mut rt, vk, &[i], &[tile(k, i, InOut)]);
+        sub(false, &[i], &[tile(x, i, In), tile(xn, i, Out)]);
+        sub(true, &[i], &[tile(xn, i, In), w(wq), tile(q, i, Out)]);
+        sub(true, &[i], &[tile(xn, i, In), w(wk), tile(k, i, Out)]);
+        sub(true, &[i], &[tile(xn, i, In), w(wv), tile(v, i, Out)]);
+        sub(false, &[i], &[tile(q, i, InOut)]);
+        sub(false, &[i], &[tile(k, i, InOut)]);
     }
     for i in 0..t {
-        sub(&mut rt, vk, &[i], &[tile(o, i, Out), part(ml, i, 2, Out)]);
+        sub(false, &[i], &[tile(o, i, Out), part(ml, i, 2, Out)]);
         for j in 0..t {
             sub(
-                &mut rt,
-                ck,
+                true,
                 &[i, j],
                 &[tile(q, i, In), tile(k, j, In), part(sc, i, 64, Out)],
             );
             sub(
-                &mut rt,
-                vk,
+                false,
                 &[i, j],
                 &[
                     part(sc, i, 64, In),
@@ -128,57 +140,58 @@ fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
                 ],
             );
             sub(
-                &mut rt,
-                ck,
+                true,
                 &[i, j],
                 &[part(p, i, 64, In), tile(v, j, In), tile(o, i, InOut)],
             );
         }
-        sub(&mut rt, vk, &[i], &[tile(o, i, InOut), part(ml, i, 2, In)]);
+        sub(false, &[i], &[tile(o, i, InOut), part(ml, i, 2, In)]);
     }
     for i in 0..t {
-        sub(&mut rt, ck, &[i], &[tile(o, i, In), w(wo), tile(a, i, Out)]);
+        sub(true, &[i], &[tile(o, i, In), w(wo), tile(a, i, Out)]);
         sub(
-            &mut rt,
-            vk,
+            false,
             &[i],
             &[tile(a, i, In), tile(x, i, In), tile(h, i, Out)],
         );
-        sub(&mut rt, vk, &[i], &[tile(h, i, In), tile(hn, i, Out)]);
+        sub(false, &[i], &[tile(h, i, In), tile(hn, i, Out)]);
+        sub(true, &[i], &[tile(hn, i, In), w(wg), tile(g, i, Out)]);
+        sub(true, &[i], &[tile(hn, i, In), w(wu), tile(u, i, Out)]);
         sub(
-            &mut rt,
-            ck,
-            &[i],
-            &[tile(hn, i, In), w(wg), tile(g, i, Out)],
-        );
-        sub(
-            &mut rt,
-            ck,
-            &[i],
-            &[tile(hn, i, In), w(wu), tile(u, i, Out)],
-        );
-        sub(
-            &mut rt,
-            vk,
+            false,
             &[i],
             &[tile(g, i, In), tile(u, i, In), tile(sw, i, Out)],
         );
+        sub(true, &[i], &[tile(sw, i, In), w(wd), tile(d, i, Out)]);
         sub(
-            &mut rt,
-            ck,
-            &[i],
-            &[tile(sw, i, In), w(wd), tile(d, i, Out)],
-        );
-        sub(
-            &mut rt,
-            vk,
+            false,
             &[i],
             &[tile(d, i, In), tile(h, i, In), tile(y, i, Out)],
         );
     }
     assert_eq!(n as i64, 16 * t + 3 * t * t);
-    rt.finish().expect("finish");
-    (n, rt)
+    n
+}
+
+/// The LLaMA pattern through the runtime (timing only); returns the tasks and the runtime.
+fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
+    let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(window);
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).expect("runtime");
+    let vector = rt.register_kernel("vec", CoreClass::Vector, noop());
+    let cube = rt.register_kernel("cube", CoreClass::Cube, noop());
+    let mut e = Engine { rt, vector, cube };
+    let n = llama_pattern(tokens, &mut e);
+    e.rt.finish().expect("finish");
+    (n, e.rt)
+}
+
+/// The LLaMA pattern through the floor engine: the tasks, `total_cycles` and edges.
+fn llama_floor(tokens: i64, window: u32) -> (u64, u64, u64) {
+    let mut f = floor::Floor::new(Arch::builtin("ascend910b").expect("model"), window as u64);
+    let n = llama_pattern(tokens, &mut f);
+    f.finish();
+    (n, f.makespan, f.edges_total)
 }
 
 /// Empty-kernel graphs: chain, wide, 2-D wavefront; returns tasks submitted.
@@ -305,6 +318,39 @@ fn memory_report(sizes: &[i64]) {
 
 criterion_group!(benches, bench);
 
+/// `--floor REPS SIZES`: the engine and the floor engine on the LLaMA pattern, alternating, REPS
+/// times per size; checks they agree on `total_cycles` and edges, and prints the median
+/// tasks/ms of each and their ratio (one run, so the ratio is what to compare).
+fn floor_report(reps: usize, sizes: &[i64]) {
+    let rate = |n: u64, t0: Instant| n as f64 / t0.elapsed().as_secs_f64() / 1000.0;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for &tokens in sizes {
+        let (mut engine, mut minimal) = (Vec::new(), Vec::new());
+        for _ in 0..reps.max(1) {
+            let t0 = Instant::now();
+            let (n, rt) = llama_layer(tokens, WINDOW);
+            engine.push(rate(n, t0));
+            let s = rt.stats();
+            let t0 = Instant::now();
+            let (n, cycles, edges) = llama_floor(tokens, WINDOW);
+            minimal.push(rate(n, t0));
+            assert_eq!(
+                (cycles, edges),
+                (s.total_cycles, s.edges),
+                "the floor must model the same run"
+            );
+        }
+        let (e, f) = (median(&mut engine), median(&mut minimal));
+        println!(
+            "llama_layer {tokens} tokens: engine {e:.0} tasks/ms, floor {f:.0} tasks/ms (floor/engine {:.2}); same total_cycles and edges",
+            f / e
+        );
+    }
+}
+
 /// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times and
 /// prints the median time per task (for profiling without criterion's analysis).
 fn empty_report(shape: &str, threads: usize, reps: usize) {
@@ -331,6 +377,15 @@ fn main() {
         let threads = get(2).and_then(|a| a.parse().ok()).unwrap_or(1);
         let reps = get(3).and_then(|a| a.parse().ok()).unwrap_or(101);
         empty_report(shape, threads, reps);
+        return;
+    }
+    if let Some(p) = args.iter().position(|a| a == "--floor") {
+        let reps = args.get(p + 1).and_then(|a| a.parse().ok()).unwrap_or(11);
+        let sizes: Vec<i64> = args[(p + 2).min(args.len())..]
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        floor_report(reps, if sizes.is_empty() { &[16384] } else { &sizes });
         return;
     }
     if let Some(p) = args.iter().position(|a| a == "--memory") {

@@ -1187,6 +1187,16 @@ impl Runtime {
                     r.rank, ten.rank
                 ));
             }
+            let write = a.dir.writes();
+            // One cell of a tiled grid is inside the tensor (the usual tile: no loop).
+            if let Some(acc) = self.tmap.tile_access(r, write) {
+                let b = (r.extents[0] * r.extents[1]) as u64 * ten.elem_size;
+                need += 1;
+                self.accesses.push(acc);
+                i += if a.dir.reads() { b } else { 0 };
+                o += if write { b } else { 0 };
+                continue;
+            }
             // Region fields are public, so a region may not have come from `Region::new`:
             // every dimension is checked here (`Region::elements` is taken in the same loop; a
             // second loop over the rank costs about 40 instructions a task).
@@ -1213,11 +1223,11 @@ impl Runtime {
             }
             // At most the tensor's bytes, which `add_tensor` checked fit a u64.
             let b = elems * ten.elem_size;
-            let acc = self.tmap.access(r, &ten.dims[..ten.rank], a.dir.writes());
+            let acc = self.tmap.access(r, &ten.dims[..ten.rank], write);
             need += TensorMap::entries_for(&acc) as u64;
             self.accesses.push(acc);
             i += if a.dir.reads() { b } else { 0 };
-            o += if a.dir.writes() { b } else { 0 };
+            o += if write { b } else { 0 };
         }
         Ok((need, i, o))
     }

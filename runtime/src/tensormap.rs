@@ -297,13 +297,16 @@ impl TensorMap {
 
     /// The bucket of `r` when it is exactly one cell of a tiled grid (the usual tile): the
     /// cheap case of [`TensorMap::span`] and [`TensorMap::cell`].
+    /// A cell of the grid lies inside the tensor, so a region that is one is in bounds.
     #[inline(always)]
     fn tile(g: &Geo, r: &Region) -> Option<(i64, i64)> {
         if !g.tiled {
             return None;
         }
         let b = [r.offsets[0] >> g.shift[0], r.offsets[1] >> g.shift[1]];
-        let whole = |d: usize| Self::is_bucket(g, r, b[d] << g.shift[d], d);
+        let whole = |d: usize| {
+            (b[d] as u64) < g.nb[d] as u64 && Self::is_bucket(g, r, b[d] << g.shift[d], d)
+        };
         (whole(0) && whole(1)).then_some((b[0], b[1]))
     }
 
@@ -340,24 +343,35 @@ impl TensorMap {
         (pair << 1 | w as u64) as usize
     }
 
-    /// Prepares region argument `r` (`dims`: its tensor's shape; the tensor's grid comes from
-    /// the first region it sees).
+    /// Prepares region argument `r` when it is exactly one cell of its tensor's tiled grid
+    /// (the usual tile), which proves it in bounds: the caller may skip checking it. `r` has
+    /// the tensor's rank.
+    #[inline(always)]
+    pub(crate) fn tile_access(&self, r: &Region, write: bool) -> Option<Access> {
+        let t = r.tensor.0;
+        let g = &self.geo[t as usize];
+        let (b0, b1) = Self::tile(g, r)?;
+        Some(Access {
+            t,
+            slot: self.slot_of(t, b0, b1, false) as u32,
+            cell: ((b0 as u64) << g.b1_bits | b1 as u64) as u32,
+            n: 1,
+            write,
+        })
+    }
+
+    /// Prepares region argument `r`, which is inside its tensor (`dims`: the tensor's shape;
+    /// the tensor's grid comes from the first region it sees).
     #[inline(always)]
     pub(crate) fn access(&mut self, r: &Region, dims: &[i64], write: bool) -> Access {
         let t = r.tensor.0;
         if !self.geo[t as usize].init {
             self.init_grid(r, dims);
         }
-        let g = &self.geo[t as usize];
-        if let Some((b0, b1)) = Self::tile(g, r) {
-            return Access {
-                t,
-                slot: self.slot_of(t, b0, b1, false) as u32,
-                cell: ((b0 as u64) << g.b1_bits | b1 as u64) as u32,
-                n: 1,
-                write,
-            };
+        if let Some(a) = self.tile_access(r, write) {
+            return a;
         }
+        let g = &self.geo[t as usize];
         let q = Self::span(g, r);
         let n = Self::count(&q);
         let cell = if n == 1 {

@@ -426,16 +426,21 @@ fn submit_rejects_bad_regions() {
         (0, 1, 2, i64::MAX, "reaches index 9223372036854775807"),
         (1, i64::MAX, 2, 1, "reaches index 9223372036854775807"),
     ];
-    for (d, o, e, st, msg) in cases {
-        let mut r = good;
-        (r.offsets[d], r.extents[d], r.strides[d]) = (o, e, st);
-        for dir in [Direction::In, Direction::Out] {
-            let a = [Arg { region: r, dir }];
-            let err = rt.submit(&task(k, &[], &a, 1)).unwrap_err();
-            assert!(err.to_string().contains(msg), "{err}");
+    let mut check = |rt: &mut Runtime| {
+        for (d, o, e, st, msg) in cases {
+            let mut r = good;
+            (r.offsets[d], r.extents[d], r.strides[d]) = (o, e, st);
+            for dir in [Direction::In, Direction::Out] {
+                let a = [Arg { region: r, dir }];
+                let err = rt.submit(&task(k, &[], &a, 1)).unwrap_err();
+                assert!(err.to_string().contains(msg), "{err}");
+            }
         }
-    }
-    // A tile of the tensor's grid (the grid comes from the first region seen) past its end.
+    };
+    check(&mut rt);
+    // Again once the tensor has a grid of 4 × 4 tiles (from the first region seen), whose
+    // cells skip the bounds check: `[-4, 0] + [4, 4]` has the shape of a cell before the
+    // first, and these have the shape of cells past the last.
     rt.submit(&task(
         k,
         &[],
@@ -443,14 +448,17 @@ fn submit_rejects_bad_regions() {
         1,
     ))
     .unwrap();
-    let mut r = good;
-    r.offsets = [8, 0, 0, 0, 0, 0, 0, 0];
-    r.extents[0] = 0;
-    let a = [Arg {
-        region: r,
-        dir: Direction::In,
-    }];
-    assert!(rt.submit(&task(k, &[], &a, 1)).is_err());
+    check(&mut rt);
+    for (offsets, extents) in [([8, 0], [0, 4]), ([8, 0], [4, 4]), ([0, 8], [4, 4])] {
+        let mut r = good;
+        r.offsets[..2].copy_from_slice(&offsets);
+        r.extents[..2].copy_from_slice(&extents);
+        let a = [Arg {
+            region: r,
+            dir: Direction::In,
+        }];
+        assert!(rt.submit(&task(k, &[], &a, 1)).is_err(), "{r:?}");
+    }
     assert_eq!(rt.finish().unwrap().tasks, 1);
 }
 

@@ -90,7 +90,10 @@ impl Floor {
     pub fn new(arch: Arch, window: u64) -> Floor {
         let cores = |c: CoreClass| {
             let n = arch.core_count(c) as usize;
-            assert!((1..=64).contains(&n), "the floor models up to 64 cores a class");
+            assert!(
+                (1..=64).contains(&n),
+                "the floor models up to 64 cores a class"
+            );
             u64::MAX >> (64 - n)
         };
         let (vector, cube) = (cores(CoreClass::Vector), cores(CoreClass::Cube));

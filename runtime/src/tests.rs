@@ -426,7 +426,7 @@ fn submit_rejects_bad_regions() {
         (0, 1, 2, i64::MAX, "reaches index 9223372036854775807"),
         (1, i64::MAX, 2, 1, "reaches index 9223372036854775807"),
     ];
-    let mut check = |rt: &mut Runtime| {
+    let check = |rt: &mut Runtime| {
         for (d, o, e, st, msg) in cases {
             let mut r = good;
             (r.offsets[d], r.extents[d], r.strides[d]) = (o, e, st);

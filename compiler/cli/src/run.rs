@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use wsp_diagnostics::render::{render_human, LineIndex};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
+use wsp_ir::exec::Place;
 use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
 use wsp_syntax::Span;
@@ -76,39 +77,38 @@ fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A run-time error as a diagnostic: at the task call it happened in, or (a kernel's own
-/// failure) at the kernel.
+/// A run-time error as a diagnostic: at the task call it happened in, at the axis whose data
+/// is wrong, at the tensor whose data or shape is, or (a kernel's own failure) at the kernel.
 fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
     let code = e.code();
-    let kernel = matches!(e, SimError::Kernel { .. });
-    let setup = matches!(e, SimError::Setup { .. });
+    let (label, help) = match e {
+        SimError::Kernel { .. } => (
+            "this kernel failed",
+            "the kernel's body failed on the tiles of the task named above",
+        ),
+        SimError::Setup { .. } => (
+            "this tensor's data",
+            "a tensor's shape and initialiser are checked before anything runs",
+        ),
+        SimError::Exec {
+            place: Place::Axis, ..
+        } => (
+            "this axis's data",
+            "a Ragged axis's row lengths, a Sparse axis's indptr and indices and a DenseDyn \
+             axis's size are read when a loop reaches them",
+        ),
+        _ => (
+            "in this task",
+            "the task's views, keys and kernel are evaluated when it runs",
+        ),
+    };
     let label = Label::new(
         FileName::new(at.file.as_str()),
         Span::new(at.start, at.end.max(at.start)),
-        if kernel {
-            "this kernel failed"
-        } else if setup {
-            "this tensor's data"
-        } else {
-            "in this task"
-        },
+        label,
     );
-    Diagnostic::new(code, e.message(), label).with_help(if kernel {
-        format!(
-            "the kernel's body failed on the tiles of the task named above; `wsp explain {code}` \
-             lists the causes"
-        )
-    } else if setup {
-        format!(
-            "a tensor's shape and initialiser are checked before anything runs; `wsp explain \
-             {code}` lists the causes"
-        )
-    } else {
-        format!(
-            "the task's views, keys and kernel are evaluated when it runs; `wsp explain \
-             {code}` lists the causes"
-        )
-    })
+    Diagnostic::new(code, e.message(), label)
+        .with_help(format!("{help}; `wsp explain {code}` lists the causes"))
 }
 
 fn usage(m: impl std::fmt::Display) -> ExitCode {

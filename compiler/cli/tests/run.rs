@@ -757,3 +757,75 @@ fn bad_tensor_data_points_at_the_declaration() {
         "{err}"
     );
 }
+
+#[test]
+fn bad_axis_data_points_at_the_axis() {
+    // (name, program, the axis's line and column, words of the message): a negative Ragged
+    // row length, a decreasing Sparse indptr, a Sparse column outside its indices, a negative
+    // DenseDyn size. Each is found when a loop reaches the axis, by either engine.
+    let head = "input X: f32[3, 4, 16] = random(seed: 1)\n\
+                output Y: f32[3, 4, 16]\n\
+                kernel cp(src: in f32[16], dst: out f32[16]) { dst = src }\n";
+    let nested = |iter: &str| {
+        format!(
+            "workload w {{\n    for i in P(b) {{ for j in {iter}(s[i]) {{ cp[i, j](src: X[i, j], dst: Y[i, j]) }} }}\n}}\n"
+        )
+    };
+    let (ragged, sparse) = (nested("P"), nested("P.sel"));
+    let cases = [
+        (
+            "ragged",
+            format!(
+                "input L: i32[3] = [2, -1, 3]\naxis b = Dense[3]\naxis s = Ragged(b, L)\n{head}{ragged}"
+            ),
+            "p.wsp:3:10",
+            "row 1 has length -1",
+        ),
+        (
+            "sparse",
+            format!(
+                "input P: i32[4] = [0, 2, 1, 3]\ninput I: i32[3] = [0, 1, 2]\naxis b = Dense[3]\n\
+                 axis s = Sparse(b, P, I)\n{head}{sparse}"
+            ),
+            "p.wsp:4:10",
+            "indptr is decreasing at row 1",
+        ),
+        (
+            "sparse_cols",
+            format!(
+                "input P: i32[4] = [0, 1, 2, 4]\ninput I: i32[3] = [0, 1, 2]\naxis b = Dense[3]\n\
+                 axis s = Sparse(b, P, I)\n{head}{sparse}"
+            ),
+            "p.wsp:4:10",
+            "index 3 is outside indices",
+        ),
+        (
+            "densedyn",
+            format!(
+                "param n: i32 = -2\naxis b = DenseDyn(n)\n{head}\
+                 workload w {{\n    for i in P(b) {{ cp[i, 0](src: X[i, 0], dst: Y[i, 0]) }}\n}}\n"
+            ),
+            "p.wsp:2:10",
+            "negative size (-2)",
+        ),
+    ];
+    for (name, src, at, words) in cases {
+        let d = program(&format!("badaxis_{name}"), &src);
+        for engine in [&[][..], &["--interpret"][..]] {
+            let o = wsp(&d, &[&["run", "p.wsp"][..], engine].concat());
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{name} {engine:?}: {err}");
+            assert!(
+                err.contains("E0810") && err.contains(at),
+                "{name} {engine:?}: {err}"
+            );
+            assert!(err.contains(words), "{name} {engine:?}: {err}");
+            assert!(err.contains("this axis's data"), "{name} {engine:?}: {err}");
+        }
+        let o = wsp(&d, &["run", "p.wsp", "--stats", "json"]);
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let (line, col) = at[6..].split_once(':').expect("line:col");
+        assert_eq!(j["error"]["location"]["line"].to_string(), line, "{name}");
+        assert_eq!(j["error"]["location"]["column"].to_string(), col, "{name}");
+    }
+}

@@ -24,8 +24,21 @@ use std::fmt;
 pub struct ExecError {
     pub code: &'static str,
     pub message: String,
-    /// The task call the error happened in, when the program says where it is written.
+    /// Where the error is, when the program says where that is written: the task call it
+    /// happened in, or (`place`) the axis whose data is wrong.
     pub at: Option<SrcSpan>,
+    pub place: Place,
+}
+
+/// What an [`ExecError`]'s location is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Place {
+    /// The task call the error happened in.
+    #[default]
+    Task,
+    /// The declaration of an axis whose data (a Ragged row's length, a Sparse row's
+    /// positions or columns, a DenseDyn size) is wrong.
+    Axis,
 }
 
 impl ExecError {
@@ -35,7 +48,17 @@ impl ExecError {
             code,
             message: message.into(),
             at: None,
+            place: Place::Task,
         }
+    }
+
+    /// Places the error at the declaration of axis `ax`, whose data it is about.
+    pub fn on_axis(mut self, at: &Option<SrcSpan>) -> ExecError {
+        if self.at.is_none() && at.is_some() {
+            self.at.clone_from(at);
+            self.place = Place::Axis;
+        }
+        self
     }
 
     /// Places the error at `at` (the task call it happened in) unless it has a place already.
@@ -1284,10 +1307,9 @@ impl<'p> Machine<'p, '_> {
             }
         };
         if n < 0 {
-            return Err(xerr(format!(
-                "axis `{}` has a negative size ({n})",
-                ax.name
-            )));
+            return Err(
+                xerr(format!("axis `{}` has a negative size ({n})", ax.name)).on_axis(&ax.at),
+            );
         }
         Ok(n)
     }
@@ -1749,12 +1771,14 @@ pub fn ragged_row_len(
     let AxisKind::Ragged { lengths, .. } = &ax.kind else {
         return Err(xerr(format!("axis `{}` is not Ragged", ax.name)));
     };
-    let n = axis_data(p, tensors, ax, *lengths, b, "lengths", thread)?;
+    let n =
+        axis_data(p, tensors, ax, *lengths, b, "lengths", thread).map_err(|e| e.on_axis(&ax.at))?;
     if n < 0 || n > MAX_LOOP_ITERATIONS as i64 {
         return Err(xerr(format!(
             "axis `{}`: row {b} has length {n}, outside 0..={MAX_LOOP_ITERATIONS}",
             ax.name
-        )));
+        ))
+        .on_axis(&ax.at));
     }
     Ok(n)
 }
@@ -1771,13 +1795,14 @@ pub fn sparse_row_span(
     let AxisKind::Sparse { indptr, .. } = &ax.kind else {
         return Err(xerr(format!("axis `{}` is not Sparse", ax.name)));
     };
-    let s = axis_data(p, tensors, ax, *indptr, b, "indptr", thread)?;
-    let e = axis_data(p, tensors, ax, *indptr, b + 1, "indptr", thread)?;
+    let on_axis = |e: ExecError| e.on_axis(&ax.at);
+    let s = axis_data(p, tensors, ax, *indptr, b, "indptr", thread).map_err(on_axis)?;
+    let e = axis_data(p, tensors, ax, *indptr, b + 1, "indptr", thread).map_err(on_axis)?;
     if e < s {
-        return Err(xerr(format!(
+        return Err(on_axis(xerr(format!(
             "axis `{}`: indptr is decreasing at row {b} ({s} then {e})",
             ax.name
-        )));
+        ))));
     }
     Ok((s, e))
 }
@@ -1794,7 +1819,7 @@ pub fn sparse_col(
     let AxisKind::Sparse { indices, .. } = &ax.kind else {
         return Err(xerr(format!("axis `{}` is not Sparse", ax.name)));
     };
-    axis_data(p, tensors, ax, *indices, i, "indices", thread)
+    axis_data(p, tensors, ax, *indices, i, "indices", thread).map_err(|e| e.on_axis(&ax.at))
 }
 
 /// Element `idx` of tensor `t` as the orchestration reads it (`Expr::Elem`), by `thread`:

@@ -72,6 +72,7 @@ fn axis(p: &mut Program, name: &str, kind: AxisKind) -> AxisId {
     p.axes.push(Axis {
         name: name.into(),
         kind,
+        at: None,
     });
     AxisId(p.axes.len() as u32 - 1)
 }

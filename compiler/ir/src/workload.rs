@@ -369,6 +369,9 @@ pub struct Axis {
     pub name: String,
     #[serde(flatten)]
     pub kind: AxisKind,
+    /// The declaration's constructor in the source, for errors about the axis's data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<SrcSpan>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

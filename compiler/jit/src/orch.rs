@@ -75,8 +75,8 @@ pub(crate) enum Fail {
     NotBool,
     /// A range `a..b` longer than [`MAX_LOOP_ITERATIONS`].
     RangeTooLong,
-    /// A DenseDyn axis of negative size `a`.
-    NegSize(String),
+    /// A DenseDyn axis of negative size `a` (the axis's name and declaration).
+    NegSize(String, Option<SrcSpan>),
     /// A loop variable read before it is bound.
     Unbound(String),
 }
@@ -97,7 +97,7 @@ impl Fail {
             Fail::RangeTooLong => format!(
                 "in {thread}: range {a}..{b} has more than {MAX_LOOP_ITERATIONS} iterations"
             ),
-            Fail::NegSize(axis) => format!("axis `{axis}` has a negative size ({a})"),
+            Fail::NegSize(axis, _) => format!("axis `{axis}` has a negative size ({a})"),
             Fail::Unbound(v) => {
                 format!("in {thread}: loop variable `{v}` is read before it is bound")
             }
@@ -1182,12 +1182,14 @@ mod callbacks {
     extern "C" fn fail(cx: *mut Ctx<'_, '_>, f: i64, a: i64, b: i64) -> i64 {
         with(cx, |cx| {
             let o = host(cx).o;
-            let m = o
-                .fails
-                .get(usize::try_from(f).unwrap_or(usize::MAX))
+            let fail = o.fails.get(usize::try_from(f).unwrap_or(usize::MAX));
+            let m = fail
                 .map(|x| x.message(cx.thread, a, b))
                 .unwrap_or_else(|| "unknown failure".into());
-            Err(xerr(m))
+            match fail {
+                Some(Fail::NegSize(_, at)) => Err(xerr(m).on_axis(at)),
+                _ => Err(xerr(m)),
+            }
         })
     }
 

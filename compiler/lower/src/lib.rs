@@ -584,6 +584,7 @@ impl Lowerer {
         self.p.axes.push(w::Axis {
             name: a.name.name.clone(),
             kind,
+            at: Some(self.src_span(a.ctor.span)),
         });
         Ok(())
     }

@@ -102,11 +102,13 @@ pub enum SimError {
         message: String,
         at: Option<SrcSpan>,
     },
-    /// A task, view or kernel failed during the run; `at` is the task call, when known.
+    /// A task, view or kernel failed during the run; `at` is the task call or (`place`) the
+    /// axis whose data is wrong, when known.
     Exec {
         code: &'static str,
         message: String,
         at: Option<SrcSpan>,
+        place: exec::Place,
     },
     /// The run deadlocked: the runtime's report, as text and (when the runtime made it) as
     /// the structure (for `--stats json`).
@@ -175,6 +177,7 @@ fn limit_error(l: rt::RunLimit) -> SimError {
         code: "E0815",
         message: limit_message(l),
         at: None,
+        place: exec::Place::Task,
     }
 }
 
@@ -198,6 +201,7 @@ fn from_runtime(p: &Program, e: RuntimeError) -> SimError {
             code: "E0810",
             message: other.to_string(),
             at: None,
+            place: exec::Place::Task,
         },
     }
 }
@@ -1049,11 +1053,10 @@ impl TaskBackend for RtBackend<'_> {
                 match channels.get(c.index()) {
                     Some(id) => produces.push(*id),
                     None => {
-                        return Some(Err(exec::ExecError {
-                            code: "E0810",
-                            message: format!("process `{name}` produces an unknown channel"),
-                            at: None,
-                        }))
+                        return Some(Err(exec::ExecError::new(
+                            "E0810",
+                            format!("process `{name}` produces an unknown channel"),
+                        )))
                     }
                 }
             }
@@ -1148,13 +1151,12 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
         _: &[ScalarValue],
         _: &mut [HostTensor],
     ) -> Option<Result<Vec<exec::TaskRecord>, exec::ExecError>> {
-        Some(Err(exec::ExecError {
-            code: "E0810",
-            message: format!(
+        Some(Err(exec::ExecError::new(
+            "E0810",
+            format!(
                 "a process runs `{workload}`, a `connect`; pipelines do not nest inside processes"
             ),
-            at: None,
-        }))
+        )))
     }
 }
 
@@ -1232,6 +1234,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
                             code: "E0810",
                             message: e.to_string(),
                             at: None,
+                            place: exec::Place::Task,
                         })
                     }
                 },
@@ -1337,6 +1340,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
                 code: e.code,
                 message: e.message,
                 at: e.at,
+                place: e.place,
             })
         }
     };
@@ -1347,6 +1351,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
                 code: "E0810",
                 message: m,
                 at: None,
+                place: exec::Place::Task,
             })?;
         }
     }

@@ -79,6 +79,7 @@ fn pipeline(depth: u32, n: i64) -> Program {
     p.axes.push(Axis {
         name: "tiles".into(),
         kind: AxisKind::Dense { size: n as u64 },
+        at: None,
     });
     for name in ["l2c", "c2s"] {
         p.channels.push(Channel {

@@ -1032,7 +1032,7 @@ impl Gen<'_, '_> {
                 let n = self.int(size, "an axis size")?;
                 let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, 0);
                 let z = self.c(0);
-                self.fail_if(neg, Fail::NegSize(ax.name.clone()), n, z);
+                self.fail_if(neg, Fail::NegSize(ax.name.clone(), ax.at.clone()), n, z);
                 n
             }
             _ => {

@@ -178,6 +178,7 @@ fn dynamic_program(lens: &[i64], indptr: &[i64], indices: &[i64]) -> (Program, V
         kind: AxisKind::Dense {
             size: lens.len() as u64,
         },
+        at: None,
     });
     p.axes.push(Axis {
         name: "tokens".into(),
@@ -185,12 +186,14 @@ fn dynamic_program(lens: &[i64], indptr: &[i64], indices: &[i64]) -> (Program, V
             outer: AxisId(0),
             lengths: l,
         },
+        at: None,
     });
     p.axes.push(Axis {
         name: "rows".into(),
         kind: AxisKind::Dense {
             size: indptr.len() as u64 - 1,
         },
+        at: None,
     });
     p.axes.push(Axis {
         name: "routing".into(),
@@ -199,6 +202,7 @@ fn dynamic_program(lens: &[i64], indptr: &[i64], indices: &[i64]) -> (Program, V
             indptr: ip,
             indices: ix,
         },
+        at: None,
     });
     p.axes.push(Axis {
         name: "dyn".into(),
@@ -208,6 +212,7 @@ fn dynamic_program(lens: &[i64], indptr: &[i64], indices: &[i64]) -> (Program, V
                 index: vec![int(0)],
             },
         },
+        at: None,
     });
     let v = |i| Affine::var(LoopVar(i));
     let body = vec![
@@ -300,6 +305,7 @@ fn loops_over_dense_axes_and_ranges_keep_no_tuples() {
         p.axes.push(Axis {
             name: name.into(),
             kind: AxisKind::Dense { size },
+            at: None,
         });
     }
     let v = |i| Affine::var(LoopVar(i));
@@ -357,6 +363,7 @@ fn a_direct_loop_keeps_the_interpreters_bound_on_iterations() {
         p.axes.push(Axis {
             name: name.into(),
             kind: AxisKind::Dense { size: 8193 },
+            at: None,
         });
     }
     p.workloads.push(Workload {
@@ -463,6 +470,7 @@ fn pipeline(depth: u32, n: i64, replicas: u32) -> (Program, Vec<HostTensor>) {
     p.axes.push(Axis {
         name: "tiles".into(),
         kind: AxisKind::Dense { size: n as u64 },
+        at: None,
     });
     for name in ["a", "b"] {
         p.channels.push(Channel {

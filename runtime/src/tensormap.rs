@@ -297,6 +297,7 @@ impl TensorMap {
 
     /// The bucket of `r` when it is exactly one cell of a tiled grid (the usual tile): the
     /// cheap case of [`TensorMap::span`] and [`TensorMap::cell`].
+    ///
     /// A cell of the grid lies inside the tensor, so a region that is one is in bounds.
     #[inline(always)]
     fn tile(g: &Geo, r: &Region) -> Option<(i64, i64)> {

@@ -52,7 +52,8 @@ impl ExecError {
         }
     }
 
-    /// Places the error at the declaration of axis `ax`, whose data it is about.
+    /// Places the error at `at`, the declaration of the axis whose data it is about, unless
+    /// it has a place already.
     pub fn on_axis(mut self, at: &Option<SrcSpan>) -> ExecError {
         if self.at.is_none() && at.is_some() {
             self.at.clone_from(at);

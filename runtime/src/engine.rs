@@ -1189,41 +1189,40 @@ impl Runtime {
             }
             let write = a.dir.writes();
             // One cell of a tiled grid is inside the tensor (the usual tile: no loop).
-            if let Some(acc) = self.tmap.tile_access(r, write) {
-                let b = (r.extents[0] * r.extents[1]) as u64 * ten.elem_size;
-                need += 1;
-                self.accesses.push(acc);
-                i += if a.dir.reads() { b } else { 0 };
-                o += if write { b } else { 0 };
-                continue;
-            }
-            // Region fields are public, so a region may not have come from `Region::new`:
-            // every dimension is checked here (`Region::elements` is taken in the same loop; a
-            // second loop over the rank costs about 40 instructions a task).
-            let mut elems = 1u64;
-            for d in 0..ten.rank {
-                // Unsigned: a negative offset or an extent below 1 is out of range too. A region
-                // inside its tensor has at most the tensor's elements, so `elems` cannot wrap.
-                let dim = ten.dims[d] as u64;
-                let (o, span, s) = (
-                    r.offsets[d] as u64,
-                    (r.extents[d] as u64).wrapping_sub(1),
-                    r.strides[d],
-                );
-                let inside = span < dim
-                    && if s == 1 {
-                        o < dim - span
-                    } else {
-                        s > 1 && (span as u128 * s as u128 + o as u128) < dim as u128
-                    };
-                if !inside {
-                    return bad_dimension(n, d, r, ten.dims[d]);
+            let (acc, elems) = match self.tmap.tile_access(r, write) {
+                Some(acc) => (acc, (r.extents[0] * r.extents[1]) as u64),
+                None => {
+                    // Region fields are public, so a region may not have come from
+                    // `Region::new`: every dimension is checked here (`Region::elements` is
+                    // taken in the same loop; a second loop over the rank costs about 40
+                    // instructions a task).
+                    let mut elems = 1u64;
+                    for d in 0..ten.rank {
+                        // Unsigned: a negative offset or an extent below 1 is out of range too.
+                        // A region inside its tensor has at most the tensor's elements, so
+                        // `elems` cannot wrap.
+                        let dim = ten.dims[d] as u64;
+                        let (o, span, s) = (
+                            r.offsets[d] as u64,
+                            (r.extents[d] as u64).wrapping_sub(1),
+                            r.strides[d],
+                        );
+                        let inside = span < dim
+                            && if s == 1 {
+                                o < dim - span
+                            } else {
+                                s > 1 && (span as u128 * s as u128 + o as u128) < dim as u128
+                            };
+                        if !inside {
+                            return bad_dimension(n, d, r, ten.dims[d]);
+                        }
+                        elems *= span + 1;
+                    }
+                    (self.tmap.access(r, &ten.dims[..ten.rank], write), elems)
                 }
-                elems *= span + 1;
-            }
+            };
             // At most the tensor's bytes, which `add_tensor` checked fit a u64.
             let b = elems * ten.elem_size;
-            let acc = self.tmap.access(r, &ten.dims[..ten.rank], write);
             need += TensorMap::entries_for(&acc) as u64;
             self.accesses.push(acc);
             i += if a.dir.reads() { b } else { 0 };

@@ -87,6 +87,38 @@ impl Sink for floor::Floor {
     }
 }
 
+impl Sink for floor::Split {
+    fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        floor::Split::tensor(self, rows, cols)
+    }
+    #[inline(always)]
+    fn task(&mut self, cube: bool, _coords: &[i64], args: &[Arg]) {
+        self.submit(cube, args, if cube { 520 } else { 150 });
+    }
+}
+
+/// Construction alone: the floor's builder into `out`, which keeps every built task when
+/// `keep` (for a later simulation alone) and only the last one otherwise.
+struct Built {
+    build: floor::Build,
+    out: Vec<u32>,
+    keep: bool,
+}
+
+impl Sink for Built {
+    fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        self.build.tensor(rows, cols)
+    }
+    #[inline(always)]
+    fn task(&mut self, cube: bool, _coords: &[i64], args: &[Arg]) {
+        if !self.keep {
+            self.out.clear();
+        }
+        self.build
+            .submit(&mut self.out, cube, args, if cube { 520 } else { 150 });
+    }
+}
+
 /// The LLaMA-7B layer orchestration pattern for `tokens`: 16T + 3T² tasks, T = tokens / 64.
 fn llama_pattern(tokens: i64, sink: &mut impl Sink) -> u64 {
     let t = tokens / 64;
@@ -190,8 +222,17 @@ fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
 fn llama_floor(tokens: i64, window: u32) -> (u64, u64, u64) {
     let mut f = floor::Floor::new(Arch::builtin("ascend910b").expect("model"), window as u64);
     let n = llama_pattern(tokens, &mut f);
-    f.finish();
-    (n, f.makespan, f.edges_total)
+    let (cycles, edges) = f.finish();
+    (n, cycles, edges)
+}
+
+/// The LLaMA pattern through the split floor (construction here, simulation on a second
+/// thread): the tasks, `total_cycles` and edges.
+fn llama_split(tokens: i64, window: u32) -> (u64, u64, u64) {
+    let mut f = floor::Split::new(Arch::builtin("ascend910b").expect("model"), window as u64);
+    let n = llama_pattern(tokens, &mut f);
+    let (cycles, edges) = f.finish();
+    (n, cycles, edges)
 }
 
 /// Empty-kernel graphs: chain, wide, 2-D wavefront; returns tasks submitted.
@@ -318,35 +359,71 @@ fn memory_report(sizes: &[i64]) {
 
 criterion_group!(benches, bench);
 
-/// `--floor REPS SIZES`: the engine and the floor engine on the LLaMA pattern, alternating, REPS
-/// times per size; checks they agree on `total_cycles` and edges, and prints the median
-/// tasks/ms of each and their ratio (one run, so the ratio is what to compare).
+/// `--floor REPS SIZES`: the engine, the floor engine on one thread, the floor split over two
+/// threads (construction on this one, simulation on another), and each half of the floor
+/// alone, on the LLaMA pattern, alternating, REPS times per size; checks they agree on
+/// `total_cycles` and edges, and prints the median tasks/ms of each (one run, so the ratios
+/// are what to compare).
 fn floor_report(reps: usize, sizes: &[i64]) {
     let rate = |n: u64, t0: Instant| n as f64 / t0.elapsed().as_secs_f64() / 1000.0;
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    let arch = || Arch::builtin("ascend910b").expect("model");
     for &tokens in sizes {
-        let (mut engine, mut minimal) = (Vec::new(), Vec::new());
+        let mut rates = [(); 5].map(|_| Vec::new());
         for _ in 0..reps.max(1) {
             let t0 = Instant::now();
             let (n, rt) = llama_layer(tokens, WINDOW);
-            engine.push(rate(n, t0));
+            rates[0].push(rate(n, t0));
             let s = rt.stats();
+            let want = (s.total_cycles, s.edges);
+            drop(rt);
             let t0 = Instant::now();
             let (n, cycles, edges) = llama_floor(tokens, WINDOW);
-            minimal.push(rate(n, t0));
+            rates[1].push(rate(n, t0));
+            assert_eq!((cycles, edges), want, "the floor must model the same run");
+            let t0 = Instant::now();
+            let (n, cycles, edges) = llama_split(tokens, WINDOW);
+            rates[2].push(rate(n, t0));
             assert_eq!(
                 (cycles, edges),
-                (s.total_cycles, s.edges),
-                "the floor must model the same run"
+                want,
+                "the split floor must model the same run"
             );
+            let mut b = Built {
+                build: floor::Build::new(arch(), WINDOW as u64),
+                out: Vec::new(),
+                keep: false,
+            };
+            let t0 = Instant::now();
+            let n = llama_pattern(tokens, &mut b);
+            rates[3].push(rate(n, t0));
+            drop(b);
+            let mut b = Built {
+                build: floor::Build::new(arch(), WINDOW as u64),
+                out: Vec::new(),
+                keep: true,
+            };
+            let n = llama_pattern(tokens, &mut b);
+            let mut sim = floor::Sim::new(&arch(), WINDOW as u64);
+            let t0 = Instant::now();
+            let mut at = 0;
+            while at < b.out.len() {
+                let len = 2 + (b.out[at + 1] >> 1) as usize;
+                sim.admit(&b.out[at..at + len]);
+                at += len;
+            }
+            sim.finish();
+            rates[4].push(rate(n, t0));
+            assert_eq!((sim.makespan, sim.edges_total), want);
         }
-        let (e, f) = (median(&mut engine), median(&mut minimal));
+        let [e, f, sp, b, sm] = rates.map(|mut r| median(&mut r));
         println!(
-            "llama_layer {tokens} tokens: engine {e:.0} tasks/ms, floor {f:.0} tasks/ms (floor/engine {:.2}); same total_cycles and edges",
-            f / e
+            "llama_layer {tokens} tokens (tasks/ms): engine {e:.0}; floor {f:.0} ({:.2}x); split floor {sp:.0} ({:.2}x); construction alone {b:.0}; simulation alone {sm:.0}; same total_cycles and edges",
+            f / e,
+            sp / e
         );
     }
 }

@@ -1,13 +1,28 @@
-//! The floor of the single-threaded design: a minimal engine that computes the same
-//! `total_cycles` and edges as [`wsp_runtime::Runtime`] for the LLaMA layer pattern, with
-//! nothing the pattern does not need — one-cell tile regions only (checked), work stealing,
-//! FIFO ready queues, immediate issue, no validation beyond the tile check, no statistics, no
-//! backpressure but the task window, no traces. What it costs a task is what any engine built
-//! the same way (exact tensor-map dependencies, a discrete-event clock with a core-end and a
-//! completion event per task, all on one thread) cannot go below; `runtime --floor` prints it
-//! beside the engine's, measured in the same run. Not a runtime: it panics on anything else.
+//! The floor of the runtime's design: a minimal engine that computes the same `total_cycles`
+//! and edges as [`wsp_runtime::Runtime`] for the LLaMA layer pattern, with nothing the pattern
+//! does not need — one-cell tile regions only (checked), work stealing, FIFO ready queues,
+//! immediate issue, no validation beyond the tile check, no statistics, no backpressure but the
+//! task window, no traces. Not a runtime: it panics on anything else.
+//!
+//! It comes in two halves, so that construction can run on one core and the simulation on
+//! another:
+//! - [`Build`] is graph construction with dependency inference. It reads nothing of the
+//!   simulation: for each task it lists every earlier task *inside the window* whose entry in
+//!   the tensor map the task depends on (its candidates). A producer `task_window` or more
+//!   tasks older cannot be pending (the window admitted this task only after it retired), so
+//!   the builder drops its entries by sequence arithmetic alone.
+//! - [`Sim`] is the discrete-event simulation. It admits each built task at its semantic
+//!   submission time, keeps the candidates that have not completed by then (those are the
+//!   edges, the same set the runtime finds), and runs a core-end and a completion event per
+//!   task on a heap and a FIFO.
+//!
+//! [`Floor`] runs both on one thread, task by task; [`Split`] runs the builder on the calling
+//! thread and the simulation on a second one, joined by a single-producer, single-consumer ring
+//! of built tasks. Both give the same cycles and edges as the runtime (the bench asserts it).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
 use wsp_runtime::{Arch, Arg, CoreClass, Region, TensorId};
 
 const NIL: u32 = u32::MAX;
@@ -18,7 +33,8 @@ struct Ten {
     shift: [u32; 2],
     buckets: [u64; 2],
     b1_bits: u32,
-    pending_writers: u32,
+    /// Write entries of this tensor inside the window.
+    writers: u32,
     init: bool,
 }
 
@@ -31,36 +47,11 @@ struct Entry {
     cell: u32,
 }
 
-#[derive(Clone, Copy)]
-struct Slot {
-    dur: u32,
-    preds_left: u32,
-    succ: u32,
-    first: u32,
-    class: u8,
-    core: u8,
-    done: bool,
-}
-
-#[derive(Clone, Copy)]
-struct Timed {
-    t: u64,
-    order: u64,
-    seq: u64,
-}
-
-struct Class {
-    queue: VecDeque<u64>,
-    idle: u64,
-}
-
-pub struct Floor {
-    ring: Vec<Slot>,
+/// Graph construction with dependency inference: appends each task to `out` as its duration,
+/// `class | candidates << 1`, then its candidate producers' sequence numbers.
+pub struct Build {
     mask: u64,
-    head: u64,
     next: u64,
-    edges: Vec<(u32, u32)>,
-    edge_free: u32,
     tens: Vec<Ten>,
     table: Vec<u32>,
     hshift: u32,
@@ -68,54 +59,19 @@ pub struct Floor {
     emask: u32,
     tail: u32,
     alloc: u32,
-    heap: Vec<Timed>,
-    fifo: VecDeque<(u64, u64, u64)>,
-    order: u64,
-    now: u64,
-    classes: [Class; 2],
-    due: bool,
-    deps: Vec<u32>,
+    /// Each in-window task's first entry.
+    firsts: Vec<u32>,
     acc: Vec<(u32, u32, u32, bool)>,
     arch: Arch,
     io: Vec<(u8, u64, u64, u64)>,
-    dispatch: u64,
-    resolve: u64,
-    pub makespan: u64,
-    pub edges_total: u64,
 }
 
-impl Floor {
-    /// An engine over `arch` (its vector and cube cores, at most 64 each) with a task window
-    /// of `window` (a power of two).
-    pub fn new(arch: Arch, window: u64) -> Floor {
-        let cores = |c: CoreClass| {
-            let n = arch.core_count(c) as usize;
-            assert!(
-                (1..=64).contains(&n),
-                "the floor models up to 64 cores a class"
-            );
-            u64::MAX >> (64 - n)
-        };
-        let (vector, cube) = (cores(CoreClass::Vector), cores(CoreClass::Cube));
-        let o = arch.overheads;
-        Floor {
-            ring: vec![
-                Slot {
-                    dur: 0,
-                    preds_left: 0,
-                    succ: NIL,
-                    first: 0,
-                    class: 0,
-                    core: 0,
-                    done: true,
-                };
-                window as usize
-            ],
+impl Build {
+    pub fn new(arch: Arch, window: u64) -> Build {
+        assert!(window.is_power_of_two());
+        Build {
             mask: window - 1,
-            head: 0,
             next: 0,
-            edges: Vec::new(),
-            edge_free: NIL,
             tens: Vec::new(),
             table: vec![NIL; 4 * window as usize],
             hshift: 64 - (2 * window).trailing_zeros(),
@@ -123,29 +79,10 @@ impl Floor {
             emask: 8 * window as u32 - 1,
             tail: 0,
             alloc: 0,
-            heap: Vec::new(),
-            fifo: VecDeque::new(),
-            order: 0,
-            now: 0,
-            classes: [
-                Class {
-                    queue: VecDeque::new(),
-                    idle: vector,
-                },
-                Class {
-                    queue: VecDeque::new(),
-                    idle: cube,
-                },
-            ],
-            due: false,
-            deps: Vec::new(),
+            firsts: vec![0; window as usize],
             acc: Vec::new(),
             arch,
             io: vec![(u8::MAX, 0, 0, 0); 64],
-            dispatch: o.dispatch,
-            resolve: o.complete + o.resolve,
-            makespan: 0,
-            edges_total: 0,
         }
     }
 
@@ -164,10 +101,6 @@ impl Floor {
     fn head_of(&self, t: u32, cell: u32) -> usize {
         let k = (t as u64) << 40 ^ cell as u64;
         ((k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.hshift) << 1) as usize
-    }
-
-    fn pending(&self, task: u32) -> bool {
-        !self.ring[(task as u64 & self.mask) as usize].done
     }
 
     /// The region's grid cell (the grid comes from the tensor's first region).
@@ -198,9 +131,18 @@ impl Floor {
         (t, (b0 << g.b1_bits | b1) as u32)
     }
 
-    /// Walks a chain newest first, pushing pending matches; writers: stops at the first match
-    /// (a cell contains itself) and returns its task; readers: stops at tasks older than `stop`.
-    fn walk(&mut self, h: usize, tw: u32, cell: u32, readers: bool, stop: u32) -> u32 {
+    /// Walks a chain newest first, appending matches to `out`; writers: stops at the first
+    /// match (a cell contains itself) and returns its task; readers: stops at tasks older than
+    /// `stop`.
+    fn walk(
+        &self,
+        out: &mut Vec<u32>,
+        h: usize,
+        tw: u32,
+        cell: u32,
+        readers: bool,
+        stop: u32,
+    ) -> u32 {
         let mut g = self.table[h];
         while self.live(g) {
             let e = self.entries[(g & self.emask) as usize];
@@ -208,9 +150,7 @@ impl Floor {
                 return NIL;
             }
             if e.tw == tw && e.cell == cell && e.task != stop {
-                if self.pending(e.task) {
-                    self.deps.push(e.task);
-                }
+                out.push(e.task);
                 if !readers {
                     return e.task;
                 }
@@ -220,13 +160,29 @@ impl Floor {
         NIL
     }
 
-    /// Submits a task of the vector (`cube` false) or cube class.
-    pub fn submit(&mut self, cube: bool, args: &[Arg], cycles: u64) {
+    /// Builds a task of the vector (`cube` false) or cube class into `out`.
+    pub fn submit(&mut self, out: &mut Vec<u32>, cube: bool, args: &[Arg], cycles: u64) {
         let seq = self.next;
-        while seq - self.head > self.mask {
-            assert!(self.advance(), "the window cannot drain");
+        let w = self.mask + 1;
+        if seq >= w {
+            // Task seq - window has retired before this one is admitted: its entries go.
+            let old = ((seq - w) & self.mask) as usize;
+            let end = if w == 1 {
+                self.alloc
+            } else {
+                self.firsts[((seq - w + 1) & self.mask) as usize]
+            };
+            let mut g = self.firsts[old];
+            while g != end {
+                let en = self.entries[(g & self.emask) as usize];
+                self.tens[(en.tw >> 1) as usize].writers -= en.tw & 1;
+                g = g.wrapping_add(1);
+            }
+            self.tail = end;
         }
-        self.deps.clear();
+        self.firsts[(seq & self.mask) as usize] = self.alloc;
+        let at = out.len();
+        out.extend([0, 0]);
         self.acc.clear();
         let (mut ib, mut ob) = (0u64, 0u64);
         for a in args {
@@ -237,18 +193,13 @@ impl Floor {
             ob += if w { b } else { 0 };
             let h = self.head_of(t, cell);
             self.acc.push((t, cell, h as u32, w));
-            if !w && self.tens[t as usize].pending_writers == 0 {
+            if !w && self.tens[t as usize].writers == 0 {
                 continue;
             }
-            let stop = self.walk(h + 1, t << 1 | 1, cell, false, NIL);
+            let stop = self.walk(out, h + 1, t << 1 | 1, cell, false, NIL);
             if w {
-                self.walk(h, t << 1, cell, true, stop);
+                self.walk(out, h, t << 1, cell, true, stop);
             }
-        }
-        if self.deps.len() > 1 {
-            let h = self.head as u32;
-            self.deps.sort_unstable_by_key(|d| d.wrapping_sub(h));
-            self.deps.dedup();
         }
         let class = cube as u8;
         let k = ((ib ^ ob.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
@@ -265,11 +216,150 @@ impl Floor {
                 v
             }
         };
+        out[at] = u32::try_from(cycles + io).expect("a short task");
+        out[at + 1] = class as u32 | ((out.len() - at - 2) as u32) << 1;
+        self.next += 1;
+        for i in 0..self.acc.len() {
+            let (t, cell, h, w) = self.acc[i];
+            let h = h as usize + w as usize;
+            let g = self.alloc;
+            assert!(
+                self.alloc.wrapping_sub(self.tail) <= self.emask,
+                "the floor's entries overflow"
+            );
+            self.entries[(g & self.emask) as usize] = Entry {
+                next: self.table[h],
+                task: seq as u32,
+                tw: t << 1 | w as u32,
+                cell,
+            };
+            self.table[h] = g;
+            self.alloc = g.wrapping_add(1);
+            self.tens[t as usize].writers += w as u32;
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    dur: u32,
+    preds_left: u32,
+    succ: u32,
+    class: u8,
+    core: u8,
+    done: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Timed {
+    t: u64,
+    order: u64,
+    seq: u64,
+}
+
+struct Class {
+    queue: VecDeque<u64>,
+    idle: u64,
+}
+
+/// The discrete-event simulation of built tasks.
+pub struct Sim {
+    ring: Vec<Slot>,
+    mask: u64,
+    head: u64,
+    next: u64,
+    edges: Vec<(u32, u32)>,
+    edge_free: u32,
+    heap: Vec<Timed>,
+    fifo: VecDeque<(u64, u64, u64)>,
+    order: u64,
+    now: u64,
+    classes: [Class; 2],
+    due: bool,
+    deps: Vec<u32>,
+    dispatch: u64,
+    resolve: u64,
+    pub makespan: u64,
+    pub edges_total: u64,
+}
+
+impl Sim {
+    /// A simulation over `arch` (its vector and cube cores, at most 64 each) with a task window
+    /// of `window` (a power of two).
+    pub fn new(arch: &Arch, window: u64) -> Sim {
+        let cores = |c: CoreClass| {
+            let n = arch.core_count(c) as usize;
+            assert!(
+                (1..=64).contains(&n),
+                "the floor models up to 64 cores a class"
+            );
+            u64::MAX >> (64 - n)
+        };
+        let (vector, cube) = (cores(CoreClass::Vector), cores(CoreClass::Cube));
+        let o = arch.overheads;
+        Sim {
+            ring: vec![
+                Slot {
+                    dur: 0,
+                    preds_left: 0,
+                    succ: NIL,
+                    class: 0,
+                    core: 0,
+                    done: true,
+                };
+                window as usize
+            ],
+            mask: window - 1,
+            head: 0,
+            next: 0,
+            edges: Vec::new(),
+            edge_free: NIL,
+            heap: Vec::new(),
+            fifo: VecDeque::new(),
+            order: 0,
+            now: 0,
+            classes: [
+                Class {
+                    queue: VecDeque::new(),
+                    idle: vector,
+                },
+                Class {
+                    queue: VecDeque::new(),
+                    idle: cube,
+                },
+            ],
+            due: false,
+            deps: Vec::new(),
+            dispatch: o.dispatch,
+            resolve: o.complete + o.resolve,
+            makespan: 0,
+            edges_total: 0,
+        }
+    }
+
+    /// Admits one built task (`rec`: duration, class and count, candidates) once the window
+    /// has room for it; its edges are the candidates still pending then.
+    pub fn admit(&mut self, rec: &[u32]) {
+        let seq = self.next;
+        while seq - self.head > self.mask {
+            assert!(self.advance(), "the window cannot drain");
+        }
+        self.deps.clear();
+        for &c in &rec[2..] {
+            if !self.ring[(c as u64 & self.mask) as usize].done {
+                self.deps.push(c);
+            }
+        }
+        if self.deps.len() > 1 {
+            let h = self.head as u32;
+            self.deps.sort_unstable_by_key(|d| d.wrapping_sub(h));
+            self.deps.dedup();
+        }
+        let class = (rec[1] & 1) as u8;
         self.ring[(seq & self.mask) as usize] = Slot {
-            dur: u32::try_from(cycles + io).expect("a short task"),
+            dur: rec[0],
             preds_left: self.deps.len() as u32,
             succ: NIL,
-            first: self.alloc,
             class,
             core: 0,
             done: false,
@@ -290,21 +380,6 @@ impl Floor {
             self.ring[ps].succ = id;
         }
         self.edges_total += self.deps.len() as u64;
-        for i in 0..self.acc.len() {
-            let (t, cell, h, w) = self.acc[i];
-            let h = h as usize + w as usize;
-            let g = self.alloc;
-            assert!(self.used() <= self.emask, "the floor's entries overflow");
-            self.entries[(g & self.emask) as usize] = Entry {
-                next: self.table[h],
-                task: seq as u32,
-                tw: t << 1 | w as u32,
-                cell,
-            };
-            self.table[h] = g;
-            self.alloc = g.wrapping_add(1);
-            self.tens[t as usize].pending_writers += w as u32;
-        }
         if self.deps.is_empty() {
             self.classes[class as usize].queue.push_back(seq);
             self.due = true;
@@ -312,10 +387,6 @@ impl Floor {
         if self.due {
             self.dispatch();
         }
-    }
-
-    fn used(&self) -> u32 {
-        self.alloc.wrapping_sub(self.tail)
     }
 
     fn dispatch(&mut self) {
@@ -432,7 +503,6 @@ impl Floor {
     fn complete(&mut self, seq: u64) {
         let si = (seq & self.mask) as usize;
         self.ring[si].done = true;
-        let first = self.ring[si].first;
         let mut e = std::mem::replace(&mut self.ring[si].succ, NIL);
         if e != NIL {
             let list = e;
@@ -454,31 +524,186 @@ impl Floor {
             self.edges[e as usize].1 = self.edge_free;
             self.edge_free = list;
         }
-        let end = if seq + 1 < self.next {
-            self.ring[((seq + 1) & self.mask) as usize].first
-        } else {
-            self.alloc
-        };
-        let mut g = first;
-        while g != end {
-            let en = self.entries[(g & self.emask) as usize];
-            self.tens[(en.tw >> 1) as usize].pending_writers -= en.tw & 1;
-            g = g.wrapping_add(1);
-        }
         if seq == self.head {
             while self.head < self.next && self.ring[(self.head & self.mask) as usize].done {
                 self.head += 1;
             }
-            self.tail = if self.head < self.next {
-                self.ring[(self.head & self.mask) as usize].first
-            } else {
-                self.alloc
-            };
         }
     }
 
     /// Runs every event; the makespan is then the run's `total_cycles`.
     pub fn finish(&mut self) {
         while self.advance() {}
+    }
+}
+
+/// Both halves on one thread, task by task.
+pub struct Floor {
+    build: Build,
+    sim: Sim,
+    rec: Vec<u32>,
+}
+
+impl Floor {
+    pub fn new(arch: Arch, window: u64) -> Floor {
+        Floor {
+            sim: Sim::new(&arch, window),
+            build: Build::new(arch, window),
+            rec: Vec::new(),
+        }
+    }
+
+    pub fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        self.build.tensor(rows, cols)
+    }
+
+    pub fn submit(&mut self, cube: bool, args: &[Arg], cycles: u64) {
+        self.rec.clear();
+        self.build.submit(&mut self.rec, cube, args, cycles);
+        self.sim.admit(&self.rec);
+    }
+
+    /// Runs every event: the run's `total_cycles` and edges.
+    pub fn finish(mut self) -> (u64, u64) {
+        self.sim.finish();
+        (self.sim.makespan, self.sim.edges_total)
+    }
+}
+
+/// A bounded single-producer, single-consumer ring of `u32` words. Each side publishes its
+/// position in batches, and the producer publishes only whole records.
+struct Ring {
+    words: Box<[AtomicU32]>,
+    mask: usize,
+    written: Padded,
+    read: Padded,
+}
+
+#[repr(align(128))]
+struct Padded(AtomicUsize);
+
+const BATCH: usize = 256;
+const END: u32 = u32::MAX;
+
+fn wait(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// The builder on the calling thread, the simulation on a second one.
+pub struct Split {
+    build: Build,
+    ring: Arc<Ring>,
+    rec: Vec<u32>,
+    w: usize,
+    published: usize,
+    read_seen: usize,
+    sim: Option<std::thread::JoinHandle<(u64, u64)>>,
+}
+
+impl Split {
+    pub fn new(arch: Arch, window: u64) -> Split {
+        let words = 1 << 16;
+        let ring = Arc::new(Ring {
+            words: (0..words).map(|_| AtomicU32::new(0)).collect(),
+            mask: words - 1,
+            written: Padded(AtomicUsize::new(0)),
+            read: Padded(AtomicUsize::new(0)),
+        });
+        let mut sim = Sim::new(&arch, window);
+        let r = ring.clone();
+        let handle = std::thread::spawn(move || {
+            let (mut pos, mut seen, mut rec) = (0usize, 0usize, Vec::new());
+            let mut spins = 0;
+            loop {
+                if pos == seen {
+                    r.read.0.store(pos, Ordering::Release);
+                    loop {
+                        seen = r.written.0.load(Ordering::Acquire);
+                        if seen != pos {
+                            break;
+                        }
+                        wait(&mut spins);
+                    }
+                    spins = 0;
+                }
+                let word = |i: usize| r.words[i & r.mask].load(Ordering::Relaxed);
+                let dur = word(pos);
+                if dur == END {
+                    break;
+                }
+                let meta = word(pos + 1);
+                let n = (meta >> 1) as usize;
+                rec.clear();
+                rec.extend((0..n + 2).map(|i| word(pos + i)));
+                pos += n + 2;
+                sim.admit(&rec);
+                if pos & (BATCH - 1) < n + 2 {
+                    r.read.0.store(pos, Ordering::Release);
+                }
+            }
+            sim.finish();
+            (sim.makespan, sim.edges_total)
+        });
+        Split {
+            build: Build::new(arch, window),
+            ring,
+            rec: Vec::new(),
+            w: 0,
+            published: 0,
+            read_seen: 0,
+            sim: Some(handle),
+        }
+    }
+
+    pub fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        self.build.tensor(rows, cols)
+    }
+
+    fn put(&mut self, words: &[u32]) {
+        let cap = self.ring.mask + 1;
+        if self.w + words.len() - self.read_seen > cap {
+            self.publish();
+            let mut spins = 0;
+            while self.w + words.len() - self.read_seen > cap {
+                wait(&mut spins);
+                self.read_seen = self.ring.read.0.load(Ordering::Acquire);
+            }
+        }
+        for (i, &x) in words.iter().enumerate() {
+            self.ring.words[(self.w + i) & self.ring.mask].store(x, Ordering::Relaxed);
+        }
+        self.w += words.len();
+        if self.w - self.published >= BATCH {
+            self.publish();
+        }
+    }
+
+    fn publish(&mut self) {
+        self.ring.written.0.store(self.w, Ordering::Release);
+        self.published = self.w;
+    }
+
+    pub fn submit(&mut self, cube: bool, args: &[Arg], cycles: u64) {
+        let mut rec = std::mem::take(&mut self.rec);
+        rec.clear();
+        self.build.submit(&mut rec, cube, args, cycles);
+        self.put(&rec);
+        self.rec = rec;
+    }
+
+    /// Ends the stream and waits for the simulation: the run's `total_cycles` and edges.
+    pub fn finish(mut self) -> (u64, u64) {
+        self.put(&[END]);
+        self.publish();
+        self.sim
+            .take()
+            .expect("one finish")
+            .join()
+            .expect("the simulation thread")
     }
 }

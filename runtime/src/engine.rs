@@ -303,7 +303,7 @@ enum Ev {
     /// The task's core finishes it.
     Done(u64),
     /// The runtime has handled the task's completion (`complete + resolve` cycles after it
-    /// ended): its successors become ready, its tensor-map entries stop counting as pending,
+    /// ended): its successors become ready, later submissions get no edge to it,
     /// and its slot may retire.
     Resolve(u64),
     Token(u32),
@@ -1280,15 +1280,18 @@ impl Runtime {
     }
 
     /// The in-flight tasks `t` depends on into `self.deps`, as the low 32 bits of their
-    /// sequence numbers, in submission order without repeats.
+    /// sequence numbers, in submission order without repeats: the tensor map's candidates
+    /// (found without reading any task's progress) that have not completed.
     fn collect_preds(&mut self, t: &TaskDesc<'_>) {
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
-        let (ring, mask) = (&self.ring, self.ring_mask);
-        let pending = |task: u32| ring[(task as u64 & mask) as usize].state != State::Done;
+        // The window admits this task after every task `window` or more older retired.
+        let oldest = (self.next_seq + 1).saturating_sub(self.window);
         for (a, acc) in t.args.iter().zip(&self.accesses) {
-            self.tmap.deps(acc, &a.region, pending, &mut deps);
+            self.tmap.deps(acc, &a.region, oldest, &mut deps);
         }
+        let (ring, mask) = (&self.ring, self.ring_mask);
+        deps.retain(|&task| ring[(task as u64 & mask) as usize].state != State::Done);
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
             let last = self.streams_last[t.stream.rem_euclid(n) as usize];
@@ -1505,7 +1508,7 @@ impl Runtime {
         self.rings[2].set(used);
         self.deps = preds;
         for (a, acc) in t.args.iter().zip(&self.accesses) {
-            self.tmap.insert(acc, &a.region, low);
+            self.tmap.insert(acc, &a.region, seq);
         }
         self.rings[1].set(self.tmap.used() as u64);
         if !self.streams_last.is_empty() {
@@ -2007,10 +2010,10 @@ impl Runtime {
     /// predecessor become ready, and it no longer counts as pending.
     fn complete(&mut self, seq: u64) {
         let si = (seq & self.ring_mask) as usize;
-        let (first, mut e) = {
+        let mut e = {
             let s = &mut self.ring[si];
             s.state = State::Done;
-            (s.first, std::mem::replace(&mut s.succ, NIL))
+            std::mem::replace(&mut s.succ, NIL)
         };
         let chan = self.chan_after.get(si).copied().unwrap_or(NIL);
         let mut freed = 0;
@@ -2034,8 +2037,6 @@ impl Runtime {
             self.edges.get_mut(e).next = self.edge_free;
             self.edge_free = list;
         }
-        let end = self.first_gen(seq + 1);
-        self.tmap.complete(first, end);
         let used = self.rings[2].used - freed;
         self.rings[2].set(used);
         if chan != NIL {
@@ -2069,13 +2070,15 @@ impl Runtime {
             return api(format!("unknown tensor id {}", t.0));
         }
         self.flush_batch();
-        while self.has_live_writer(t) {
-            if !self.advance()? {
-                let m = format!(
-                    "the orchestration waits for the producers of tensor {}, which cannot run",
-                    t.0
-                );
-                return Err(self.deadlock(StallReason::TaskRingFull, m));
+        while let Some(w) = self.pending_writer(t) {
+            while self.is_live(w) {
+                if !self.advance()? {
+                    let m = format!(
+                        "the orchestration waits for the producers of tensor {}, which cannot run",
+                        t.0
+                    );
+                    return Err(self.deadlock(StallReason::TaskRingFull, m));
+                }
             }
         }
         self.check_failure()
@@ -2096,8 +2099,12 @@ impl Runtime {
         self.check_failure()
     }
 
-    fn has_live_writer(&self, t: TensorId) -> bool {
-        self.tmap.writers(t.0) > 0
+    /// A task in flight that writes tensor `t` and has not completed.
+    fn pending_writer(&self, t: TensorId) -> Option<u64> {
+        let w = self
+            .tmap
+            .pending_writer(t.0, |low| self.is_live(self.seq_of(low)))?;
+        Some(self.seq_of(w))
     }
 
     /// Drains every pending task and returns the run's statistics.

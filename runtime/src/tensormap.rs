@@ -43,7 +43,7 @@ const SWEEP_EVERY: u32 = 1 << 30;
 pub(crate) const MAX_TENSORS: u32 = 1 << 28;
 
 const F_WRITE: u32 = 1;
-/// The first entry of its argument (counts as the argument's writer for `pending_writers`).
+/// The first entry of its argument (it alone frees the argument's side-table region).
 const F_PRIMARY: u32 = 2;
 /// The region is a compact form in `smalls` (`d[0]` is its index).
 const F_SMALL: u32 = 4;
@@ -65,9 +65,9 @@ struct Geo {
     dims: [i64; 2],
     /// Bits of a cell's bucket index along dimension 1 (the low bits of `Entry::d`).
     b1_bits: u32,
-    /// Writing arguments of tasks that have not completed (for `wait_tensor`, and to skip
-    /// reads that cannot meet a writer).
-    pending_writers: u32,
+    /// The sequence number of the newest task that writes the tensor, plus 1 (0: none has):
+    /// a read skips the scan when that task is older than any that may still be pending.
+    last_write: u64,
     /// Rank 2 with power-of-two buckets whose cells fit an entry: [`TensorMap::tile`] applies.
     tiled: bool,
 }
@@ -211,9 +211,19 @@ impl TensorMap {
         self.wide[i] = [stale; 2];
     }
 
-    /// Writing arguments of tasks that have not completed, on tensor `t`.
-    pub(crate) fn writers(&self, t: u32) -> u32 {
-        self.geo.get(t as usize).map_or(0, |g| g.pending_writers)
+    /// A live entry that writes tensor `t` for a task that is `pending` (its task, as the low
+    /// 32 bits of its sequence number). A walk over every live entry: for waits, not for
+    /// submission.
+    pub(crate) fn pending_writer(&self, t: u32, pending: impl Fn(u32) -> bool) -> Option<u32> {
+        let mut g = self.tail;
+        while g != self.alloc {
+            let e = self.entry(g);
+            if e.tf >> F_BITS == t && e.tf & F_WRITE != 0 && pending(e.task) {
+                return Some(e.task);
+            }
+            g = g.wrapping_add(1);
+        }
+        None
     }
 
     #[inline(always)]
@@ -451,10 +461,9 @@ impl TensorMap {
     }
 
     /// Walks the chain at `h` newest first. Writer entries of `r`'s tensor that overlap it
-    /// are pushed when `pending`, and the walk stops at one that contains `r` (returning its
-    /// task). With `readers`, reader entries of tasks newer than `stop` are pushed too, and
-    /// the walk ends at the first entry of a task older than `stop`. Stale links are cut.
-    #[allow(clippy::too_many_arguments)]
+    /// are pushed, and the walk stops at one that contains `r` (returning its task). With
+    /// `readers`, reader entries of tasks newer than `stop` are pushed too, and the walk ends
+    /// at the first entry of a task older than `stop`. Stale links are cut.
     #[inline(always)]
     fn walk(
         &mut self,
@@ -463,7 +472,6 @@ impl TensorMap {
         cell: u32,
         readers: bool,
         stop: Option<u32>,
-        pending: &impl Fn(u32) -> bool,
         out: &mut Vec<u32>,
     ) -> Option<u32> {
         let want = r.tensor.0 << F_BITS | if readers { 0 } else { F_WRITE };
@@ -496,9 +504,7 @@ impl TensorMap {
                     self.meet(&e, r)
                 };
                 if ov && stop != Some(e.task) {
-                    if pending(e.task) {
-                        out.push(e.task);
-                    }
+                    out.push(e.task);
                     if cv && !readers {
                         return Some(e.task);
                     }
@@ -509,23 +515,19 @@ impl TensorMap {
         }
     }
 
-    /// The in-flight tasks access `a` of `r` must follow, pushed (as low 32 bits of their
-    /// sequence numbers, possibly repeated) into `out`: writers that overlap it, and for a
-    /// write also readers. `pending(task)`: the task has not completed (a completed one needs
-    /// no edge). Older entries that a pushed or completed writer containing `r` follows are
-    /// left out: the edges order them already.
+    /// The candidates access `a` of `r` must follow, pushed (as low 32 bits of their
+    /// sequence numbers, possibly repeated) into `out`: live entries' tasks that write a
+    /// region overlapping it, and for a write also those that read one. Older entries that a
+    /// pushed writer containing `r` follows are left out: the edges order them already.
+    ///
+    /// The scan reads nothing of the tasks' progress: a candidate may have completed, and the
+    /// caller keeps only those that have not (the edges). `oldest` is the oldest task that may
+    /// still be pending; a read of a tensor no task since then writes has no candidate.
     #[inline(always)]
-    pub(crate) fn deps(
-        &mut self,
-        a: &Access,
-        r: &Region,
-        pending: impl Fn(u32) -> bool,
-        out: &mut Vec<u32>,
-    ) {
+    pub(crate) fn deps(&mut self, a: &Access, r: &Region, oldest: u64, out: &mut Vec<u32>) {
         let (t, write) = (a.t, a.write);
-        let pending_writers = self.geo[t as usize].pending_writers;
-        // A read meets only writers, and a completed writer needs no edge.
-        if !write && pending_writers == 0 {
+        // A read meets only writers, and one older than `oldest` has completed.
+        if !write && self.geo[t as usize].last_write <= oldest {
             return;
         }
         if a.n > self.used() {
@@ -533,11 +535,7 @@ impl TensorMap {
             let mut gen = self.tail;
             while gen != self.alloc {
                 let e = *self.entry(gen);
-                if e.tf >> F_BITS == t
-                    && (write || e.tf & F_WRITE != 0)
-                    && self.meet(&e, r).0
-                    && pending(e.task)
-                {
+                if e.tf >> F_BITS == t && (write || e.tf & F_WRITE != 0) && self.meet(&e, r).0 {
                     out.push(e.task);
                 }
                 gen = gen.wrapping_add(1);
@@ -555,7 +553,6 @@ impl TensorMap {
                 a.cell,
                 false,
                 None,
-                &pending,
                 out,
             )
         } else {
@@ -564,7 +561,7 @@ impl TensorMap {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, true));
-                    let s = self.walk(h, r, a.cell, false, None, &pending, out);
+                    let s = self.walk(h, r, a.cell, false, None, out);
                     stop = newer(stop, s);
                 }
             }
@@ -572,49 +569,25 @@ impl TensorMap {
         };
         let wide = self.wide[t as usize];
         if self.live(wide[1]) {
-            let s = self.walk(
-                Head::Wide(t as usize, 1),
-                r,
-                a.cell,
-                false,
-                None,
-                &pending,
-                out,
-            );
+            let s = self.walk(Head::Wide(t as usize, 1), r, a.cell, false, None, out);
             stop = newer(stop, s);
         }
         if !write {
             return;
         }
         if a.n == 1 {
-            self.walk(
-                Head::Table(a.slot as usize),
-                r,
-                a.cell,
-                true,
-                stop,
-                &pending,
-                out,
-            );
+            self.walk(Head::Table(a.slot as usize), r, a.cell, true, stop, out);
         } else {
             let q = Self::span(&self.geo[t as usize], r);
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, false));
-                    self.walk(h, r, a.cell, true, stop, &pending, out);
+                    self.walk(h, r, a.cell, true, stop, out);
                 }
             }
         }
         if self.live(wide[0]) {
-            self.walk(
-                Head::Wide(t as usize, 0),
-                r,
-                a.cell,
-                true,
-                stop,
-                &pending,
-                out,
-            );
+            self.walk(Head::Wide(t as usize, 0), r, a.cell, true, stop, out);
         }
     }
 
@@ -656,11 +629,11 @@ impl TensorMap {
         }
     }
 
-    /// Records access `a` of region `r` by task `task`. The caller has checked that
+    /// Records access `a` of region `r` by task `seq`. The caller has checked that
     /// [`TensorMap::entries_for`] entries are free.
     #[inline(always)]
-    pub(crate) fn insert(&mut self, a: &Access, r: &Region, task: u32) {
-        let (t, write) = (a.t, a.write);
+    pub(crate) fn insert(&mut self, a: &Access, r: &Region, seq: u64) {
+        let (t, write, task) = (a.t, a.write, seq as u32);
         let mut flags = if write { F_WRITE } else { 0 };
         let d = if a.cell != u32::MAX {
             a.cell
@@ -673,7 +646,9 @@ impl TensorMap {
             self.nside += 1;
             side(&mut self.bigs, &mut self.big_free, *r)
         };
-        self.geo[t as usize].pending_writers += write as u32;
+        if write {
+            self.geo[t as usize].last_write = seq + 1;
+        }
         let mut e = Entry {
             next: 0,
             task,
@@ -688,8 +663,8 @@ impl TensorMap {
             self.push(e, Head::Wide(t as usize, write as usize));
             return;
         }
-        // One entry per bucket; the first is the argument's own (it alone counts as a
-        // pending writer and frees the side-table region).
+        // One entry per bucket; the first is the argument's own (it alone frees the
+        // side-table region).
         let q = Self::span(&self.geo[t as usize], r);
         for b0 in q[0].0..=q[0].1 {
             for b1 in q[1].0..=q[1].1 {
@@ -713,20 +688,6 @@ impl TensorMap {
         }
         let c = (q[0].0 as u64) << g.b1_bits | q[1].0 as u64;
         u32::try_from(c).ok()
-    }
-
-    /// The task whose entries are the generations `[first, end)` has completed.
-    pub(crate) fn complete(&mut self, first: u32, end: u32) {
-        let mut g = first;
-        while g != end {
-            let e = *self.entry(g);
-            if e.tf & (F_PRIMARY | F_WRITE) == F_PRIMARY | F_WRITE {
-                if let Some(geo) = self.geo.get_mut((e.tf >> F_BITS) as usize) {
-                    geo.pending_writers = geo.pending_writers.saturating_sub(1);
-                }
-            }
-            g = g.wrapping_add(1);
-        }
     }
 
     /// Frees every entry before generation `to` (their tasks have retired).
@@ -791,18 +752,11 @@ mod tests {
         /// Test shorthands: prepare and insert / scan in one call.
         fn put(&mut self, r: &Region, dims: &[i64], write: bool, task: u32) {
             let a = self.access(r, dims, write);
-            self.insert(&a, r, task);
+            self.insert(&a, r, task as u64);
         }
-        fn scan(
-            &mut self,
-            r: &Region,
-            dims: &[i64],
-            write: bool,
-            pending: impl Fn(u32) -> bool,
-            out: &mut Vec<u32>,
-        ) {
+        fn scan(&mut self, r: &Region, dims: &[i64], write: bool, oldest: u64, out: &mut Vec<u32>) {
             let a = self.access(r, dims, write);
-            self.deps(&a, r, pending, out);
+            self.deps(&a, r, oldest, out);
         }
     }
 
@@ -810,7 +764,7 @@ mod tests {
     fn deps(m: &mut TensorMap, r: &Region, write: bool) -> Vec<u32> {
         assert!(m.geo[r.tensor.0 as usize].init);
         let mut v = Vec::new();
-        m.scan(r, &[], write, |_| true, &mut v);
+        m.scan(r, &[], write, 0, &mut v);
         v.sort_unstable();
         v.dedup();
         v
@@ -857,9 +811,9 @@ mod tests {
     }
 
     /// Random tasks (one access each), completions and in-order retirements against the
-    /// definition: every pushed task conflicts with the access and has not completed, and
-    /// every conflicting earlier task is ordered before it: by an edge, by having completed
-    /// when it was submitted, or transitively.
+    /// definition: every candidate conflicts with the access, and every conflicting earlier
+    /// task is ordered before it: by an edge (a candidate that has not completed), by having
+    /// completed when it was submitted, or transitively.
     mod oracle {
         use super::*;
         use crate::region;
@@ -907,14 +861,15 @@ mod tests {
                             let seq = ts.len();
                             let mut v = Vec::new();
                             let done: Vec<bool> = ts.iter().map(|x| x.done).collect();
-                            m.scan(&r, &dims, w, |task| !ts[task as usize].done, &mut v);
+                            m.scan(&r, &dims, w, head as u64, &mut v);
                             v.sort_unstable();
                             v.dedup();
                             for &p in &v {
                                 let p = p as usize;
-                                prop_assert!(p < seq && p >= head && !ts[p].done, "edge to a retired or done task {p}");
+                                prop_assert!(p < seq && p >= head, "a candidate that retired: {p}");
                                 prop_assert!((w || ts[p].w) && region::overlaps(&r, &ts[p].r), "false edge {p} -> {seq}");
                             }
+                            v.retain(|&p| !ts[p as usize].done);
                             let first = m.next_gen();
                             m.put(&r, &dims, w, seq as u32);
                             ts.push(T { r, w, first, preds: v.iter().map(|p| *p as usize).collect(), done: false, done_before: done });
@@ -925,8 +880,6 @@ mod tests {
                             if !cands.is_empty() {
                                 let k = cands[i as usize % cands.len()];
                                 ts[k].done = true;
-                                let end = if k + 1 < ts.len() { ts[k + 1].first } else { m.next_gen() };
-                                m.complete(ts[k].first, end);
                             }
                         }
                         Op::Retire => {
@@ -960,8 +913,12 @@ mod tests {
                     }
                 }
                 for t in 0..3u32 {
-                    let pending = ts.iter().filter(|x| !x.done && x.w && x.r.tensor.0 == t).count();
-                    prop_assert_eq!(m.writers(t) as usize, pending);
+                    let pending = ts.iter().any(|x| !x.done && x.w && x.r.tensor.0 == t);
+                    let found = m.pending_writer(t, |task| !ts[task as usize].done);
+                    prop_assert_eq!(found.is_some(), pending);
+                    if let Some(task) = found {
+                        prop_assert!(ts[task as usize].w && ts[task as usize].r.tensor.0 == t);
+                    }
                 }
             }
         }
@@ -975,7 +932,9 @@ mod tests {
         m.put(&reg(&[0, 0], &[64, 128]), &dims, true, 0);
         m.put(&reg(&[0, 0], &[64, 128]), &dims, false, 1);
         m.put(&reg(&[0, 0], &[64, 128]), &dims, true, 2);
-        assert_eq!(m.writers(0), 2);
+        assert_eq!(m.pending_writer(0, |_| true), Some(0));
+        assert_eq!(m.pending_writer(0, |task| task > 0), Some(2));
+        assert_eq!(m.pending_writer(1, |_| true), None);
         // A read of part of the tile follows the newest writer only.
         assert_eq!(deps(&mut m, &reg(&[32, 0], &[16, 8]), false), vec![2]);
         // A write follows it and nothing older (the reader and the first writer precede it).
@@ -983,10 +942,7 @@ mod tests {
         // A read reaching past the tile is not contained by the newest writer, so the walk
         // goes on to the first (a redundant edge: it precedes the newest).
         assert_eq!(deps(&mut m, &reg(&[32, 0], &[64, 8]), false), vec![0, 2]);
-        m.complete(0, 1);
-        m.complete(1, 2);
-        m.complete(2, 3);
-        assert_eq!(m.writers(0), 0);
+        assert_eq!(m.pending_writer(0, |task| task != 0 && task != 2), None);
         m.retire_to(3);
         assert_eq!(m.used(), 0);
         assert!(deps(&mut m, &reg(&[0, 0], &[256, 128]), true).is_empty());
@@ -1013,7 +969,6 @@ mod tests {
         // Rows 1, 21, 41 of column 0.
         assert_eq!(deps(&mut m, &reg(&[21, 0], &[1, 1]), false), vec![3]);
         assert_eq!(deps(&mut m, &reg(&[22, 0], &[1, 1]), false), vec![0]);
-        m.complete(0, 4);
         m.retire_to(4);
         assert_eq!((m.small_free.len(), m.big_free.len(), m.nside), (1, 1, 0));
     }
@@ -1064,7 +1019,6 @@ mod tests {
         assert_eq!(deps(&mut m2, &probe, false), vec![1]);
         // Two buckets (of one element): two entries.
         assert_eq!(m2.used(), 3);
-        m2.complete(0, 3);
         m2.retire_to(3);
         assert_eq!(m2.used(), 0);
         assert_eq!(m2.bigs.len(), 1);
@@ -1083,7 +1037,7 @@ mod tests {
         for i in 0..40u32 {
             let r = reg(&[(i % 4) as i64 * 8, 0], &[8, 8]);
             let mut d = Vec::new();
-            m.scan(&r, &dims, true, |_| true, &mut d);
+            m.scan(&r, &dims, true, 0, &mut d);
             if i >= 4 {
                 assert_eq!(d, vec![i - 4], "task {i}");
             }

@@ -97,6 +97,20 @@ impl Sink for floor::Split {
     }
 }
 
+/// Construction alone: the runtime's own graph construction, as `Runtime::submit` runs it
+/// (region checks, the tensor map's candidates, the task's entries), with no simulation.
+impl Sink for Builder {
+    fn tensor(&mut self, rows: i64, cols: i64) -> TensorId {
+        self.add_tensor(2, &[rows, cols]).expect("tensor")
+    }
+    #[inline(always)]
+    fn task(&mut self, _cube: bool, _coords: &[i64], args: &[Arg]) {
+        black_box(self.prepare(args, 0).expect("prepare"));
+        black_box(self.candidates());
+        self.commit(args, 0);
+    }
+}
+
 /// Construction alone: the floor's builder into `out`, which keeps every built task when
 /// `keep` (for a later simulation alone) and only the last one otherwise.
 struct Built {
@@ -235,6 +249,13 @@ fn llama_split(tokens: i64, window: u32) -> (u64, u64, u64) {
     (n, cycles, edges)
 }
 
+/// The LLaMA pattern through the runtime's graph construction alone, with a tensor map of
+/// `pool` entries: the tasks.
+fn llama_construct(tokens: i64, pool: u32) -> u64 {
+    let mut b = Builder::new(WINDOW, pool, 0).expect("builder");
+    llama_pattern(tokens, &mut b)
+}
+
 /// Empty-kernel graphs: chain, wide, 2-D wavefront; returns tasks submitted.
 fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
     let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
@@ -371,8 +392,10 @@ fn floor_report(reps: usize, sizes: &[i64]) {
         v[v.len() / 2]
     };
     let arch = || Arch::builtin("ascend910b").expect("model");
+    // The tensor map `llama_layer`'s runtime has.
+    let pool = Config::new(arch()).with_window(WINDOW).tensormap_pool;
     for &tokens in sizes {
-        let mut rates = [(); 5].map(|_| Vec::new());
+        let mut rates = [(); 6].map(|_| Vec::new());
         for _ in 0..reps.max(1) {
             let t0 = Instant::now();
             let (n, rt) = llama_layer(tokens, WINDOW);
@@ -418,10 +441,13 @@ fn floor_report(reps: usize, sizes: &[i64]) {
             sim.finish();
             rates[4].push(rate(n, t0));
             assert_eq!((sim.makespan, sim.edges_total), want);
+            let t0 = Instant::now();
+            let n = llama_construct(tokens, pool);
+            rates[5].push(rate(n, t0));
         }
-        let [e, f, sp, b, sm] = rates.map(|mut r| median(&mut r));
+        let [e, f, sp, b, sm, eb] = rates.map(|mut r| median(&mut r));
         println!(
-            "llama_layer {tokens} tokens (tasks/ms): engine {e:.0}; floor {f:.0} ({:.2}x); split floor {sp:.0} ({:.2}x); construction alone {b:.0}; simulation alone {sm:.0}; same total_cycles and edges",
+            "llama_layer {tokens} tokens (tasks/ms): engine {e:.0} (its construction alone {eb:.0}); floor {f:.0} ({:.2}x); split floor {sp:.0} ({:.2}x); floor construction alone {b:.0}; floor simulation alone {sm:.0}; same total_cycles and edges",
             f / e,
             sp / e
         );
@@ -454,6 +480,12 @@ fn main() {
         let threads = get(2).and_then(|a| a.parse().ok()).unwrap_or(1);
         let reps = get(3).and_then(|a| a.parse().ok()).unwrap_or(101);
         empty_report(shape, threads, reps);
+        return;
+    }
+    if let Some(p) = args.iter().position(|a| a == "--construct") {
+        // For profiling the runtime's construction alone.
+        let tokens = args.get(p + 1).and_then(|a| a.parse().ok()).unwrap_or(4096);
+        black_box(llama_construct(tokens, 4 * WINDOW));
         return;
     }
     if let Some(p) = args.iter().position(|a| a == "--floor") {

@@ -1,11 +1,11 @@
 //! The engine: bounded rings, the tensor map, the event clock, host execution and CSP.
 
 use crate::api::*;
+use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
-use crate::tensormap::{Access, TensorMap, MAX_TENSORS};
 use crate::v9::{Order, V9Clock};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -19,7 +19,8 @@ const IO_CACHE: usize = 64;
 /// No edge, no channel, no process.
 const NIL: u32 = u32::MAX;
 
-/// The largest task window (its ring of 28-byte slots is allocated up front).
+/// The largest task window (its ring of 24-byte slots and the builder's 4 bytes a task are
+/// allocated up front).
 pub const MAX_WINDOW: u32 = 1 << 24;
 
 /// Process steps in a row with no task submitted and no cycle passing before the run stops
@@ -185,22 +186,8 @@ impl From<ApiError> for RuntimeError {
 
 #[cold]
 #[inline(never)]
-fn api<T>(m: String) -> Result<T, RuntimeError> {
+pub(crate) fn api<T>(m: String) -> Result<T, RuntimeError> {
     Err(RuntimeError::Api(m))
-}
-
-/// Argument `n`'s dimension `d` is malformed or leaves its tensor (of extent `dim` there).
-#[cold]
-#[inline(never)]
-fn bad_dimension<T>(n: usize, d: usize, r: &Region, dim: i64) -> Result<T, RuntimeError> {
-    let (o, e, s) = (r.offsets[d], r.extents[d], r.strides[d]);
-    if let Some(m) = malformed_dimension(d, o, e, s) {
-        return api(format!("argument {n}: {m}"));
-    }
-    let last = (e - 1).saturating_mul(s).saturating_add(o);
-    api(format!(
-        "argument {n}: dimension {d} reaches index {last} but the tensor has {dim}"
-    ))
 }
 
 struct KernelEntry {
@@ -222,14 +209,6 @@ const OFFLOAD_NS: u64 = 5_000;
 const SAMPLE_FIRST: u64 = 8;
 const SAMPLE_EVERY: u64 = 256;
 
-struct Tensor {
-    elem_size: u64,
-    rank: usize,
-    dims: [i64; MAX_RANK],
-    buf: Vec<u8>,
-    live: bool,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum State {
     Empty,
@@ -245,19 +224,18 @@ struct ExecData {
     scalars: Vec<i64>,
 }
 
-/// A task in the ring: 28 bytes, what graph construction and the event model need. The
+/// A task in the ring: 24 bytes, what the event model needs (the builder keeps each task's
+/// first tensor-map entry). The
 /// policy key (for `priority`), the scope, the channel a completion sends on and the kernel
 /// arguments live in side arrays that exist only when a run uses them.
 #[derive(Clone, Copy)]
 struct Slot {
     /// Compute plus transfer cycles (low and high halves: 4-byte alignment keeps the slot
-    /// at 28 bytes).
+    /// at 24 bytes).
     dur: [u32; 2],
     preds_left: u32,
     /// Successor edges (a list through `Edge::next`).
     succ: u32,
-    /// The task's first tensor-map generation (its entries run to the next task's first).
-    first: u32,
     kernel: u32,
     /// The assigned core (fixed dispatch policies), then the running one; `NO_CORE`: none.
     core: u16,
@@ -265,7 +243,7 @@ struct Slot {
     flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Slot>() == 28);
+const _: () = assert!(std::mem::size_of::<Slot>() == 24);
 
 const NO_CORE: u16 = u16::MAX;
 /// Slot flags: issued per the timing policy; held by an open scope; the kernel is on the
@@ -283,7 +261,6 @@ impl Slot {
         dur: [0; 2],
         preds_left: 0,
         succ: NIL,
-        first: 0,
         kernel: 0,
         core: NO_CORE,
         state: State::Empty,
@@ -682,8 +659,10 @@ pub struct Runtime {
     cfg: Config,
     window: u64,
     kernels: Vec<KernelEntry>,
-    tensors: Vec<Tensor>,
-    free_tensors: Vec<u32>,
+    /// Graph construction: tensors' shapes, the tensor map, each task's candidates.
+    build: Builder,
+    /// Tensor buffers by tensor id (empty in timing-only mode).
+    bufs: Vec<Vec<u8>>,
     /// Slots: the window rounded up to a power of two (indexed by `seq & ring_mask`).
     ring: Vec<Slot>,
     ring_mask: u64,
@@ -697,7 +676,6 @@ pub struct Runtime {
     execs: Vec<Option<Box<ExecData>>>,
     next_seq: u64,
     head: u64,
-    tmap: TensorMap,
     edges: Chunked<Edge>,
     /// Free edges, linked through `Edge::next`.
     edge_free: u32,
@@ -712,7 +690,6 @@ pub struct Runtime {
     pending_free: VecDeque<(u64, u32, u64)>,
     scopes: Vec<Scope>,
     scope_ids: u32,
-    streams_last: Vec<u64>,
     batch: Vec<u64>,
     since_yield: u32,
     v9: V9Clock,
@@ -723,8 +700,6 @@ pub struct Runtime {
     horizon: u64,
     /// The submitted task's predecessors (low 32 bits of their sequence numbers).
     deps: Vec<u32>,
-    /// The submitted task's arguments as the tensor map sees them.
-    accesses: Vec<Access>,
     io_cache: [Option<(CoreClass, u64, u64, u64)>; IO_CACHE],
     /// Kernel argument buffers for reuse (boxed: they move to pool jobs and back).
     #[allow(clippy::vec_box)]
@@ -879,13 +854,12 @@ impl Runtime {
             } else {
                 Vec::new()
             },
-            tmap: TensorMap::new(cfg.tensormap_pool),
+            build: Builder::new(p.task_window, cfg.tensormap_pool, streams)?,
+            bufs: Vec::new(),
             edges: Chunked::new(),
             edge_free: NIL,
             classes,
             kernels: Vec::new(),
-            tensors: Vec::new(),
-            free_tensors: Vec::new(),
             next_seq: 0,
             head: 0,
             events: Events::default(),
@@ -897,7 +871,6 @@ impl Runtime {
             pending_free: VecDeque::new(),
             scopes: Vec::new(),
             scope_ids: 0,
-            streams_last: vec![u64::MAX; streams],
             batch: Vec::new(),
             since_yield: 0,
             v9: V9Clock::new(v9n, window as usize),
@@ -905,7 +878,6 @@ impl Runtime {
             makespan: 0,
             horizon: 0,
             deps: Vec::new(),
-            accesses: Vec::new(),
             io_cache: [None; IO_CACHE],
             exec_free: Vec::new(),
             channels: Vec::new(),
@@ -970,21 +942,7 @@ impl Runtime {
         dims: &[i64],
         data: Option<Vec<u8>>,
     ) -> Result<TensorId, RuntimeError> {
-        if dims.is_empty() || dims.len() > MAX_RANK || dims.iter().any(|d| *d < 1) {
-            return api(format!(
-                "a tensor has 1 to {MAX_RANK} dimensions, each ≥ 1; found {dims:?}"
-            ));
-        }
-        if !(1..=16).contains(&elem_size) {
-            return api(format!("element size {elem_size} is not 1 to 16 bytes"));
-        }
-        let elems = dims
-            .iter()
-            .try_fold(1u64, |a, d| a.checked_mul(*d as u64))
-            .ok_or_else(|| RuntimeError::Api(format!("tensor of {dims:?} is too large")))?;
-        let bytes = elems
-            .checked_mul(elem_size)
-            .ok_or_else(|| RuntimeError::Api(format!("tensor of {dims:?} is too large")))?;
+        let bytes = Builder::tensor_bytes(elem_size, dims)?;
         let buf = if let Some(d) = data {
             if d.len() as u64 != bytes {
                 return api(format!(
@@ -1005,34 +963,19 @@ impl Runtime {
         } else {
             Vec::new()
         };
-        let mut t = Tensor {
-            elem_size,
-            rank: dims.len(),
-            dims: [1; MAX_RANK],
-            buf,
-            live: true,
-        };
-        t.dims[..dims.len()].copy_from_slice(dims);
-        let id = if let Some(id) = self.free_tensors.pop() {
-            self.tensors[id as usize] = t;
-            id
-        } else {
-            if self.tensors.len() as u32 >= MAX_TENSORS {
-                return api(format!("more than {MAX_TENSORS} tensors"));
-            }
-            self.tensors.push(t);
-            self.tensors.len() as u32 - 1
-        };
-        self.tmap.add_tensor(id, dims.len());
-        Ok(TensorId(id))
+        let id = self.build.add_tensor(elem_size, dims)?;
+        let i = id.0 as usize;
+        if self.bufs.len() <= i {
+            self.bufs.resize_with(i + 1, Vec::new);
+        }
+        self.bufs[i] = buf;
+        Ok(id)
     }
 
     /// The bytes of a tensor (after [`Runtime::finish`], or between runs).
     pub fn tensor_bytes(&self, t: TensorId) -> Option<&[u8]> {
-        self.tensors
-            .get(t.0 as usize)
-            .filter(|t| t.live)
-            .map(|t| &t.buf[..])
+        self.build.tensor(t)?;
+        self.bufs.get(t.0 as usize).map(|b| &b[..])
     }
 
     /// Allocates an intermediate from the heap arena; it is released when the enclosing scope
@@ -1092,11 +1035,10 @@ impl Runtime {
             }
             self.pending_free.pop_front();
             self.arena_used -= bytes;
-            if let Some(tt) = self.tensors.get_mut(t as usize) {
-                tt.live = false;
-                tt.buf = Vec::new();
+            if let Some(b) = self.bufs.get_mut(t as usize) {
+                *b = Vec::new();
             }
-            self.free_tensors.push(t);
+            self.build.free_tensor(t);
         }
         self.rings[3].set(self.arena_used);
     }
@@ -1167,70 +1109,6 @@ impl Runtime {
         self.submit_from(t, NIL)
     }
 
-    /// One pass over the task's arguments: checks each against its tensor, prepares it for
-    /// the tensor map (into `self.accesses`), and returns the entries they take and the bytes
-    /// the task reads and writes.
-    fn prepare(&mut self, t: &TaskDesc<'_>) -> Result<(u64, u64, u64), RuntimeError> {
-        if t.kernel.0 as usize >= self.kernels.len() {
-            return api(format!("unknown kernel id {}", t.kernel.0));
-        }
-        self.accesses.clear();
-        let (mut need, mut i, mut o) = (0, 0, 0);
-        for (n, a) in t.args.iter().enumerate() {
-            let r = &a.region;
-            let Some(ten) = self.tensors.get(r.tensor.0 as usize).filter(|t| t.live) else {
-                return api(format!("argument {n}: unknown tensor id {}", r.tensor.0));
-            };
-            if r.rank as usize != ten.rank {
-                return api(format!(
-                    "argument {n}: region of rank {} on a tensor of rank {}",
-                    r.rank, ten.rank
-                ));
-            }
-            let write = a.dir.writes();
-            // One cell of a tiled grid is inside the tensor (the usual tile: no loop).
-            let (acc, elems) = match self.tmap.tile_access(r, write) {
-                Some(acc) => (acc, (r.extents[0] * r.extents[1]) as u64),
-                None => {
-                    // Region fields are public, so a region may not have come from
-                    // `Region::new`: every dimension is checked here (`Region::elements` is
-                    // taken in the same loop; a second loop over the rank costs about 40
-                    // instructions a task).
-                    let mut elems = 1u64;
-                    for d in 0..ten.rank {
-                        // Unsigned: a negative offset or an extent below 1 is out of range too.
-                        // A region inside its tensor has at most the tensor's elements, so
-                        // `elems` cannot wrap.
-                        let dim = ten.dims[d] as u64;
-                        let (o, span, s) = (
-                            r.offsets[d] as u64,
-                            (r.extents[d] as u64).wrapping_sub(1),
-                            r.strides[d],
-                        );
-                        let inside = span < dim
-                            && if s == 1 {
-                                o < dim - span
-                            } else {
-                                s > 1 && (span as u128 * s as u128 + o as u128) < dim as u128
-                            };
-                        if !inside {
-                            return bad_dimension(n, d, r, ten.dims[d]);
-                        }
-                        elems *= span + 1;
-                    }
-                    (self.tmap.access(r, &ten.dims[..ten.rank], write), elems)
-                }
-            };
-            // At most the tensor's bytes, which `add_tensor` checked fit a u64.
-            let b = elems * ten.elem_size;
-            need += TensorMap::entries_for(&acc) as u64;
-            self.accesses.push(acc);
-            i += if a.dir.reads() { b } else { 0 };
-            o += if write { b } else { 0 };
-        }
-        Ok((need, i, o))
-    }
-
     fn slot(&self, seq: u64) -> &Slot {
         &self.ring[(seq & self.ring_mask) as usize]
     }
@@ -1247,16 +1125,6 @@ impl Runtime {
     #[inline]
     fn seq_of(&self, low: u32) -> u64 {
         self.head + low.wrapping_sub(self.head as u32) as u64
-    }
-
-    /// Task `seq`'s first tensor-map generation, or the next to be allocated when `seq` is
-    /// not submitted yet: a task's entries end where the next task's begin.
-    fn first_gen(&self, seq: u64) -> u32 {
-        if seq < self.next_seq {
-            self.slot(seq).first
-        } else {
-            self.tmap.next_gen()
-        }
     }
 
     /// A task's name in traces: its kernel and coordinates, `k[1, 2]`.
@@ -1279,26 +1147,19 @@ impl Runtime {
         }
     }
 
-    /// The in-flight tasks `t` depends on into `self.deps`, as the low 32 bits of their
-    /// sequence numbers, in submission order without repeats: the tensor map's candidates
-    /// (found without reading any task's progress) that have not completed.
-    fn collect_preds(&mut self, t: &TaskDesc<'_>) {
+    /// The in-flight tasks the prepared task depends on into `self.deps`, as the low 32 bits
+    /// of their sequence numbers, in submission order without repeats: the builder's
+    /// candidates that have not completed.
+    fn collect_preds(&mut self) {
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
-        // The window admits this task after every task `window` or more older retired.
-        let oldest = (self.next_seq + 1).saturating_sub(self.window);
-        for (a, acc) in t.args.iter().zip(&self.accesses) {
-            self.tmap.deps(acc, &a.region, oldest, &mut deps);
-        }
         let (ring, mask) = (&self.ring, self.ring_mask);
-        deps.retain(|&task| ring[(task as u64 & mask) as usize].state != State::Done);
-        if !self.streams_last.is_empty() {
-            let n = self.streams_last.len() as i64;
-            let last = self.streams_last[t.stream.rem_euclid(n) as usize];
-            if last != u64::MAX && self.is_live(last) {
-                deps.push(last as u32);
-            }
-        }
+        deps.extend(self.build.candidates().iter().filter(|&&task| {
+            matches!(
+                ring[(task as u64 & mask) as usize].state,
+                State::Waiting | State::Ready | State::Running
+            )
+        }));
         if deps.len() > 1 {
             // Age order: distance from the ring's head (sequence numbers in flight differ by
             // less than 2^32).
@@ -1309,8 +1170,9 @@ impl Runtime {
         self.deps = deps;
     }
 
+    /// Entries the pool has room for while the tasks from the head on hold theirs.
     fn entries_free(&self) -> u64 {
-        self.tmap.free() as u64
+        (self.cfg.tensormap_pool as u64).saturating_sub(self.build.entries_from(self.head))
     }
 
     fn edges_free(&self) -> u64 {
@@ -1321,7 +1183,14 @@ impl Runtime {
         if self.next_seq >= self.cfg.max_tasks {
             return Err(self.limit("tasks", self.cfg.max_tasks));
         }
-        let (need_m, in_bytes, out_bytes) = self.prepare(t)?;
+        if t.kernel.0 as usize >= self.kernels.len() {
+            return api(format!("unknown kernel id {}", t.kernel.0));
+        }
+        let Prepared {
+            entries: need_m,
+            in_bytes,
+            out_bytes,
+        } = self.build.prepare(t.args, t.stream)?;
         if need_m > self.cfg.tensormap_pool as u64 {
             return Err(self.deadlock(
                 StallReason::TensormapPoolFull,
@@ -1357,7 +1226,7 @@ impl Runtime {
         let key = t.key;
         // 2. Room for the edges and the tensor-map entries.
         let preds = loop {
-            self.collect_preds(t);
+            self.collect_preds();
             let need_e = self.deps.len() as u64;
             if need_e > self.cfg.deplist_pool as u64 {
                 let m = format!(
@@ -1421,9 +1290,13 @@ impl Runtime {
             x.scalars.extend_from_slice(t.scalars);
             x.args.clear();
             x.args.extend(t.args.iter().map(|a| {
-                let ten = &mut self.tensors[a.region.tensor.0 as usize];
+                let i = a.region.tensor.0 as usize;
+                let ten = self
+                    .build
+                    .tensor(a.region.tensor)
+                    .expect("a checked tensor");
                 RawArg {
-                    base: ten.buf.as_mut_ptr(),
+                    base: self.bufs[i].as_mut_ptr(),
                     elem_size: ten.elem_size,
                     rank: ten.rank as u64,
                     dims: ten.dims,
@@ -1462,7 +1335,6 @@ impl Runtime {
             dur: [dur as u32, (dur >> 32) as u32],
             preds_left: npreds,
             succ: NIL,
-            first: self.tmap.next_gen(),
             kernel,
             core: NO_CORE,
             state: State::Waiting,
@@ -1507,14 +1379,8 @@ impl Runtime {
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
         self.deps = preds;
-        for (a, acc) in t.args.iter().zip(&self.accesses) {
-            self.tmap.insert(acc, &a.region, seq);
-        }
-        self.rings[1].set(self.tmap.used() as u64);
-        if !self.streams_last.is_empty() {
-            let n = self.streams_last.len() as i64;
-            self.streams_last[t.stream.rem_euclid(n) as usize] = seq;
-        }
+        self.build.commit(t.args, t.stream);
+        self.rings[1].set(self.build.entries_from(self.head));
         // Dispatch assignment for fixed policies, in emission order.
         let ci = self.kernels[kernel as usize].ci;
         let ncores = self.classes[ci].cores.len() as u64;
@@ -2055,8 +1921,8 @@ impl Runtime {
             self.head += 1;
         }
         if self.head != from {
-            self.tmap.retire_to(self.first_gen(self.head));
-            self.rings[1].set(self.tmap.used() as u64);
+            self.build.retire_to(self.head);
+            self.rings[1].set(self.build.entries_from(self.head));
         }
         self.rings[0].set(self.next_seq - self.head);
     }
@@ -2066,7 +1932,7 @@ impl Runtime {
     /// e.g. a data-dependent branch. The event clock advances to the last producer's end; the
     /// `pto_wsp_v9` clocks do not move (v9 has no data edges).
     pub fn wait_tensor(&mut self, t: TensorId) -> Result<(), RuntimeError> {
-        if self.tensors.get(t.0 as usize).is_none_or(|x| !x.live) {
+        if self.build.tensor(t).is_none() {
             return api(format!("unknown tensor id {}", t.0));
         }
         self.flush_batch();
@@ -2102,8 +1968,8 @@ impl Runtime {
     /// A task in flight that writes tensor `t` and has not completed.
     fn pending_writer(&self, t: TensorId) -> Option<u64> {
         let w = self
-            .tmap
-            .pending_writer(t.0, |low| self.is_live(self.seq_of(low)))?;
+            .build
+            .pending_writer(t, |low| self.is_live(self.seq_of(low)))?;
         Some(self.seq_of(w))
     }
 

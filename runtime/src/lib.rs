@@ -13,6 +13,9 @@
 //!   freed in order when it retires (`tensormap.rs`: chains of generations, newest first, cut
 //!   lazily). Memory depends on the configuration, not on the number of tasks or the tensors'
 //!   shapes.
+//! - **Construction apart from time** ([`Builder`]): region checks, the tensor map's candidate
+//!   producers and the task's entries depend on the submissions only, never on the simulation's
+//!   progress; the runtime keeps as edges the candidates still pending when it admits a task.
 //! - **Exact dependencies** ([`region`]): strided hyper-rectangles intersect iff their
 //!   per-dimension arithmetic progressions do (decided with gcd/CRT); RAW, WAR and WAW edges
 //!   are added only between overlapping regions, and a scan stops at the newest writer that
@@ -28,6 +31,7 @@
 //!   the run stops with a [`DeadlockReport`].
 
 pub mod api;
+mod build;
 mod chunked;
 mod engine;
 pub mod policy;
@@ -37,6 +41,7 @@ mod tensormap;
 mod v9;
 
 pub use api::*;
+pub use build::{Builder, Prepared};
 pub use engine::{
     Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, MAX_CYCLES, MAX_IDLE_STEPS,
     MAX_POOL, MAX_TASK_CYCLES, MAX_WINDOW,

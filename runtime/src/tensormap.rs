@@ -120,7 +120,6 @@ pub(crate) struct TensorMap {
     spare: Option<Box<[Entry]>>,
     tail: u32,
     alloc: u32,
-    pool: u32,
     /// Compact regions (offset 0, extent 0, offset 1, extent 1) and full ones, by index.
     smalls: Vec<[i32; 4]>,
     small_free: Vec<u32>,
@@ -167,7 +166,6 @@ impl TensorMap {
             spare: None,
             tail: 0,
             alloc: 0,
-            pool,
             smalls: Vec::new(),
             small_free: Vec::new(),
             bigs: Vec::new(),
@@ -183,10 +181,11 @@ impl TensorMap {
         self.alloc.wrapping_sub(self.tail)
     }
 
-    /// Entries that can still be allocated.
+    /// Whether generation `to` is after the oldest live entry and not after the next to be
+    /// allocated: [`TensorMap::retire_to`] it frees something.
     #[inline]
-    pub(crate) fn free(&self) -> u32 {
-        self.pool - self.used()
+    pub(crate) fn is_ahead(&self, to: u32) -> bool {
+        to != self.tail && to.wrapping_sub(self.tail) <= self.used()
     }
 
     /// The generation the next entry gets.
@@ -855,7 +854,7 @@ mod tests {
                         Op::Submit(t, off, ext, st, w) => {
                             let ext = [ext[0].min((dims[0] - off[0] - 1) / st[0] + 1), ext[1].min((dims[1] - off[1] - 1) / st[1] + 1)];
                             let r = Region::new(TensorId(t as u32), &off, &ext, &st).unwrap();
-                            if m.free() < TensorMap::entries_for(&m.access(&r, &dims, w)) {
+                            if 48 - m.used() < TensorMap::entries_for(&m.access(&r, &dims, w)) {
                                 continue;
                             }
                             let seq = ts.len();

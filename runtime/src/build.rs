@@ -1,0 +1,287 @@
+//! Graph construction with dependency inference, apart from the event clock.
+//!
+//! The [`Builder`] checks each task's region arguments against their tensors, finds in the
+//! tensor map the earlier tasks the task must follow (its *candidates*), and records the task's
+//! accesses. It reads nothing of the simulation: which candidates are still pending when the
+//! task is admitted is the runtime's question, and those become the task's edges. A task
+//! `task_window` or more submissions older than this one has retired before this one is
+//! admitted, so the builder drops its entries by sequence arithmetic alone; the runtime may
+//! free entries sooner as tasks retire ([`Builder::retire_to`]). So what the builder produces
+//! is a function of the submissions only, and it can run on its own: [`crate::Runtime`] drives
+//! one per run, and a builder alone constructs a graph without timing it.
+
+use crate::api::{malformed_dimension, Arg, Region, TensorId, MAX_RANK};
+use crate::engine::{api, RuntimeError, MAX_WINDOW};
+use crate::tensormap::{Access, TensorMap, MAX_POOL, MAX_TENSORS};
+
+/// What the builder knows of a tensor.
+#[derive(Clone, Copy)]
+pub(crate) struct TensorMeta {
+    pub(crate) elem_size: u64,
+    pub(crate) rank: usize,
+    pub(crate) dims: [i64; MAX_RANK],
+    pub(crate) live: bool,
+}
+
+/// A task's arguments as checked by [`Builder::prepare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    /// Tensor-map entries the task takes once committed.
+    pub entries: u64,
+    /// Bytes the task reads and writes.
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+}
+
+/// Graph construction: see the module documentation.
+pub struct Builder {
+    tensors: Vec<TensorMeta>,
+    free_tensors: Vec<u32>,
+    tmap: TensorMap,
+    /// The prepared task's arguments as the tensor map sees them.
+    accesses: Vec<Access>,
+    /// The prepared task's candidates (low 32 bits of their sequence numbers, possibly
+    /// repeated).
+    cands: Vec<u32>,
+    window: u64,
+    next: u64,
+    /// Each task's first tensor-map generation, by `seq & fmask` (the window rounded up to a
+    /// power of two: every task that may hold entries).
+    firsts: Vec<u32>,
+    fmask: u64,
+    /// Per stream (`streams(n)`): the newest task submitted on it.
+    streams_last: Vec<u64>,
+}
+
+/// Argument `n`'s dimension `d` is malformed or leaves its tensor (of extent `dim` there).
+#[cold]
+#[inline(never)]
+fn bad_dimension<T>(n: usize, d: usize, r: &Region, dim: i64) -> Result<T, RuntimeError> {
+    let (o, e, s) = (r.offsets[d], r.extents[d], r.strides[d]);
+    if let Some(m) = malformed_dimension(d, o, e, s) {
+        return api(format!("argument {n}: {m}"));
+    }
+    let last = (e - 1).saturating_mul(s).saturating_add(o);
+    api(format!(
+        "argument {n}: dimension {d} reaches index {last} but the tensor has {dim}"
+    ))
+}
+
+impl Builder {
+    /// A builder for a task window of `window` (1 to [`MAX_WINDOW`]), a tensor map of
+    /// `tensormap_pool` entries (1 to [`MAX_POOL`]) and `streams` streams (0: none).
+    pub fn new(window: u32, tensormap_pool: u32, streams: usize) -> Result<Builder, RuntimeError> {
+        if !(1..=MAX_WINDOW).contains(&window) || !(1..=MAX_POOL).contains(&tensormap_pool) {
+            return api(format!(
+                "task_window must be 1 to {MAX_WINDOW} and tensormap_pool 1 to {MAX_POOL}; found {window} and {tensormap_pool}"
+            ));
+        }
+        let window = window as u64;
+        let size = window.next_power_of_two();
+        Ok(Builder {
+            tensors: Vec::new(),
+            free_tensors: Vec::new(),
+            tmap: TensorMap::new(tensormap_pool),
+            accesses: Vec::new(),
+            cands: Vec::new(),
+            window,
+            next: 0,
+            firsts: vec![0; size as usize],
+            fmask: size - 1,
+            streams_last: vec![u64::MAX; streams],
+        })
+    }
+
+    /// Checks a tensor's shape and element size: its bytes.
+    pub(crate) fn tensor_bytes(elem_size: u64, dims: &[i64]) -> Result<u64, RuntimeError> {
+        if dims.is_empty() || dims.len() > MAX_RANK || dims.iter().any(|d| *d < 1) {
+            return api(format!(
+                "a tensor has 1 to {MAX_RANK} dimensions, each ≥ 1; found {dims:?}"
+            ));
+        }
+        if !(1..=16).contains(&elem_size) {
+            return api(format!("element size {elem_size} is not 1 to 16 bytes"));
+        }
+        let too_large = || RuntimeError::Api(format!("tensor of {dims:?} is too large"));
+        let elems = dims
+            .iter()
+            .try_fold(1u64, |a, d| a.checked_mul(*d as u64))
+            .ok_or_else(too_large)?;
+        elems.checked_mul(elem_size).ok_or_else(too_large)
+    }
+
+    /// Adds a tensor of `dims` elements of `elem_size` bytes.
+    pub fn add_tensor(&mut self, elem_size: u64, dims: &[i64]) -> Result<TensorId, RuntimeError> {
+        Self::tensor_bytes(elem_size, dims)?;
+        let mut t = TensorMeta {
+            elem_size,
+            rank: dims.len(),
+            dims: [1; MAX_RANK],
+            live: true,
+        };
+        t.dims[..dims.len()].copy_from_slice(dims);
+        let id = if let Some(id) = self.free_tensors.pop() {
+            self.tensors[id as usize] = t;
+            id
+        } else {
+            if self.tensors.len() as u32 >= MAX_TENSORS {
+                return api(format!("more than {MAX_TENSORS} tensors"));
+            }
+            self.tensors.push(t);
+            self.tensors.len() as u32 - 1
+        };
+        self.tmap.add_tensor(id, dims.len());
+        Ok(TensorId(id))
+    }
+
+    /// A live tensor.
+    pub(crate) fn tensor(&self, t: TensorId) -> Option<&TensorMeta> {
+        self.tensors.get(t.0 as usize).filter(|t| t.live)
+    }
+
+    /// Frees tensor `t` (its id may be reused). The caller guarantees that every task that
+    /// accesses it has retired.
+    pub(crate) fn free_tensor(&mut self, t: u32) {
+        if let Some(tt) = self.tensors.get_mut(t as usize) {
+            tt.live = false;
+            self.free_tensors.push(t);
+        }
+    }
+
+    /// The sequence number the next committed task gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next
+    }
+
+    /// Task `seq`'s first tensor-map generation, or the next to be allocated when `seq` is
+    /// not committed yet: a task's entries end where the next task's begin.
+    fn first_gen(&self, seq: u64) -> u32 {
+        if seq < self.next {
+            self.firsts[(seq & self.fmask) as usize]
+        } else {
+            self.tmap.next_gen()
+        }
+    }
+
+    /// Frees the entries of every task before `seq` (they have retired).
+    pub fn retire_to(&mut self, seq: u64) {
+        let to = self.first_gen(seq);
+        if self.tmap.is_ahead(to) {
+            self.tmap.retire_to(to);
+        }
+    }
+
+    /// Entries held by the tasks from `seq` on: what the pool holds while `seq` is the oldest
+    /// task that has not retired.
+    pub fn entries_from(&self, seq: u64) -> u64 {
+        self.tmap.next_gen().wrapping_sub(self.first_gen(seq)) as u64
+    }
+
+    /// Checks the next task's region arguments and finds its candidates
+    /// ([`Builder::candidates`]), on stream `stream` when there are streams. The task is not
+    /// recorded until [`Builder::commit`].
+    pub fn prepare(&mut self, args: &[Arg], stream: i64) -> Result<Prepared, RuntimeError> {
+        let seq = self.next;
+        // Every task `window` or more older has retired by the time this one is admitted.
+        let oldest = (seq + 1).saturating_sub(self.window);
+        self.retire_to(oldest);
+        self.accesses.clear();
+        self.cands.clear();
+        let (mut need, mut i, mut o) = (0, 0, 0);
+        for (n, a) in args.iter().enumerate() {
+            let r = &a.region;
+            let Some(ten) = self.tensors.get(r.tensor.0 as usize).filter(|t| t.live) else {
+                return api(format!("argument {n}: unknown tensor id {}", r.tensor.0));
+            };
+            if r.rank as usize != ten.rank {
+                return api(format!(
+                    "argument {n}: region of rank {} on a tensor of rank {}",
+                    r.rank, ten.rank
+                ));
+            }
+            let write = a.dir.writes();
+            // One cell of a tiled grid is inside the tensor (the usual tile: no loop).
+            let (acc, elems) = match self.tmap.tile_access(r, write) {
+                Some(acc) => (acc, (r.extents[0] * r.extents[1]) as u64),
+                None => {
+                    // Region fields are public, so a region may not have come from
+                    // `Region::new`: every dimension is checked here (`Region::elements` is
+                    // taken in the same loop; a second loop over the rank costs about 40
+                    // instructions a task).
+                    let mut elems = 1u64;
+                    for d in 0..ten.rank {
+                        // Unsigned: a negative offset or an extent below 1 is out of range too.
+                        // A region inside its tensor has at most the tensor's elements, so
+                        // `elems` cannot wrap.
+                        let dim = ten.dims[d] as u64;
+                        let (o, span, s) = (
+                            r.offsets[d] as u64,
+                            (r.extents[d] as u64).wrapping_sub(1),
+                            r.strides[d],
+                        );
+                        let inside = span < dim
+                            && if s == 1 {
+                                o < dim - span
+                            } else {
+                                s > 1 && (span as u128 * s as u128 + o as u128) < dim as u128
+                            };
+                        if !inside {
+                            return bad_dimension(n, d, r, ten.dims[d]);
+                        }
+                        elems *= span + 1;
+                    }
+                    (self.tmap.access(r, &ten.dims[..ten.rank], write), elems)
+                }
+            };
+            // At most the tensor's bytes, which `add_tensor` checked fit a u64.
+            let b = elems * ten.elem_size;
+            need += TensorMap::entries_for(&acc) as u64;
+            self.tmap.deps(&acc, r, oldest, &mut self.cands);
+            self.accesses.push(acc);
+            i += if a.dir.reads() { b } else { 0 };
+            o += if write { b } else { 0 };
+        }
+        if !self.streams_last.is_empty() {
+            let n = self.streams_last.len() as i64;
+            let last = self.streams_last[stream.rem_euclid(n) as usize];
+            if last != u64::MAX && last >= oldest {
+                self.cands.push(last as u32);
+            }
+        }
+        Ok(Prepared {
+            entries: need,
+            in_bytes: i,
+            out_bytes: o,
+        })
+    }
+
+    /// The prepared task's candidates: the tasks (low 32 bits of their sequence numbers,
+    /// possibly repeated, all inside the window) it must follow if they are still pending
+    /// when it is admitted.
+    pub fn candidates(&self) -> &[u32] {
+        &self.cands
+    }
+
+    /// Records the prepared task (`args` and `stream` as prepared) as task
+    /// [`Builder::next_seq`], and returns that number. The caller has checked that its
+    /// entries fit the pool.
+    pub fn commit(&mut self, args: &[Arg], stream: i64) -> u64 {
+        let seq = self.next;
+        self.firsts[(seq & self.fmask) as usize] = self.tmap.next_gen();
+        for (a, acc) in args.iter().zip(&self.accesses) {
+            self.tmap.insert(acc, &a.region, seq);
+        }
+        if !self.streams_last.is_empty() {
+            let n = self.streams_last.len() as i64;
+            self.streams_last[stream.rem_euclid(n) as usize] = seq;
+        }
+        self.next += 1;
+        seq
+    }
+
+    /// A live entry that writes tensor `t` for a task that is `pending` (by the low 32 bits
+    /// of its sequence number). A walk over every live entry: for waits, not for submission.
+    pub(crate) fn pending_writer(&self, t: TensorId, pending: impl Fn(u32) -> bool) -> Option<u32> {
+        self.tmap.pending_writer(t.0, pending)
+    }
+}

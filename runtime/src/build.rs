@@ -285,3 +285,118 @@ impl Builder {
         self.tmap.pending_writer(t.0, pending)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Direction;
+
+    fn arg(t: TensorId, o: [i64; 2], e: [i64; 2], dir: Direction) -> Arg {
+        Arg {
+            region: Region::dense(t, &o, &e).unwrap(),
+            dir,
+        }
+    }
+
+    /// Prepares and commits a task: its candidates, sorted, without repeats.
+    fn task(b: &mut Builder, args: &[Arg], stream: i64) -> Vec<u32> {
+        b.prepare(args, stream).unwrap();
+        let mut c = b.candidates().to_vec();
+        c.sort_unstable();
+        c.dedup();
+        b.commit(args, stream);
+        c
+    }
+
+    #[test]
+    fn candidates_follow_conflicts_alone() {
+        use Direction::*;
+        let mut b = Builder::new(16, 64, 0).unwrap();
+        let x = b.add_tensor(4, &[8, 8]).unwrap();
+        let y = b.add_tensor(4, &[8, 8]).unwrap();
+        let t0 = |d| arg(x, [0, 0], [4, 4], d);
+        assert_eq!(task(&mut b, &[t0(Out)], 0), Vec::<u32>::new());
+        // Read after write.
+        assert_eq!(task(&mut b, &[t0(In)], 0), vec![0]);
+        // Another tile, another tensor: no conflict.
+        assert_eq!(
+            task(
+                &mut b,
+                &[arg(x, [4, 4], [4, 4], In), arg(y, [0, 0], [4, 4], Out)],
+                0
+            ),
+            Vec::<u32>::new()
+        );
+        // Write after read and after write; the reader of the other tile is not one.
+        assert_eq!(task(&mut b, &[t0(InOut)], 0), vec![0, 1]);
+        // A read of the whole tensor meets both writers of the first tile: the newer (task 3)
+        // does not contain the read, so the walk goes on to task 0.
+        assert_eq!(task(&mut b, &[arg(x, [0, 0], [8, 8], In)], 0), vec![0, 3]);
+        assert_eq!(b.next_seq(), 5);
+    }
+
+    #[test]
+    fn the_window_bounds_candidates_and_entries() {
+        use Direction::*;
+        let w = 4u32;
+        let mut b = Builder::new(w, 4 * w, 0).unwrap();
+        let x = b.add_tensor(4, &[64, 8]).unwrap();
+        let tile = |i: i64, d| arg(x, [8 * (i % 8), 0], [8, 8], d);
+        for i in 0..200i64 {
+            // Each task reads the tile written 3 tasks before (inside the window) and the one
+            // written 5 before (outside: it retired before this task is admitted).
+            let c = task(&mut b, &[tile(i, Out), tile(i + 5, In), tile(i + 3, In)], 0);
+            let mut want = vec![];
+            if i >= 5 {
+                // tile(i + 3) is tile(i − 5): written 5 tasks ago, outside the window.
+                assert!(!c.contains(&((i - 5) as u32)), "task {i}: {c:?}");
+            }
+            if i >= 3 {
+                // tile(i + 5) is tile(i − 3): written 3 tasks ago.
+                want.push((i - 3) as u32);
+            }
+            assert_eq!(c, want, "task {i}");
+            // The map holds the entries of the window's tasks only.
+            assert!(
+                b.tmap.used() <= 3 * w,
+                "task {i}: {} entries",
+                b.tmap.used()
+            );
+        }
+        assert_eq!(b.entries_from(b.next_seq() - w as u64), 3 * w as u64);
+    }
+
+    #[test]
+    fn streams_chain_their_tasks_inside_the_window() {
+        let mut b = Builder::new(3, 8, 2).unwrap();
+        assert_eq!(task(&mut b, &[], 0), Vec::<u32>::new());
+        assert_eq!(task(&mut b, &[], 1), Vec::<u32>::new());
+        assert_eq!(task(&mut b, &[], 0), vec![0]);
+        assert_eq!(task(&mut b, &[], 1), vec![1]);
+        assert_eq!(task(&mut b, &[], 1), vec![3]);
+        // Stream 0's last task (2) is 3 submissions older than task 5: it has retired.
+        assert_eq!(task(&mut b, &[], 0), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn bad_input_is_an_api_error() {
+        assert!(Builder::new(0, 8, 0).is_err());
+        assert!(Builder::new(8, 0, 0).is_err());
+        let mut b = Builder::new(8, 8, 0).unwrap();
+        assert!(b.add_tensor(0, &[4]).is_err());
+        assert!(b.add_tensor(4, &[0, 4]).is_err());
+        let x = b.add_tensor(4, &[4, 4]).unwrap();
+        let bad = [
+            arg(TensorId(7), [0, 0], [1, 1], Direction::In),
+            arg(x, [2, 2], [4, 4], Direction::In),
+        ];
+        for a in bad {
+            assert!(matches!(b.prepare(&[a], 0), Err(RuntimeError::Api(_))));
+        }
+        // Nothing was committed.
+        assert_eq!(b.next_seq(), 0);
+        b.free_tensor(x.0);
+        let a = arg(x, [0, 0], [1, 1], Direction::In);
+        assert!(b.prepare(&[a], 0).is_err());
+    }
+}

@@ -107,7 +107,7 @@ impl Sink for Builder {
     fn task(&mut self, _cube: bool, _coords: &[i64], args: &[Arg]) {
         black_box(self.prepare(args, 0).expect("prepare"));
         black_box(self.candidates());
-        self.commit(args, 0);
+        self.commit(args, 0).expect("commit");
     }
 }
 

@@ -44,6 +44,10 @@ pub struct Builder {
     /// repeated).
     cands: Vec<u32>,
     window: u64,
+    /// The tensor map's entries.
+    pool: u64,
+    /// Entries the prepared task takes.
+    need: u64,
     next: u64,
     /// Each task's first tensor-map generation, by `seq & fmask` (the window rounded up to a
     /// power of two: every task that may hold entries).
@@ -85,6 +89,8 @@ impl Builder {
             accesses: Vec::new(),
             cands: Vec::new(),
             window,
+            pool: tensormap_pool as u64,
+            need: 0,
             next: 0,
             firsts: vec![0; size as usize],
             fmask: size - 1,
@@ -248,6 +254,7 @@ impl Builder {
                 self.cands.push(last as u32);
             }
         }
+        self.need = need;
         Ok(Prepared {
             entries: need,
             in_bytes: i,
@@ -263,9 +270,18 @@ impl Builder {
     }
 
     /// Records the prepared task (`args` and `stream` as prepared) as task
-    /// [`Builder::next_seq`], and returns that number. The caller has checked that its
-    /// entries fit the pool.
-    pub fn commit(&mut self, args: &[Arg], stream: i64) -> u64 {
+    /// [`Builder::next_seq`], and returns that number. The runtime admits a task only when
+    /// its entries fit the pool; a builder used alone refuses one whose entries do not fit
+    /// beside those of the window's tasks.
+    pub fn commit(&mut self, args: &[Arg], stream: i64) -> Result<u64, RuntimeError> {
+        if self.tmap.used() as u64 + self.need > self.pool {
+            return api(format!(
+                "the tensor map's {} entries cannot hold this task's {} beside the {} of the tasks in the window: raise tensormap_pool",
+                self.pool,
+                self.need,
+                self.tmap.used()
+            ));
+        }
         let seq = self.next;
         self.firsts[(seq & self.fmask) as usize] = self.tmap.next_gen();
         for (a, acc) in args.iter().zip(&self.accesses) {
@@ -276,7 +292,7 @@ impl Builder {
             self.streams_last[stream.rem_euclid(n) as usize] = seq;
         }
         self.next += 1;
-        seq
+        Ok(seq)
     }
 
     /// A live entry that writes tensor `t` for a task that is `pending` (by the low 32 bits
@@ -304,7 +320,7 @@ mod tests {
         let mut c = b.candidates().to_vec();
         c.sort_unstable();
         c.dedup();
-        b.commit(args, stream);
+        b.commit(args, stream).unwrap();
         c
     }
 
@@ -398,5 +414,20 @@ mod tests {
         b.free_tensor(x.0);
         let a = arg(x, [0, 0], [1, 1], Direction::In);
         assert!(b.prepare(&[a], 0).is_err());
+        // The window's entries overflow a small pool: refused, not overwritten.
+        let mut b = Builder::new(4, 6, 0).unwrap();
+        let x = b.add_tensor(4, &[8, 8]).unwrap();
+        let two = [
+            arg(x, [0, 0], [4, 4], Direction::In),
+            arg(x, [4, 4], [4, 4], Direction::Out),
+        ];
+        for _ in 0..3 {
+            b.prepare(&two, 0).unwrap();
+            b.commit(&two, 0).unwrap();
+        }
+        b.prepare(&two, 0).unwrap();
+        let e = b.commit(&two, 0).unwrap_err();
+        assert!(e.to_string().contains("raise tensormap_pool"), "{e}");
+        assert_eq!(b.next_seq(), 3);
     }
 }

@@ -1331,6 +1331,8 @@ impl Runtime {
                 t.cycles
             ));
         }
+        // The pool has room: `entries_free` counted every entry the builder holds.
+        self.build.commit(t.args, t.stream)?;
         self.ring[si] = Slot {
             dur: [dur as u32, (dur >> 32) as u32],
             preds_left: npreds,
@@ -1379,7 +1381,6 @@ impl Runtime {
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
         self.deps = preds;
-        self.build.commit(t.args, t.stream);
         self.rings[1].set(self.build.entries_from(self.head));
         // Dispatch assignment for fixed policies, in emission order.
         let ci = self.kernels[kernel as usize].ci;

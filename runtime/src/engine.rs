@@ -1,4 +1,5 @@
-//! The engine: bounded rings, the tensor map, the event clock, host execution and CSP.
+//! The engine: bounded rings, the event clock, host execution and CSP. Graph construction
+//! (region checks, the tensor map) is its [`Builder`]'s.
 
 use crate::api::*;
 use crate::build::{Builder, Prepared};
@@ -225,9 +226,9 @@ struct ExecData {
 }
 
 /// A task in the ring: 24 bytes, what the event model needs (the builder keeps each task's
-/// first tensor-map entry). The
-/// policy key (for `priority`), the scope, the channel a completion sends on and the kernel
-/// arguments live in side arrays that exist only when a run uses them.
+/// first tensor-map entry). The policy key (for `priority`), the scope, the channel a
+/// completion sends on and the kernel arguments live in side arrays that exist only when a
+/// run uses them.
 #[derive(Clone, Copy)]
 struct Slot {
     /// Compute plus transfer cycles (low and high halves: 4-byte alignment keeps the slot

@@ -70,6 +70,9 @@ struct Geo {
     last_write: u64,
     /// Rank 2 with power-of-two buckets whose cells fit an entry: [`TensorMap::tile`] applies.
     tiled: bool,
+    /// An entry has gone to the tensor's wide chains (since it was declared): only then do
+    /// scans look at them.
+    wide: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -529,8 +532,9 @@ impl TensorMap {
         if !write && self.geo[t as usize].last_write <= oldest {
             return;
         }
-        if a.n > self.used() {
-            // Cheaper to look at every live entry than at every bucket.
+        if a.n > 1 && a.n > self.used() {
+            // Cheaper to look at every live entry than at every bucket (one bucket is never
+            // dearer than the live entries, even none).
             let mut gen = self.tail;
             while gen != self.alloc {
                 let e = *self.entry(gen);
@@ -566,7 +570,11 @@ impl TensorMap {
             }
             stop
         };
-        let wide = self.wide[t as usize];
+        let wide = if self.geo[t as usize].wide {
+            self.wide[t as usize]
+        } else {
+            [self.tail.wrapping_sub(1); 2]
+        };
         if self.live(wide[1]) {
             let s = self.walk(Head::Wide(t as usize, 1), r, a.cell, false, None, out);
             stop = newer(stop, s);
@@ -659,6 +667,7 @@ impl TensorMap {
             return;
         }
         if a.n as i64 > WIDE_SPAN {
+            self.geo[t as usize].wide = true;
             self.push(e, Head::Wide(t as usize, write as usize));
             return;
         }

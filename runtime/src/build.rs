@@ -287,6 +287,7 @@ impl Builder {
         for (a, acc) in args.iter().zip(&self.accesses) {
             self.tmap.insert(acc, &a.region, seq);
         }
+        self.tmap.sweep_due();
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;
             self.streams_last[stream.rem_euclid(n) as usize] = seq;

@@ -70,6 +70,11 @@ struct Geo {
     last_write: u64,
     /// Rank 2 with power-of-two buckets whose cells fit an entry: [`TensorMap::tile`] applies.
     tiled: bool,
+    /// With `tiled`: the bucket size less 1 along dimensions 0 and 1, and how many offsets
+    /// there start a whole (unclipped) bucket inside the tensor, counted from 0 (0 when none
+    /// does or the grid is not tiled): the interior cells' cheap test.
+    mask: [i64; 2],
+    inner: [u64; 2],
     /// An entry has gone to the tensor's wide chains (since it was declared): only then do
     /// scans look at them.
     wide: bool,
@@ -290,6 +295,10 @@ impl TensorMap {
         });
         let top = ((nb[0] - 1) as u64) << g.b1_bits | (nb[1] - 1) as u64;
         g.tiled = g.rank == 2 && !g.shift.contains(&u32::MAX) && top <= u32::MAX as u64;
+        if g.tiled {
+            g.mask = bs.map(|b| b - 1);
+            g.inner = [0, 1].map(|d| (g.dims[d] - bs[d] + 1).max(0) as u64);
+        }
         g.init = true;
     }
 
@@ -313,6 +322,25 @@ impl TensorMap {
     /// A cell of the grid lies inside the tensor, so a region that is one is in bounds.
     #[inline(always)]
     fn tile(g: &Geo, r: &Region) -> Option<(i64, i64)> {
+        // An interior cell: dense, a whole bucket, at a bucket's start, before the clipped
+        // ones (`inner` is 0 unless the grid is tiled).
+        let (o, e, s) = (&r.offsets, &r.extents, &r.strides);
+        let off = (o[0] & g.mask[0])
+            | (o[1] & g.mask[1])
+            | (e[0] ^ g.bsize[0])
+            | (e[1] ^ g.bsize[1])
+            | (s[0] ^ 1)
+            | (s[1] ^ 1);
+        if off == 0 && (o[0] as u64) < g.inner[0] && (o[1] as u64) < g.inner[1] {
+            return Some((o[0] >> g.shift[0], o[1] >> g.shift[1]));
+        }
+        Self::edge_tile(g, r)
+    }
+
+    /// [`TensorMap::tile`] for the other cells, clipped by the tensor's edge or of extent 1
+    /// with a stride.
+    #[inline(never)]
+    fn edge_tile(g: &Geo, r: &Region) -> Option<(i64, i64)> {
         if !g.tiled {
             return None;
         }
@@ -517,6 +545,21 @@ impl TensorMap {
         }
     }
 
+    /// [`TensorMap::walk`] out of line: for chains off the one-bucket path (several buckets,
+    /// wide chains), so that the hot path stays small.
+    #[inline(never)]
+    fn walk_cold(
+        &mut self,
+        h: Head,
+        r: &Region,
+        cell: u32,
+        readers: bool,
+        stop: Option<u32>,
+        out: &mut Vec<u32>,
+    ) -> Option<u32> {
+        self.walk(h, r, cell, readers, stop, out)
+    }
+
     /// The candidates access `a` of `r` must follow, pushed (as low 32 bits of their
     /// sequence numbers, possibly repeated) into `out`: live entries' tasks that write a
     /// region overlapping it, and for a write also those that read one. Older entries that a
@@ -564,7 +607,7 @@ impl TensorMap {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, true));
-                    let s = self.walk(h, r, a.cell, false, None, out);
+                    let s = self.walk_cold(h, r, a.cell, false, None, out);
                     stop = newer(stop, s);
                 }
             }
@@ -576,7 +619,7 @@ impl TensorMap {
             [self.tail.wrapping_sub(1); 2]
         };
         if self.live(wide[1]) {
-            let s = self.walk(Head::Wide(t as usize, 1), r, a.cell, false, None, out);
+            let s = self.walk_cold(Head::Wide(t as usize, 1), r, a.cell, false, None, out);
             stop = newer(stop, s);
         }
         if !write {
@@ -589,12 +632,12 @@ impl TensorMap {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, false));
-                    self.walk(h, r, a.cell, true, stop, out);
+                    self.walk_cold(h, r, a.cell, true, stop, out);
                 }
             }
         }
         if self.live(wide[0]) {
-            self.walk(Head::Wide(t as usize, 0), r, a.cell, true, stop, out);
+            self.walk_cold(Head::Wide(t as usize, 0), r, a.cell, true, stop, out);
         }
     }
 
@@ -612,6 +655,12 @@ impl TensorMap {
         *self.entry_mut(g) = Entry { next, ..e };
         *self.head_mut(h) = g;
         self.alloc = g.wrapping_add(1);
+    }
+
+    /// Resets heads that went stale when it is time to: called once per task, after its
+    /// entries (at most [`MAX_POOL`] of them) went in.
+    #[inline(always)]
+    pub(crate) fn sweep_due(&mut self) {
         if self.alloc.wrapping_sub(self.swept) >= SWEEP_EVERY {
             self.sweep();
         }
@@ -619,6 +668,7 @@ impl TensorMap {
 
     /// Resets heads that went stale, so none lives long enough for its generation to come
     /// round again.
+    #[cold]
     fn sweep(&mut self) {
         self.swept = self.alloc;
         let cut = self.tail.wrapping_sub(1);
@@ -640,11 +690,29 @@ impl TensorMap {
     /// [`TensorMap::entries_for`] entries are free.
     #[inline(always)]
     pub(crate) fn insert(&mut self, a: &Access, r: &Region, seq: u64) {
+        if a.cell == u32::MAX {
+            return self.insert_region(a, r, seq);
+        }
+        // A grid cell: one entry, which holds the region.
+        let write = a.write;
+        if write {
+            self.geo[a.t as usize].last_write = seq + 1;
+        }
+        let e = Entry {
+            next: 0,
+            task: seq as u32,
+            tf: a.t << F_BITS | (write as u32 * F_WRITE) | F_PRIMARY,
+            d: a.cell,
+        };
+        self.push(e, Head::Table(a.slot as usize + write as usize));
+    }
+
+    /// [`TensorMap::insert`] for a region that is not a grid cell.
+    #[inline(never)]
+    fn insert_region(&mut self, a: &Access, r: &Region, seq: u64) {
         let (t, write, task) = (a.t, a.write, seq as u32);
         let mut flags = if write { F_WRITE } else { 0 };
-        let d = if a.cell != u32::MAX {
-            a.cell
-        } else if let Some(c) = compact(r) {
+        let d = if let Some(c) = compact(r) {
             flags |= F_SMALL;
             self.nside += 1;
             side(&mut self.smalls, &mut self.small_free, c)
@@ -816,6 +884,26 @@ mod tests {
         }
         // Every cell, the clipped ones included, takes the shortcut exactly once.
         assert_eq!(hits, 5 * 5);
+        // Regions built by hand (fields are public) that leave the tensor or are malformed
+        // are never cells: the shortcut is what proves a tile in bounds.
+        let mut r = reg(&[0, 0], &[16, 8]);
+        let edges = [-64, -16, -1, 0, 16, 64, 80, i64::MIN, i64::MAX - 15];
+        for o0 in edges {
+            for o1 in [-8, 0, 8, 32, 40, i64::MIN] {
+                for (e0, e1, s) in [(16, 8, 1), (0, 8, 1), (-16, 8, 1), (16, 8, 0), (16, 8, -1)] {
+                    (r.offsets[0], r.offsets[1]) = (o0, o1);
+                    (r.extents[0], r.extents[1]) = (e0, e1);
+                    (r.strides[0], r.strides[1]) = (s, s);
+                    let inside = (0..2).all(|d| {
+                        let (o, e) = (r.offsets[d], r.extents[d]);
+                        o >= 0 && e >= 1 && s >= 1 && o.checked_add(s * (e - 1)) < Some(dims[d])
+                    });
+                    if TensorMap::tile(&g, &r).is_some() {
+                        assert!(inside, "{r:?}");
+                    }
+                }
+            }
+        }
     }
 
     /// Random tasks (one access each), completions and in-order retirements against the

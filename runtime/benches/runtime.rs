@@ -454,6 +454,32 @@ fn floor_report(reps: usize, sizes: &[i64]) {
     }
 }
 
+/// `--construct REPS SIZES`: the runtime's graph construction alone on the LLaMA pattern
+/// (`Builder`, with the tensor map `llama_layer`'s runtime has), REPS times per size; prints the
+/// median tasks/ms.
+fn construct_report(reps: usize, sizes: &[i64]) {
+    let pool = Config::new(Arch::builtin("ascend910b").expect("model"))
+        .with_window(WINDOW)
+        .tensormap_pool;
+    for &tokens in sizes {
+        let mut rates: Vec<f64> = (0..reps.max(1))
+            .map(|_| {
+                let t0 = Instant::now();
+                let n = llama_construct(tokens, pool);
+                n as f64 / t0.elapsed().as_secs_f64() / 1000.0
+            })
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        println!(
+            "llama_construct {tokens} tokens: median {:.0} tasks/ms over {} runs (min {:.0}, max {:.0})",
+            rates[rates.len() / 2],
+            rates.len(),
+            rates[0],
+            rates[rates.len() - 1]
+        );
+    }
+}
+
 /// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times and
 /// prints the median time per task (for profiling without criterion's analysis).
 fn empty_report(shape: &str, threads: usize, reps: usize) {
@@ -483,9 +509,13 @@ fn main() {
         return;
     }
     if let Some(p) = args.iter().position(|a| a == "--construct") {
-        // For profiling the runtime's construction alone.
-        let tokens = args.get(p + 1).and_then(|a| a.parse().ok()).unwrap_or(4096);
-        black_box(llama_construct(tokens, 4 * WINDOW));
+        // The runtime's construction alone (and for profiling it: `--construct 1 4096`).
+        let reps = args.get(p + 1).and_then(|a| a.parse().ok()).unwrap_or(11);
+        let sizes: Vec<i64> = args[(p + 2).min(args.len())..]
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        construct_report(reps, if sizes.is_empty() { &[16384] } else { &sizes });
         return;
     }
     if let Some(p) = args.iter().position(|a| a == "--floor") {

@@ -537,21 +537,6 @@ impl TensorMap {
         }
     }
 
-    /// [`TensorMap::walk`] out of line: for chains off the one-bucket path (several buckets,
-    /// wide chains), so that the hot path stays small.
-    #[inline(never)]
-    fn walk_cold(
-        &mut self,
-        h: Head,
-        r: &Region,
-        cell: u32,
-        readers: bool,
-        stop: Option<u32>,
-        out: &mut Vec<u32>,
-    ) -> Option<u32> {
-        self.walk(h, r, cell, readers, stop, out)
-    }
-
     /// The candidates access `a` of `r` must follow, pushed (as low 32 bits of their
     /// sequence numbers, possibly repeated) into `out`: live entries' tasks that write a
     /// region overlapping it, and for a write also those that read one. Older entries that a
@@ -563,10 +548,34 @@ impl TensorMap {
     #[inline(always)]
     pub(crate) fn deps(&mut self, a: &Access, r: &Region, oldest: u64, out: &mut Vec<u32>) {
         let (t, write) = (a.t, a.write);
+        let g = &self.geo[t as usize];
         // A read meets only writers, and one older than `oldest` has completed.
-        if !write && self.geo[t as usize].last_write <= oldest {
+        if !write && g.last_write <= oldest {
             return;
         }
+        if a.n == 1 && !g.wide {
+            // The usual access: one bucket's chains.
+            let stop = self.walk(
+                Head::Table(a.slot as usize + 1),
+                r,
+                a.cell,
+                false,
+                None,
+                out,
+            );
+            if write {
+                self.walk(Head::Table(a.slot as usize), r, a.cell, true, stop, out);
+            }
+            return;
+        }
+        self.deps_spread(a, r, out);
+    }
+
+    /// [`TensorMap::deps`] for an access over several buckets, or of a tensor with wide
+    /// entries.
+    #[inline(never)]
+    fn deps_spread(&mut self, a: &Access, r: &Region, out: &mut Vec<u32>) {
+        let (t, write) = (a.t, a.write);
         if a.n > 1 && a.n > self.used() {
             // Cheaper to look at every live entry than at every bucket (one bucket is never
             // dearer than the live entries, even none).
@@ -599,7 +608,7 @@ impl TensorMap {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, true));
-                    let s = self.walk_cold(h, r, a.cell, false, None, out);
+                    let s = self.walk(h, r, a.cell, false, None, out);
                     stop = newer(stop, s);
                 }
             }
@@ -611,7 +620,7 @@ impl TensorMap {
             [self.tail.wrapping_sub(1); 2]
         };
         if self.live(wide[1]) {
-            let s = self.walk_cold(Head::Wide(t as usize, 1), r, a.cell, false, None, out);
+            let s = self.walk(Head::Wide(t as usize, 1), r, a.cell, false, None, out);
             stop = newer(stop, s);
         }
         if !write {
@@ -624,12 +633,12 @@ impl TensorMap {
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
                     let h = Head::Table(self.slot_of(t, b0, b1, false));
-                    self.walk_cold(h, r, a.cell, true, stop, out);
+                    self.walk(h, r, a.cell, true, stop, out);
                 }
             }
         }
         if self.live(wide[0]) {
-            self.walk_cold(Head::Wide(t as usize, 0), r, a.cell, true, stop, out);
+            self.walk(Head::Wide(t as usize, 0), r, a.cell, true, stop, out);
         }
     }
 

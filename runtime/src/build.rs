@@ -242,10 +242,13 @@ impl Builder {
             // At most the tensor's bytes, which `add_tensor` checked fit a u64.
             let b = elems * ten.elem_size;
             need += TensorMap::entries_for(&acc) as u64;
-            self.tmap.deps(&acc, r, oldest, &mut self.cands);
             self.accesses.push(acc);
             i += if a.dir.reads() { b } else { 0 };
             o += if write { b } else { 0 };
+        }
+        // A second pass, so that each loop keeps its values in registers.
+        for (a, acc) in args.iter().zip(&self.accesses) {
+            self.tmap.deps(acc, &a.region, oldest, &mut self.cands);
         }
         if !self.streams_last.is_empty() {
             let n = self.streams_last.len() as i64;

@@ -380,10 +380,17 @@ impl TensorMap {
     /// The table slot of a bucket's readers (`w` false) or writers: the two are adjacent, so
     /// one cache line serves a task's scan of one chain and its insert into the other.
     #[inline(always)]
-    fn slot_of(&self, t: u32, b0: i64, b1: i64, w: bool) -> usize {
-        let k = (t as u64) << 44 ^ (b0 as u64) << 22 ^ b1 as u64 ^ (b1 as u64) >> 22;
+    fn slot_of(&self, t: u32, key: u64, w: bool) -> usize {
+        let k = key ^ (t as u64) << 40;
         let pair = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.hshift;
         (pair << 1 | w as u64) as usize
+    }
+
+    /// Bucket (`b0`, `b1`) as one number: bucket 0 << `Geo::b1_bits` | bucket 1 (below 2^41;
+    /// for a tiled grid below 2^32, the cell of [`Entry::d`]).
+    #[inline(always)]
+    fn key(g: &Geo, b0: i64, b1: i64) -> u64 {
+        (b0 as u64) << g.b1_bits | b1 as u64
     }
 
     /// Prepares region argument `r` when it is exactly one cell of its tensor's tiled grid
@@ -394,10 +401,11 @@ impl TensorMap {
         let t = r.tensor.0;
         let g = &self.geo[t as usize];
         let (b0, b1) = Self::tile(g, r)?;
+        let key = Self::key(g, b0, b1);
         Some(Access {
             t,
-            slot: self.slot_of(t, b0, b1, false) as u32,
-            cell: ((b0 as u64) << g.b1_bits | b1 as u64) as u32,
+            slot: self.slot_of(t, key, false) as u32,
+            cell: key as u32,
             n: 1,
             write,
         })
@@ -424,7 +432,7 @@ impl TensorMap {
         };
         Access {
             t,
-            slot: self.slot_of(t, q[0].0, q[1].0, false) as u32,
+            slot: self.slot_of(t, Self::key(g, q[0].0, q[1].0), false) as u32,
             cell,
             n: n.clamp(0, u32::MAX as i64) as u32,
             write,
@@ -607,7 +615,11 @@ impl TensorMap {
             let q = Self::span(&self.geo[t as usize], r);
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
-                    let h = Head::Table(self.slot_of(t, b0, b1, true));
+                    let h = Head::Table(self.slot_of(
+                        t,
+                        Self::key(&self.geo[t as usize], b0, b1),
+                        true,
+                    ));
                     let s = self.walk(h, r, a.cell, false, None, out);
                     stop = newer(stop, s);
                 }
@@ -632,7 +644,11 @@ impl TensorMap {
             let q = Self::span(&self.geo[t as usize], r);
             for b0 in q[0].0..=q[0].1 {
                 for b1 in q[1].0..=q[1].1 {
-                    let h = Head::Table(self.slot_of(t, b0, b1, false));
+                    let h = Head::Table(self.slot_of(
+                        t,
+                        Self::key(&self.geo[t as usize], b0, b1),
+                        false,
+                    ));
                     self.walk(h, r, a.cell, true, stop, out);
                 }
             }
@@ -652,9 +668,8 @@ impl TensorMap {
                 .unwrap_or_else(|| vec![Entry::default(); CHUNK].into_boxed_slice());
             self.chunks[((g >> CHUNK_BITS) & self.cmask) as usize] = c;
         }
-        let next = self.head(h);
+        let next = std::mem::replace(self.head_mut(h), g);
         *self.entry_mut(g) = Entry { next, ..e };
-        *self.head_mut(h) = g;
         self.alloc = g.wrapping_add(1);
     }
 
@@ -745,7 +760,8 @@ impl TensorMap {
         let q = Self::span(&self.geo[t as usize], r);
         for b0 in q[0].0..=q[0].1 {
             for b1 in q[1].0..=q[1].1 {
-                let h = Head::Table(self.slot_of(t, b0, b1, write));
+                let h =
+                    Head::Table(self.slot_of(t, Self::key(&self.geo[t as usize], b0, b1), write));
                 self.push(e, h);
                 e.tf &= !F_PRIMARY;
             }
@@ -763,8 +779,7 @@ impl TensorMap {
         if !exact(0) || (r.rank == 2 && !exact(1)) {
             return None;
         }
-        let c = (q[0].0 as u64) << g.b1_bits | q[1].0 as u64;
-        u32::try_from(c).ok()
+        u32::try_from(Self::key(g, q[0].0, q[1].0)).ok()
     }
 
     /// Frees every entry before generation `to` (their tasks have retired).

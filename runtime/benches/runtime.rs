@@ -317,33 +317,31 @@ fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
     count
 }
 
+/// A criterion group timing `run` (tokens → tasks) on the LLaMA pattern at 1K to 16K tokens.
+fn llama_group(c: &mut Criterion, name: &str, run: impl Fn(i64) -> u64) {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10);
+    for tokens in [1024i64, 2048, 4096, 8192, 16384] {
+        let t = tokens / 64;
+        g.throughput(Throughput::Elements((16 * t + 3 * t * t) as u64));
+        g.bench_function(format!("{tokens}"), |b| b.iter(|| black_box(run(tokens))));
+    }
+    g.finish();
+}
+
 fn bench(c: &mut Criterion) {
     // Graph construction with dependency inference alone: the runtime's `Builder`, as
     // `Runtime::submit` drives it, without the event clock.
     let pool = Config::new(Arch::builtin("ascend910b").expect("model"))
         .with_window(WINDOW)
         .tensormap_pool;
-    let mut g = c.benchmark_group("llama_layer_construct");
-    g.sample_size(10);
-    for tokens in [1024i64, 2048, 4096, 8192, 16384] {
-        let t = tokens / 64;
-        g.throughput(Throughput::Elements((16 * t + 3 * t * t) as u64));
-        g.bench_function(format!("{tokens}"), |b| {
-            b.iter(|| black_box(llama_construct(tokens, pool)))
-        });
-    }
-    g.finish();
+    llama_group(c, "llama_layer_construct", |tokens| {
+        llama_construct(tokens, pool)
+    });
     // The whole timing-only run: construction and the simulation of the NPU's time.
-    let mut g = c.benchmark_group("llama_layer_build");
-    g.sample_size(10);
-    for tokens in [1024i64, 2048, 4096, 8192, 16384] {
-        let t = tokens / 64;
-        g.throughput(Throughput::Elements((16 * t + 3 * t * t) as u64));
-        g.bench_function(format!("{tokens}"), |b| {
-            b.iter(|| black_box(llama_layer(tokens, WINDOW).0))
-        });
-    }
-    g.finish();
+    llama_group(c, "llama_layer_build", |tokens| {
+        llama_layer(tokens, WINDOW).0
+    });
     let mut g = c.benchmark_group("empty_kernels");
     g.sample_size(10);
     for shape in ["chain", "wide", "wavefront"] {
@@ -524,23 +522,27 @@ fn main() {
         empty_report(shape, threads, reps);
         return;
     }
-    if let Some(p) = args.iter().position(|a| a == "--construct") {
-        // The runtime's construction alone (and for profiling it: `--construct 1 4096`).
+    // `--MODE REPS SIZES`: REPS (default 11) and the sizes in tokens (default 16384).
+    let reps_sizes = |p: usize| {
         let reps = args.get(p + 1).and_then(|a| a.parse().ok()).unwrap_or(11);
-        let sizes: Vec<i64> = args[(p + 2).min(args.len())..]
+        let mut sizes: Vec<i64> = args[(p + 2).min(args.len())..]
             .iter()
             .filter_map(|a| a.parse().ok())
             .collect();
-        construct_report(reps, if sizes.is_empty() { &[16384] } else { &sizes });
+        if sizes.is_empty() {
+            sizes.push(16384);
+        }
+        (reps, sizes)
+    };
+    if let Some(p) = args.iter().position(|a| a == "--construct") {
+        // The runtime's construction alone (and for profiling it: `--construct 1 4096`).
+        let (reps, sizes) = reps_sizes(p);
+        construct_report(reps, &sizes);
         return;
     }
     if let Some(p) = args.iter().position(|a| a == "--floor") {
-        let reps = args.get(p + 1).and_then(|a| a.parse().ok()).unwrap_or(11);
-        let sizes: Vec<i64> = args[(p + 2).min(args.len())..]
-            .iter()
-            .filter_map(|a| a.parse().ok())
-            .collect();
-        floor_report(reps, if sizes.is_empty() { &[16384] } else { &sizes });
+        let (reps, sizes) = reps_sizes(p);
+        floor_report(reps, &sizes);
         return;
     }
     if let Some(p) = args.iter().position(|a| a == "--memory") {

@@ -7,7 +7,7 @@
 use criterion::{criterion_group, Criterion, Throughput};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 use wsp_runtime::*;
@@ -16,22 +16,50 @@ use wsp_runtime::*;
 mod floor;
 
 struct Counting;
-static CUR: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Bytes allocated less bytes freed while counting (signed: memory from before counting may be
+/// freed), and its peak.
+static CUR: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+/// Set by `--memory` alone: the other measures pay nothing for the counting.
+static COUNTING: AtomicBool = AtomicBool::new(false);
 
-// SAFETY: forwards to the system allocator and only counts bytes.
+/// Counts an allocation of `add` bytes that replaces one of `sub`.
+#[inline(always)]
+fn count(add: usize, sub: usize) {
+    if COUNTING.load(Relaxed) {
+        let d = add as isize - sub as isize;
+        let c = CUR.fetch_add(d, Relaxed) + d;
+        PEAK.fetch_max(c, Relaxed);
+    }
+}
+
+// SAFETY: forwards to the system allocator and only counts bytes. Zeroed allocations and
+// reallocations go to the system's own (the defaults would allocate, then write zeros or copy).
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
-            let c = CUR.fetch_add(l.size(), Relaxed) + l.size();
-            PEAK.fetch_max(c, Relaxed);
+            count(l.size(), 0);
         }
         p
     }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            count(l.size(), 0);
+        }
+        p
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            count(new, l.size());
+        }
+        q
+    }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe { System.dealloc(p, l) };
-        CUR.fetch_sub(l.size(), Relaxed);
+        count(0, l.size());
     }
 }
 
@@ -362,13 +390,14 @@ fn measured(tokens: i64, window: u32) -> (usize, u64, f64, Runtime) {
     let t0 = Instant::now();
     let (n, rt) = llama_layer(tokens, window);
     let el = t0.elapsed().as_secs_f64();
-    (PEAK.load(Relaxed) - base, n, el, rt)
+    ((PEAK.load(Relaxed) - base) as usize, n, el, rt)
 }
 
 /// One run per size: tasks/ms, peak heap above the baseline, bytes per in-flight task; then the
 /// same size with twice the window, whose extra peak over the extra window is what each
 /// in-flight task retains (the fixed part — model, kernels, tensors — cancels out).
 fn memory_report(sizes: &[i64]) {
+    COUNTING.store(true, Relaxed);
     for &tokens in sizes {
         let (peak, n, el, rt) = measured(tokens, WINDOW);
         let s = rt.stats();

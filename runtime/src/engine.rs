@@ -4,6 +4,7 @@
 use crate::api::*;
 use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
+use crate::exec::ExecRing;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
@@ -205,6 +206,18 @@ struct KernelEntry {
     sampled: u64,
 }
 
+/// An argument slot before it is filled.
+const RAW_ARG: RawArg = RawArg {
+    base: std::ptr::null_mut(),
+    elem_size: 0,
+    rank: 0,
+    dims: [0; MAX_RANK],
+    offsets: [0; MAX_RANK],
+    extents: [1; MAX_RANK],
+    strides: [1; MAX_RANK],
+    dir: 0,
+};
+
 /// Tasks whose kernels take less than this run on the orchestrating thread even with a pool.
 const OFFLOAD_NS: u64 = 5_000;
 const SAMPLE_FIRST: u64 = 8;
@@ -248,10 +261,11 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 24);
 
 const NO_CORE: u16 = u16::MAX;
 /// Slot flags: issued per the timing policy; held by an open scope; the kernel is on the
-/// thread pool and its result has not come back.
+/// thread pool and its result has not come back; the kernel has started.
 const ISSUED: u8 = 1;
 const HELD: u8 = 2;
 const ON_POOL: u8 = 4;
+const RAN: u8 = 8;
 
 impl Slot {
     fn dur(&self) -> u64 {
@@ -591,15 +605,21 @@ struct Pool {
     in_flight: u64,
 }
 
-fn run_job(data: &ExecData, seq: u64, k: &dyn Kernel) -> Result<(), String> {
+fn run_job(
+    seq: u64,
+    coords: &[i64],
+    args: &[RawArg],
+    scalars: &[i64],
+    k: &dyn Kernel,
+) -> Result<(), String> {
     let raw = RawTask {
         task: seq,
-        coords: data.coords.as_ptr(),
-        ncoords: data.coords.len() as u64,
-        args: data.args.as_ptr(),
-        nargs: data.args.len() as u64,
-        scalars: data.scalars.as_ptr(),
-        nscalars: data.scalars.len() as u64,
+        coords: coords.as_ptr(),
+        ncoords: coords.len() as u64,
+        args: args.as_ptr(),
+        nargs: args.len() as u64,
+        scalars: scalars.as_ptr(),
+        nscalars: scalars.len() as u64,
     };
     k.run(&raw)
 }
@@ -621,7 +641,7 @@ impl Pool {
                     let Ok(job) = job else { return };
                     let Job { seq, kernel, data } = job;
                     let t0 = Instant::now();
-                    let r = run_job(&data, seq, &*kernel);
+                    let r = run_job(seq, &data.coords, &data.args, &data.scalars, &*kernel);
                     let ns = t0.elapsed().as_nanos() as u64;
                     drop(kernel);
                     if dtx.send((seq, r, data, ns)).is_err() {
@@ -673,8 +693,12 @@ pub struct Runtime {
     chan_after: Vec<u32>,
     /// Per slot, once a scope has opened: the task's innermost scope (0: none).
     scope_of: Vec<u32>,
-    /// Per slot, when kernels run: the kernel's arguments.
-    execs: Vec<Option<Box<ExecData>>>,
+    /// When kernels run: the in-flight tasks' kernel arguments, and per slot its task's
+    /// record there (empty in timing-only mode).
+    exec: ExecRing,
+    exec_at: Vec<u64>,
+    /// The running kernel's arguments (reused).
+    raw_args: Vec<RawArg>,
     next_seq: u64,
     head: u64,
     edges: Chunked<Edge>,
@@ -702,7 +726,8 @@ pub struct Runtime {
     /// The submitted task's predecessors (low 32 bits of their sequence numbers).
     deps: Vec<u32>,
     io_cache: [Option<(CoreClass, u64, u64, u64)>; IO_CACHE],
-    /// Kernel argument buffers for reuse (boxed: they move to pool jobs and back).
+    /// Argument buffers of kernels sent to the pool, for reuse (boxed: they move to pool jobs
+    /// and back).
     #[allow(clippy::vec_box)]
     exec_free: Vec<Box<ExecData>>,
     channels: Vec<Channel>,
@@ -850,11 +875,15 @@ impl Runtime {
             },
             chan_after: Vec::new(),
             scope_of: Vec::new(),
-            execs: if cfg.execute {
-                (0..window.next_power_of_two()).map(|_| None).collect()
+            // Room for a window of tasks with a rank-2 argument and a coordinate or two each
+            // (allocated at the first task; a run with larger records grows it).
+            exec: ExecRing::new(16 * window.next_power_of_two() as usize),
+            exec_at: if cfg.execute {
+                vec![0; window.next_power_of_two() as usize]
             } else {
                 Vec::new()
             },
+            raw_args: Vec::new(),
             build: Builder::new(p.task_window, cfg.tensormap_pool, streams)?,
             bufs: Vec::new(),
             edges: Chunked::new(),
@@ -1277,43 +1306,10 @@ impl Runtime {
         };
         // 3. Fill the slot.
         let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
-        let exec = if self.cfg.execute {
-            let mut x = self.exec_free.pop().unwrap_or_else(|| {
-                Box::new(ExecData {
-                    coords: Vec::new(),
-                    args: Vec::new(),
-                    scalars: Vec::new(),
-                })
-            });
-            x.coords.clear();
-            x.coords.extend_from_slice(t.coords);
-            x.scalars.clear();
-            x.scalars.extend_from_slice(t.scalars);
-            x.args.clear();
-            x.args.extend(t.args.iter().map(|a| {
-                let i = a.region.tensor.0 as usize;
-                let ten = self
-                    .build
-                    .tensor(a.region.tensor)
-                    .expect("a checked tensor");
-                RawArg {
-                    base: self.bufs[i].as_mut_ptr(),
-                    elem_size: ten.elem_size,
-                    rank: ten.rank as u64,
-                    dims: ten.dims,
-                    offsets: a.region.offsets,
-                    extents: a.region.extents,
-                    strides: a.region.strides,
-                    dir: match a.dir {
-                        Direction::In => 0,
-                        Direction::Out => 1,
-                        Direction::InOut => 2,
-                    },
-                }
-            }));
-            Some(x)
+        let exec = if self.exec_at.is_empty() {
+            0
         } else {
-            None
+            self.exec.push(t.coords, t.scalars, t.args)
         };
         let scope = match self.scopes.last_mut() {
             Some(s) => {
@@ -1352,7 +1348,7 @@ impl Runtime {
         if let Some(c) = self.scope_of.get_mut(si) {
             *c = scope;
         }
-        if let Some(x) = self.execs.get_mut(si) {
+        if let Some(x) = self.exec_at.get_mut(si) {
             *x = exec;
         }
         self.next_seq += 1;
@@ -1674,7 +1670,7 @@ impl Runtime {
                         cat: "task",
                     });
                 }
-                if !self.execs.is_empty() {
+                if !self.exec_at.is_empty() {
                     self.started.push(seq);
                 }
                 self.push_event(end, Ev::Done(seq));
@@ -1684,50 +1680,78 @@ impl Runtime {
 
     fn start_exec(&mut self, seq: u64, inline: bool) {
         let si = (seq & self.ring_mask) as usize;
-        let Some(data) = self.execs.get_mut(si).and_then(Option::take) else {
+        let Some(&pos) = self.exec_at.get(si) else {
             return;
         };
-        let ki = self.slot(seq).kernel as usize;
-        let ke = &self.kernels[ki];
+        if self.ring[si].flags & RAN != 0 {
+            return;
+        }
+        self.ring[si].flags |= RAN;
+        let ki = self.ring[si].kernel as usize;
+        // The kernel's view of its arguments, from the task's record.
+        let rec = self.exec.record(pos);
+        let mut raw = std::mem::take(&mut self.raw_args);
+        let mut n = 0;
+        for a in rec.args() {
+            let t = self
+                .build
+                .tensor(TensorId(a.tensor))
+                .expect("a checked tensor");
+            let base = self.bufs[a.tensor as usize].as_mut_ptr();
+            if n == raw.len() {
+                raw.push(RAW_ARG);
+            }
+            a.fill(&mut raw[n], base, t.elem_size, &t.dims);
+            n += 1;
+        }
+        let raw_n = &raw[..n];
+        let ke = &mut self.kernels[ki];
         // One thread never times; with a pool, only the samples are timed, and every other
         // inline run takes exactly the one-thread path.
         let timed = self.cfg.threads > 1
             && inline
             && (ke.sampled < SAMPLE_FIRST || seq.is_multiple_of(SAMPLE_EVERY));
-        if (self.cfg.threads <= 1 || inline) && !timed {
-            if let Err(m) = run_job(&data, seq, &*ke.body) {
+        if inline || self.cfg.threads <= 1 {
+            let t0 = timed.then(Instant::now);
+            let r = run_job(seq, rec.coords, raw_n, rec.scalars, &*ke.body);
+            if let Some(t0) = t0 {
+                ke.sampled += 1;
+                ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
+            }
+            if let Err(m) = r {
                 self.failed_inline
-                    .get_or_insert_with(|| Failure::new(seq, ki, m, &data.coords));
+                    .get_or_insert_with(|| Failure::new(seq, ki, m, rec.coords));
             }
-            self.exec_free.push(data);
+            self.raw_args = raw;
             return;
         }
-        if !inline {
-            let threads = self.cfg.threads;
-            let pool = self.pool.get_or_insert_with(|| Pool::new(threads));
-            let kernel = Arc::clone(&self.kernels[ki].body);
-            if let Some(tx) = &pool.tx {
-                if tx.send(Job { seq, kernel, data }).is_ok() {
-                    pool.in_flight += 1;
-                    self.ring[si].flags |= ON_POOL;
-                    return;
-                }
+        let mut data = self.exec_free.pop().unwrap_or_else(|| {
+            Box::new(ExecData {
+                coords: Vec::new(),
+                args: Vec::new(),
+                scalars: Vec::new(),
+            })
+        });
+        data.coords.clear();
+        data.coords.extend_from_slice(rec.coords);
+        data.scalars.clear();
+        data.scalars.extend_from_slice(rec.scalars);
+        data.args.clear();
+        data.args.extend_from_slice(raw_n);
+        self.raw_args = raw;
+        let threads = self.cfg.threads;
+        let pool = self.pool.get_or_insert_with(|| Pool::new(threads));
+        let kernel = Arc::clone(&self.kernels[ki].body);
+        if let Some(tx) = &pool.tx {
+            if tx.send(Job { seq, kernel, data }).is_ok() {
+                pool.in_flight += 1;
+                self.ring[si].flags |= ON_POOL;
+                return;
             }
-            pool.failed.get_or_insert_with(|| {
-                Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
-            });
-            return;
         }
-        let ke = &mut self.kernels[ki];
-        ke.sampled += 1;
-        let t0 = Instant::now();
-        let r = run_job(&data, seq, &*ke.body);
-        ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
-        if let Err(m) = r {
-            self.failed_inline
-                .get_or_insert_with(|| Failure::new(seq, ki, m, &data.coords));
-        }
-        self.exec_free.push(data);
+        pool.failed.get_or_insert_with(|| {
+            Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
+        });
     }
 
     fn wait_exec(&mut self, seq: u64) {
@@ -1924,6 +1948,15 @@ impl Runtime {
         }
         if self.head != from {
             self.build.retire_to(self.head);
+            if !self.exec_at.is_empty() {
+                // The records of the retired tasks.
+                let to = if self.head < self.next_seq {
+                    self.exec_at[(self.head & self.ring_mask) as usize]
+                } else {
+                    self.exec.end()
+                };
+                self.exec.release_to(to);
+            }
             self.rings[1].set(self.build.entries_from(self.head));
         }
         self.rings[0].set(self.next_seq - self.head);

@@ -34,6 +34,7 @@ pub mod api;
 mod build;
 mod chunked;
 mod engine;
+mod exec;
 pub mod policy;
 pub mod region;
 pub mod report;

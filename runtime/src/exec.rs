@@ -124,10 +124,12 @@ impl ExecRing {
         w[0] = coords.len() as i64;
         w[1] = scalars.len() as i64;
         w[2] = args.len() as i64;
-        let (c, rest) = w[3..].split_at_mut(coords.len());
-        c.copy_from_slice(coords);
-        let (s, mut rest) = rest.split_at_mut(scalars.len());
-        s.copy_from_slice(scalars);
+        let (c, mut rest) = w[3..].split_at_mut(coords.len() + scalars.len());
+        // One loop over both (a few words: `copy_from_slice` would call `memcpy` twice).
+        let nc = coords.len();
+        for (i, x) in c.iter_mut().enumerate() {
+            *x = if i < nc { coords[i] } else { scalars[i - nc] };
+        }
         for a in args {
             let r = &a.region;
             let n = (r.rank as usize).min(MAX_RANK);

@@ -110,6 +110,14 @@ pub(crate) struct Access {
     write: bool,
 }
 
+/// The writer entry that contains a scanned region: older entries are ordered before it.
+#[derive(Clone, Copy)]
+struct Stop {
+    /// Its task (low 32 bits of the sequence number) and its generation.
+    task: u32,
+    gen: u32,
+}
+
 /// A chain head: a hash-table slot, or a tensor's wide chain (`[readers, writers]`).
 #[derive(Clone, Copy)]
 enum Head {
@@ -162,9 +170,10 @@ impl TensorMap {
     /// A map for `pool` live entries (at most [`MAX_POOL`]).
     pub(crate) fn new(pool: u32) -> TensorMap {
         let pool = pool.clamp(1, MAX_POOL);
-        // Half a head per pool entry: most entries share their chain with a task's earlier or
-        // later access of the same tile.
-        let size = (pool as usize).next_power_of_two().max(128) / 2;
+        // A head per pool entry (a reader and a writer head per two): keys that share a pair
+        // of heads walk each other's entries, and at half a head per entry that was 40% of the
+        // steps of a graph that fits its window (8 bytes more per in-flight task).
+        let size = (pool as usize).next_power_of_two().max(128);
         let nchunks = (pool as usize / CHUNK + 2).next_power_of_two();
         TensorMap {
             geo: Vec::new(),
@@ -501,9 +510,10 @@ impl TensorMap {
     }
 
     /// Walks the chain at `h` newest first. Writer entries of `r`'s tensor that overlap it
-    /// are pushed, and the walk stops at one that contains `r` (returning its task). With
-    /// `readers`, reader entries of tasks newer than `stop` are pushed too, and the walk ends
-    /// at the first entry of a task older than `stop`, or at a stale link.
+    /// are pushed, and the walk stops at one that contains `r` (returning it). With
+    /// `readers`, reader entries newer than the `stop` entry (of other tasks than its) are
+    /// pushed too. The walk ends at a stale link, or at one older than the `stop` entry
+    /// (every entry from there on is of its task or older), without reading that entry.
     #[inline(always)]
     fn walk(
         &mut self,
@@ -511,22 +521,16 @@ impl TensorMap {
         r: &Region,
         cell: u32,
         readers: bool,
-        stop: Option<u32>,
+        stop: Option<Stop>,
         out: &mut Vec<u32>,
-    ) -> Option<u32> {
+    ) -> Option<Stop> {
         let want = r.tensor.0 << F_BITS | if readers { 0 } else { F_WRITE };
+        // Links from `floor` on are live (the stop entry is live, so not older than `tail`).
+        let floor = stop.map_or(self.tail, |s| s.gen);
+        let span = self.alloc.wrapping_sub(floor);
         let mut g = self.head(h);
-        loop {
-            if !self.live(g) {
-                // Stale: this entry and every older one have retired.
-                return None;
-            }
+        while g.wrapping_sub(floor) < span {
             let e = *self.entry(g);
-            if let Some(s) = stop {
-                if (e.task.wrapping_sub(s) as i32) < 0 {
-                    return None;
-                }
-            }
             if e.tf & !F_REPR == want {
                 // Two cells of one grid meet only if they are the same cell.
                 let (ov, cv) = if cell != u32::MAX && e.tf & (F_SMALL | F_BIG) == 0 {
@@ -534,15 +538,19 @@ impl TensorMap {
                 } else {
                     self.meet(&e, r)
                 };
-                if ov && stop != Some(e.task) {
+                if ov && stop.map(|s| s.task) != Some(e.task) {
                     out.push(e.task);
                     if cv && !readers {
-                        return Some(e.task);
+                        return Some(Stop {
+                            task: e.task,
+                            gen: g,
+                        });
                     }
                 }
             }
             g = e.next;
         }
+        None
     }
 
     /// The candidates access `a` of `r` must follow, pushed (as low 32 bits of their
@@ -597,8 +605,12 @@ impl TensorMap {
             }
             return;
         }
-        let newer = |a: Option<u32>, b: Option<u32>| match (a, b) {
-            (Some(x), Some(y)) => Some(if (x.wrapping_sub(y) as i32) > 0 { x } else { y }),
+        let newer = |a: Option<Stop>, b: Option<Stop>| match (a, b) {
+            (Some(x), Some(y)) => Some(if (x.gen.wrapping_sub(y.gen) as i32) > 0 {
+                x
+            } else {
+                y
+            }),
             (x, y) => x.or(y),
         };
         let mut stop = if a.n == 1 {

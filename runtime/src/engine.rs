@@ -261,7 +261,7 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 24);
 
 const NO_CORE: u16 = u16::MAX;
 /// Slot flags: issued per the timing policy; held by an open scope; the kernel is on the
-/// thread pool and its result has not come back; the kernel has started.
+/// thread pool and its result has not come back; the kernel ran at submission.
 const ISSUED: u8 = 1;
 const HELD: u8 = 2;
 const ON_POOL: u8 = 4;
@@ -624,6 +624,32 @@ fn run_job(
     k.run(&raw)
 }
 
+/// Runs task `seq`'s kernel (`ke`, kernel `ki`) on this thread; a failure goes to `failed`
+/// unless an earlier one is there. With a pool (`threads` > 1) the first runs of a kernel and
+/// then a sample are timed, for the estimate that decides what goes to the pool.
+#[allow(clippy::too_many_arguments)]
+fn run_inline(
+    ke: &mut KernelEntry,
+    failed: &mut Option<Failure>,
+    threads: usize,
+    seq: u64,
+    ki: usize,
+    coords: &[i64],
+    args: &[RawArg],
+    scalars: &[i64],
+) {
+    let timed = threads > 1 && (ke.sampled < SAMPLE_FIRST || seq.is_multiple_of(SAMPLE_EVERY));
+    let t0 = timed.then(Instant::now);
+    let r = run_job(seq, coords, args, scalars, &*ke.body);
+    if let Some(t0) = t0 {
+        ke.sampled += 1;
+        ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
+    }
+    if let Err(m) = r {
+        failed.get_or_insert_with(|| Failure::new(seq, ki, m, coords));
+    }
+}
+
 impl Pool {
     fn new(n: usize) -> Pool {
         let (tx, jrx) = mpsc::channel::<Job>();
@@ -699,6 +725,8 @@ pub struct Runtime {
     exec_at: Vec<u64>,
     /// The running kernel's arguments (reused).
     raw_args: Vec<RawArg>,
+    /// Submitted tasks whose kernels wait for their dispatch (recorded in `exec`).
+    deferred: u64,
     next_seq: u64,
     head: u64,
     edges: Chunked<Edge>,
@@ -884,6 +912,7 @@ impl Runtime {
                 Vec::new()
             },
             raw_args: Vec::new(),
+            deferred: 0,
             build: Builder::new(p.task_window, cfg.tensormap_pool, streams)?,
             bufs: Vec::new(),
             edges: Chunked::new(),
@@ -1306,9 +1335,13 @@ impl Runtime {
         };
         // 3. Fill the slot.
         let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
-        let exec = if self.exec_at.is_empty() {
-            0
+        // The kernel runs at once when every earlier task's has run and none is on the pool:
+        // submission order is a dependency order. Otherwise it waits for its dispatch.
+        let now = !self.exec_at.is_empty() && self.runs_now(kernel as usize);
+        let exec = if self.exec_at.is_empty() || now {
+            self.exec.end()
         } else {
+            self.deferred += 1;
             self.exec.push(t.coords, t.scalars, t.args)
         };
         let scope = match self.scopes.last_mut() {
@@ -1337,7 +1370,7 @@ impl Runtime {
             kernel,
             core: NO_CORE,
             state: State::Waiting,
-            flags: if scope != 0 { HELD } else { 0 },
+            flags: if scope != 0 { HELD } else { 0 } | if now { RAN } else { 0 },
         };
         if let Some(k) = self.keys.get_mut(si) {
             *k = t.priority;
@@ -1353,6 +1386,9 @@ impl Runtime {
         }
         self.next_seq += 1;
         self.rings[0].set(self.next_seq - self.head);
+        if now {
+            self.run_now(seq, kernel as usize, t);
+        }
         let low = seq as u32;
         for &p in &preds {
             let ps = &mut self.ring[(p as u64 & self.ring_mask) as usize];
@@ -1596,7 +1632,8 @@ impl Runtime {
         self.started = started;
     }
 
-    /// Starts what can start now; with kernels to run, their tasks go to `self.started`.
+    /// Starts what can start now; tasks whose kernels wait for their dispatch go to
+    /// `self.started`.
     fn dispatch_into(&mut self) {
         let now = self.now;
         let disp = self.cfg.arch.overheads.dispatch;
@@ -1650,7 +1687,7 @@ impl Runtime {
                 let end = now + disp + slot.dur();
                 slot.state = State::Running;
                 slot.core = k as u16;
-                let kernel = slot.kernel;
+                let (kernel, ran) = (slot.kernel, slot.flags & RAN != 0);
                 let c = &mut self.classes[ci];
                 let core = &mut c.cores[k];
                 core.free_at = end;
@@ -1670,10 +1707,10 @@ impl Runtime {
                         cat: "task",
                     });
                 }
-                if !self.exec_at.is_empty() {
+                self.push_event(end, Ev::Done(seq));
+                if !self.exec_at.is_empty() && !ran {
                     self.started.push(seq);
                 }
-                self.push_event(end, Ev::Done(seq));
             }
         }
     }
@@ -1683,10 +1720,6 @@ impl Runtime {
         let Some(&pos) = self.exec_at.get(si) else {
             return;
         };
-        if self.ring[si].flags & RAN != 0 {
-            return;
-        }
-        self.ring[si].flags |= RAN;
         let ki = self.ring[si].kernel as usize;
         // The kernel's view of its arguments, from the task's record.
         let rec = self.exec.record(pos);
@@ -1705,23 +1738,20 @@ impl Runtime {
             n += 1;
         }
         let raw_n = &raw[..n];
-        let ke = &mut self.kernels[ki];
-        // One thread never times; with a pool, only the samples are timed, and every other
-        // inline run takes exactly the one-thread path.
-        let timed = self.cfg.threads > 1
-            && inline
-            && (ke.sampled < SAMPLE_FIRST || seq.is_multiple_of(SAMPLE_EVERY));
+        self.deferred -= 1;
         if inline || self.cfg.threads <= 1 {
-            let t0 = timed.then(Instant::now);
-            let r = run_job(seq, rec.coords, raw_n, rec.scalars, &*ke.body);
-            if let Some(t0) = t0 {
-                ke.sampled += 1;
-                ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
-            }
-            if let Err(m) = r {
-                self.failed_inline
-                    .get_or_insert_with(|| Failure::new(seq, ki, m, rec.coords));
-            }
+            let ke = &mut self.kernels[ki];
+            let failed = &mut self.failed_inline;
+            run_inline(
+                ke,
+                failed,
+                self.cfg.threads,
+                seq,
+                ki,
+                rec.coords,
+                raw_n,
+                rec.scalars,
+            );
             self.raw_args = raw;
             return;
         }
@@ -1752,6 +1782,58 @@ impl Runtime {
         pool.failed.get_or_insert_with(|| {
             Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
         });
+    }
+
+    /// Whether a task of kernel `ki` runs at its submission: on one thread always; with a pool
+    /// when it would run on this thread anyway (its kernel is unmeasured or cheap), every
+    /// earlier task's kernel has run and none is on the pool.
+    fn runs_now(&self, ki: usize) -> bool {
+        if self.cfg.threads <= 1 {
+            return true;
+        }
+        let est = self.kernels[ki].est_ns;
+        self.deferred == 0
+            && self.pool.as_ref().is_none_or(|p| p.in_flight == 0)
+            && (est == u64::MAX || est < OFFLOAD_NS)
+    }
+
+    /// Runs task `seq`'s kernel (`ki`) at its submission, with its arguments as submitted.
+    fn run_now(&mut self, seq: u64, ki: usize, t: &TaskDesc<'_>) {
+        let mut raw = std::mem::take(&mut self.raw_args);
+        for (n, a) in t.args.iter().enumerate() {
+            let r = &a.region;
+            let ten = self.build.tensor(r.tensor).expect("a checked tensor");
+            if n == raw.len() {
+                raw.push(RAW_ARG);
+            }
+            let x = &mut raw[n];
+            x.base = self.bufs[r.tensor.0 as usize].as_mut_ptr();
+            x.elem_size = ten.elem_size;
+            x.rank = ten.rank as u64;
+            x.dims = ten.dims;
+            x.offsets = r.offsets;
+            x.extents = r.extents;
+            x.strides = r.strides;
+            x.dir = match a.dir {
+                Direction::In => 0,
+                Direction::Out => 1,
+                Direction::InOut => 2,
+            };
+        }
+        let args = &raw[..t.args.len()];
+        let ke = &mut self.kernels[ki];
+        let failed = &mut self.failed_inline;
+        run_inline(
+            ke,
+            failed,
+            self.cfg.threads,
+            seq,
+            ki,
+            t.coords,
+            args,
+            t.scalars,
+        );
+        self.raw_args = raw;
     }
 
     fn wait_exec(&mut self, seq: u64) {

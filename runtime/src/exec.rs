@@ -1,5 +1,6 @@
-//! The kernel arguments of the tasks in flight, from submission until their kernels run: one
-//! record per task in a ring of words. Tasks retire in submission order, so the records free
+//! The kernel arguments of in-flight tasks whose kernels wait for their dispatch (a kernel runs
+//! at its submission when nothing before it is pending on the host), from submission until
+//! the kernel runs: one record per task in a ring of words. Tasks retire in submission order, so the records free
 //! in the order they were written, and a run allocates only to grow the ring (never per task).
 //!
 //! A record is contiguous (a record that would cross the ring's end starts at its beginning

@@ -21,8 +21,10 @@
 //!   are added only between overlapping regions, and a scan stops at the newest writer that
 //!   contains its region (everything older is ordered before that writer).
 //! - **One clock**: a deterministic discrete-event simulation on the single orchestrating
-//!   thread decides when each task starts and ends on a modeled core; kernels run on host
-//!   threads in that dependency order, so results and cycles never depend on host timing. The
+//!   thread decides when each task starts and ends on a modeled core. Kernels run on host
+//!   threads in dependency order: at the task's submission when every earlier kernel has run
+//!   and none is on the pool (always on one thread; submission order is a dependency order),
+//!   otherwise at its dispatch. Results and cycles never depend on host timing. The
 //!   `pto_wsp_v9` model keeps v9's clocks alongside ([`Order`] groups from the orchestration
 //!   give program structure; round-robin workers in emission order; per-process local
 //!   clocks).

@@ -285,6 +285,55 @@ fn only_slow_kernels_start_the_pool() {
     assert_eq!(run(200), (true, true));
 }
 
+/// A chain through a tensor whose links alternate between a slow kernel (on the pool) and
+/// cheap ones (run at their submission when nothing earlier is pending, at their dispatch
+/// otherwise): every link reads the one before, so any kernel run out of dependency order
+/// leaves a wrong value.
+#[test]
+fn cheap_kernels_run_at_submission_only_after_everything_before_them() {
+    let run = |threads: usize| {
+        let mut cfg = Config::new(arch("ascend910b")).with_window(16);
+        cfg.threads = threads;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let body = |sleep_us: u64| {
+            Arc::new(move |t: &RawTask| -> Result<(), String> {
+                std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+                // SAFETY: an in argument (the element before, or the first) and an out one
+                // (1×1 regions of the i32 tensor of 200 rows).
+                let (a, b) = unsafe { (&*t.args, &*t.args.add(1)) };
+                unsafe {
+                    let prev = *(a.base as *const i32).add(a.offsets[0] as usize);
+                    *(b.base as *mut i32).add(b.offsets[0] as usize) = prev + 1;
+                }
+                Ok(())
+            })
+        };
+        let slow = rt.register_kernel("slow", CoreClass::Vector, body(300));
+        let fast = rt.register_kernel("fast", CoreClass::Vector, body(0));
+        let x = rt.add_tensor(4, &[200, 1]).unwrap();
+        for i in 0..200i64 {
+            let k = if i % 7 == 3 { slow } else { fast };
+            let a = [
+                arg(x, &[(i - 1).max(0), 0], &[1, 1], Direction::In),
+                arg(x, &[i, 0], &[1, 1], Direction::Out),
+            ];
+            // The first task reads the element it writes (0): its value becomes 1.
+            rt.submit(&task(k, &[i], &a, 10)).unwrap();
+        }
+        rt.finish().unwrap();
+        let got: Vec<i32> = rt
+            .tensor_bytes(x)
+            .unwrap()
+            .chunks(4)
+            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        (got, rt.pool_started_for_tests())
+    };
+    let want: Vec<i32> = (1..=200).collect();
+    assert_eq!(run(1), (want.clone(), false));
+    assert_eq!(run(2), (want, true));
+}
+
 #[test]
 fn kernel_error_is_reported() {
     for threads in [1, 2] {

@@ -734,7 +734,8 @@ pub struct Runtime {
     edge_free: u32,
     classes: Vec<ClassState>,
     events: Events,
-    /// A task was queued or a core went idle since the last dispatch.
+    /// A task was queued in a class with an idle core, or a core went idle in a class with
+    /// queued tasks, since the last dispatch.
     dispatch_due: bool,
     now: u64,
     ready_stamp: u64,
@@ -1191,19 +1192,27 @@ impl Runtime {
         format!("{}{coords:?}", self.kernels[kernel as usize].name)
     }
 
+    /// Counts a stall of `ring` that began at `t0` (inline: a full window stalls most
+    /// submissions of a long run; the trace event is out of line).
+    #[inline]
     fn note_stall(&mut self, ring: usize, t0: u64) {
         self.rings[ring].stalls += 1;
         self.rings[ring].stalled += self.now - t0;
         if self.cfg.record && self.now > t0 && self.cfg.arch.timing == TimingSemantics::Event {
-            let r = StallReason::RINGS[ring];
-            self.trace.push(TraceEvent {
-                name: r.code().to_string(),
-                lane: "orchestrator".into(),
-                start: t0,
-                dur: self.now - t0,
-                cat: "stall",
-            });
+            self.trace_stall(ring, t0);
         }
+    }
+
+    #[cold]
+    fn trace_stall(&mut self, ring: usize, t0: u64) {
+        let r = StallReason::RINGS[ring];
+        self.trace.push(TraceEvent {
+            name: r.code().to_string(),
+            lane: "orchestrator".into(),
+            start: t0,
+            dur: self.now - t0,
+            cat: "stall",
+        });
     }
 
     /// The in-flight tasks the prepared task depends on into `self.deps`, as the low 32 bits
@@ -1534,7 +1543,12 @@ impl Runtime {
             .count() as u64
     }
 
+    /// Issues the tasks a `batched` timing holds (inline: without one, the batch is empty).
+    #[inline]
     fn flush_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
         let b = std::mem::take(&mut self.batch);
         for seq in &b {
             self.issue(*seq);
@@ -1589,7 +1603,8 @@ impl Runtime {
             }
         }
         c.queued += 1;
-        self.dispatch_due = true;
+        // A dispatch can start something only if the class has an idle core.
+        self.dispatch_due |= c.idle > 0;
         // The ring's use is the fullest class's queue (worked out when reported).
         let r = &mut self.rings[4];
         r.hw = r.hw.max(c.queued as u64);
@@ -1968,7 +1983,7 @@ impl Runtime {
         if let Some(b) = cs.idle_bits.get_mut(w).filter(|b| **b & bit == 0) {
             *b |= bit;
             cs.idle += 1;
-            self.dispatch_due = true;
+            self.dispatch_due |= cs.queued > 0;
         }
         let oh = self.cfg.arch.overheads;
         let at = now + oh.complete + oh.resolve;

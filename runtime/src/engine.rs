@@ -1730,6 +1730,9 @@ impl Runtime {
         }
     }
 
+    /// Runs a deferred task's kernel from its record, here or on the pool (out of line: one
+    /// thread never defers).
+    #[inline(never)]
     fn start_exec(&mut self, seq: u64, inline: bool) {
         let si = (seq & self.ring_mask) as usize;
         let Some(&pos) = self.exec_at.get(si) else {

@@ -464,6 +464,8 @@ struct ClassState {
 
 #[derive(Default, Clone, Copy)]
 struct RingStat {
+    /// Kept for the edges and the heap arena; the window's, the tensor map's and the ready
+    /// queues' use is worked out when reported.
     used: u64,
     cap: u64,
     hw: u64,
@@ -2057,9 +2059,9 @@ impl Runtime {
                 };
                 self.exec.release_to(to);
             }
-            self.rings[1].set(self.build.entries_from(self.head));
         }
-        self.rings[0].set(self.next_seq - self.head);
+        // The window's and the tensor map's use fall: their high-water marks stand, and their
+        // use is worked out when reported.
     }
 
     /// Waits until every task submitted so far that writes tensor `t` has completed (its
@@ -2147,9 +2149,15 @@ impl Runtime {
                     (true, 0) => self.v9.window_stalls(),
                     (true, _) => (0, 0),
                 };
+                let used = match i {
+                    0 => self.next_seq - self.head,
+                    1 => self.build.entries_from(self.head),
+                    4 => queued.unwrap_or(0),
+                    _ => s.used,
+                };
                 RingUse {
                     name: r.ring(),
-                    used: if i == 4 { queued.unwrap_or(0) } else { s.used },
+                    used,
                     capacity: s.cap,
                     high_water: s.hw,
                     stalls,

@@ -38,6 +38,14 @@ impl Direction {
     pub fn writes(self) -> bool {
         matches!(self, Direction::Out | Direction::InOut)
     }
+    /// The code a kernel sees in [`RawArg::dir`].
+    pub fn code(self) -> u64 {
+        match self {
+            Direction::In => 0,
+            Direction::Out => 1,
+            Direction::InOut => 2,
+        }
+    }
 }
 
 /// A strided hyper-rectangle of a tensor's index space: along dimension `d` it covers the

@@ -1834,11 +1834,7 @@ impl Runtime {
             x.offsets = r.offsets;
             x.extents = r.extents;
             x.strides = r.strides;
-            x.dir = match a.dir {
-                Direction::In => 0,
-                Direction::Out => 1,
-                Direction::InOut => 2,
-            };
+            x.dir = a.dir.code();
         }
         let args = &raw[..t.args.len()];
         let ke = &mut self.kernels[ki];

@@ -10,7 +10,7 @@
 //! where three short slices would be three calls to `memcpy`.) The kernel's [`RawArg`]s are built from it when the
 //! kernel runs.
 
-use crate::api::{Arg, Direction, RawArg, MAX_RANK};
+use crate::api::{Arg, RawArg, MAX_RANK};
 
 pub(crate) struct ExecRing {
     /// A power of two long (or empty).
@@ -134,11 +134,7 @@ impl ExecRing {
         for a in args {
             let r = &a.region;
             let n = (r.rank as usize).min(MAX_RANK);
-            let dir: u64 = match a.dir {
-                Direction::In => 0,
-                Direction::Out => 1,
-                Direction::InOut => 2,
-            };
+            let dir = a.dir.code();
             rest[0] = (r.tensor.0 as u64 | dir << 32 | (n as u64) << 40) as i64;
             let (d, tail) = rest[1..].split_at_mut(3 * n);
             for (k, w) in d.as_chunks_mut().0.iter_mut().enumerate() {
@@ -194,7 +190,7 @@ impl ExecRing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Region, TensorId};
+    use crate::api::{Direction, Region, TensorId};
 
     fn arg(t: u32, o: &[i64], e: &[i64], dir: Direction) -> Arg {
         Arg {
@@ -246,11 +242,7 @@ mod tests {
                         })
                         .collect();
                     assert_eq!(g.dims, &dims[..]);
-                    let dir = match a.dir {
-                        Direction::In => 0,
-                        Direction::Out => 1,
-                        Direction::InOut => 2,
-                    };
+                    let dir = a.dir.code();
                     assert_eq!(g.dir, dir);
                     let mut raw = RawArg {
                         base: std::ptr::null_mut(),

@@ -1348,8 +1348,8 @@ impl Runtime {
         let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
         // The kernel runs at once when every earlier task's has run and none is on the pool:
         // submission order is a dependency order. Otherwise it waits for its dispatch.
-        let now = !self.exec_at.is_empty() && self.runs_now(kernel as usize);
-        let exec = if self.exec_at.is_empty() || now {
+        let eager = !self.exec_at.is_empty() && self.runs_at_submission(kernel as usize);
+        let exec = if self.exec_at.is_empty() || eager {
             self.exec.end()
         } else {
             self.deferred += 1;
@@ -1381,7 +1381,7 @@ impl Runtime {
             kernel,
             core: NO_CORE,
             state: State::Waiting,
-            flags: if scope != 0 { HELD } else { 0 } | if now { RAN } else { 0 },
+            flags: if scope != 0 { HELD } else { 0 } | if eager { RAN } else { 0 },
         };
         if let Some(k) = self.keys.get_mut(si) {
             *k = t.priority;
@@ -1397,7 +1397,7 @@ impl Runtime {
         }
         self.next_seq += 1;
         self.rings[0].set(self.next_seq - self.head);
-        if now {
+        if eager {
             self.run_now(seq, kernel as usize, t);
         }
         let low = seq as u32;
@@ -1807,7 +1807,7 @@ impl Runtime {
     /// Whether a task of kernel `ki` runs at its submission: on one thread always; with a pool
     /// when it would run on this thread anyway (its kernel is unmeasured or cheap), every
     /// earlier task's kernel has run and none is on the pool.
-    fn runs_now(&self, ki: usize) -> bool {
+    fn runs_at_submission(&self, ki: usize) -> bool {
         if self.cfg.threads <= 1 {
             return true;
         }

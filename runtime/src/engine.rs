@@ -1819,7 +1819,7 @@ impl Runtime {
 
     /// Runs task `seq`'s kernel (`ki`) at its submission, with its arguments as submitted.
     fn run_now(&mut self, seq: u64, ki: usize, t: &TaskDesc<'_>) {
-        let mut raw = std::mem::take(&mut self.raw_args);
+        let raw = &mut self.raw_args;
         for (n, a) in t.args.iter().enumerate() {
             let r = &a.region;
             let ten = self.build.tensor(r.tensor).expect("a checked tensor");
@@ -1836,20 +1836,16 @@ impl Runtime {
             x.strides = r.strides;
             x.dir = a.dir.code();
         }
-        let args = &raw[..t.args.len()];
-        let ke = &mut self.kernels[ki];
-        let failed = &mut self.failed_inline;
         run_inline(
-            ke,
-            failed,
+            &mut self.kernels[ki],
+            &mut self.failed_inline,
             self.cfg.threads,
             seq,
             ki,
             t.coords,
-            args,
+            &raw[..t.args.len()],
             t.scalars,
         );
-        self.raw_args = raw;
     }
 
     fn wait_exec(&mut self, seq: u64) {

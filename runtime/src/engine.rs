@@ -204,6 +204,9 @@ struct KernelEntry {
     /// Timed inline runs so far: the first `SAMPLE_FIRST` runs are timed, then those of tasks
     /// whose sequence number is a multiple of `SAMPLE_EVERY`.
     sampled: u64,
+    /// Measured at `OFFLOAD_NS` or more (only ever with a pool): its tasks wait for their
+    /// dispatch, to run on the pool.
+    offload: bool,
 }
 
 /// An argument slot before it is filled.
@@ -645,10 +648,18 @@ fn run_inline(
     let r = run_job(seq, coords, args, scalars, &*ke.body);
     if let Some(t0) = t0 {
         ke.sampled += 1;
-        ke.est_ns = estimate(ke.est_ns, t0.elapsed().as_nanos() as u64);
+        ke.measured(t0.elapsed().as_nanos() as u64);
     }
     if let Err(m) = r {
         failed.get_or_insert_with(|| Failure::new(seq, ki, m, coords));
+    }
+}
+
+impl KernelEntry {
+    /// A measured run of `ns` host nanoseconds.
+    fn measured(&mut self, ns: u64) {
+        self.est_ns = estimate(self.est_ns, ns);
+        self.offload = self.est_ns >= OFFLOAD_NS;
     }
 }
 
@@ -727,7 +738,8 @@ pub struct Runtime {
     exec_at: Vec<u64>,
     /// The running kernel's arguments (reused).
     raw_args: Vec<RawArg>,
-    /// Submitted tasks whose kernels wait for their dispatch (recorded in `exec`).
+    /// Tasks whose kernels were not run at submission and have not finished (waiting for
+    /// their dispatch, recorded in `exec`, or on the pool).
     deferred: u64,
     next_seq: u64,
     head: u64,
@@ -986,6 +998,7 @@ impl Runtime {
             ci,
             body,
             est_ns: u64::MAX,
+            offload: false,
             sampled: 0,
         });
         KernelId(self.kernels.len() as u32 - 1)
@@ -1758,8 +1771,8 @@ impl Runtime {
             n += 1;
         }
         let raw_n = &raw[..n];
-        self.deferred -= 1;
         if inline || self.cfg.threads <= 1 {
+            self.deferred -= 1;
             let ke = &mut self.kernels[ki];
             let failed = &mut self.failed_inline;
             run_inline(
@@ -1802,19 +1815,16 @@ impl Runtime {
         pool.failed.get_or_insert_with(|| {
             Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
         });
+        self.deferred -= 1;
     }
 
-    /// Whether a task of kernel `ki` runs at its submission: on one thread always; with a pool
-    /// when it would run on this thread anyway (its kernel is unmeasured or cheap), every
-    /// earlier task's kernel has run and none is on the pool.
+    /// Whether a task of kernel `ki` runs at its submission: when every earlier task's kernel
+    /// has run (none waits for its dispatch or is on the pool) and its own is not one to
+    /// offload. On one thread that is always (nothing is timed, so nothing is offloaded), and
+    /// one thread and a pool take the same path until a kernel is measured slow.
+    #[inline]
     fn runs_at_submission(&self, ki: usize) -> bool {
-        if self.cfg.threads <= 1 {
-            return true;
-        }
-        let est = self.kernels[ki].est_ns;
-        self.deferred == 0
-            && self.pool.as_ref().is_none_or(|p| p.in_flight == 0)
-            && (est == u64::MAX || est < OFFLOAD_NS)
+        self.deferred == 0 && !self.kernels[ki].offload
     }
 
     /// Runs task `seq`'s kernel (`ki`) at its submission, with its arguments as submitted.
@@ -1864,8 +1874,9 @@ impl Runtime {
                     let slot = &mut self.ring[(s & w) as usize];
                     slot.flags &= !ON_POOL;
                     if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
-                        k.est_ns = estimate(k.est_ns, ns);
+                        k.measured(ns);
                     }
+                    self.deferred -= 1;
                     self.exec_free.push(data);
                 }
                 Err(_) => return,

@@ -4,7 +4,7 @@
 use crate::api::*;
 use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
-use crate::exec::ExecRing;
+use crate::exec::{ExecRing, RAW_ARG};
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
@@ -208,18 +208,6 @@ struct KernelEntry {
     /// dispatch, to run on the pool.
     offload: bool,
 }
-
-/// An argument slot before it is filled.
-const RAW_ARG: RawArg = RawArg {
-    base: std::ptr::null_mut(),
-    elem_size: 0,
-    rank: 0,
-    dims: [0; MAX_RANK],
-    offsets: [0; MAX_RANK],
-    extents: [1; MAX_RANK],
-    strides: [1; MAX_RANK],
-    dir: 0,
-};
 
 /// Tasks whose kernels take less than this run on the orchestrating thread even with a pool.
 const OFFLOAD_NS: u64 = 5_000;

@@ -12,6 +12,18 @@
 
 use crate::api::{Arg, RawArg, MAX_RANK};
 
+/// A kernel argument before it is filled (what a dimension past the rank holds).
+pub(crate) const RAW_ARG: RawArg = RawArg {
+    base: std::ptr::null_mut(),
+    elem_size: 0,
+    rank: 0,
+    dims: [0; MAX_RANK],
+    offsets: [0; MAX_RANK],
+    extents: [1; MAX_RANK],
+    strides: [1; MAX_RANK],
+    dir: 0,
+};
+
 pub(crate) struct ExecRing {
     /// A power of two long (or empty).
     words: Vec<i64>,
@@ -244,15 +256,13 @@ mod tests {
                     assert_eq!(g.dims, &dims[..]);
                     let dir = a.dir.code();
                     assert_eq!(g.dir, dir);
+                    // Garbage everywhere `fill` must write.
                     let mut raw = RawArg {
-                        base: std::ptr::null_mut(),
-                        elem_size: 0,
-                        rank: 0,
-                        dims: [0; MAX_RANK],
                         offsets: [7; MAX_RANK],
                         extents: [7; MAX_RANK],
                         strides: [7; MAX_RANK],
                         dir: 9,
+                        ..RAW_ARG
                     };
                     g.fill(&mut raw, std::ptr::null_mut(), 4, &[9; MAX_RANK]);
                     assert_eq!(

@@ -1,14 +1,16 @@
-//! The kernel arguments of in-flight tasks whose kernels wait for their dispatch (a kernel runs
-//! at its submission when nothing before it is pending on the host), from submission until
-//! the kernel runs: one record per task in a ring of words. Tasks retire in submission order, so the records free
-//! in the order they were written, and a run allocates only to grow the ring (never per task).
+//! The kernel arguments of in-flight tasks whose kernels wait for their dispatch (a kernel
+//! runs at its submission when nothing before it is pending on the host), from submission
+//! until the kernel runs: one record per task in a ring of words. Tasks retire in submission
+//! order, so records are freed in the order they were written; the ring is allocated at the
+//! first record, sized for a window of small records, and grows only for larger ones (never
+//! per task).
 //!
 //! A record is contiguous (a record that would cross the ring's end starts at its beginning
 //! instead): three counts (coordinates, scalars, region arguments), the coordinates, the
 //! scalars, then per argument one word (tensor, direction, rank) and the region's (offset,
 //! extent, stride) per dimension. (Interleaved: copying a few words each way is then a loop,
-//! where three short slices would be three calls to `memcpy`.) The kernel's [`RawArg`]s are built from it when the
-//! kernel runs.
+//! where three short slices would be three calls to `memcpy`.) The kernel's [`RawArg`]s are
+//! built from the record when the kernel runs.
 
 use crate::api::{Arg, RawArg, MAX_RANK};
 

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// The built-in models: (name, TOML source).
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -339,10 +340,18 @@ impl Arch {
         BUILTIN.iter().map(|(n, _)| *n)
     }
 
-    /// A built-in model by name.
+    /// A built-in model by name. Each is parsed once per process (a parse is tens of
+    /// microseconds; the language server and every runtime ask again).
     pub fn builtin(name: &str) -> Result<Arch, ArchError> {
-        match BUILTIN.iter().find(|(n, _)| *n == name) {
-            Some((n, src)) => Arch::parse(src, &format!("std/arch/{n}.toml")),
+        static PARSED: [OnceLock<Result<Arch, ArchError>>; BUILTIN.len()] =
+            [const { OnceLock::new() }; BUILTIN.len()];
+        match BUILTIN.iter().position(|(n, _)| *n == name) {
+            Some(i) => {
+                let (n, src) = BUILTIN[i];
+                PARSED[i]
+                    .get_or_init(|| Arch::parse(src, &format!("std/arch/{n}.toml")))
+                    .clone()
+            }
             None => Err(err(
                 name,
                 "",

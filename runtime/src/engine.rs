@@ -1643,8 +1643,7 @@ impl Runtime {
             let k = self.slot(seq).kernel as usize;
             // Unmeasured kernels run here first (timed), so cheap kernels never pay for
             // the pool; its threads start with the first kernel worth offloading.
-            let est = self.kernels[k].est_ns;
-            let inline = lone || est == u64::MAX || est < OFFLOAD_NS;
+            let inline = lone || !self.kernels[k].offload;
             self.start_exec(seq, inline);
         }
         self.started = started;

@@ -100,7 +100,8 @@ impl RecArg<'_> {
 
 impl ExecRing {
     /// An empty ring that allocates `first` words (rounded up to a power of two) at its first
-    /// record: sized for the records of a full window, a run never grows it.
+    /// record; sized for a full window of the caller's usual records, it grows only for
+    /// larger ones.
     pub(crate) fn new(first: usize) -> ExecRing {
         ExecRing {
             words: Vec::new(),

@@ -174,7 +174,9 @@ pub struct TaskDesc<'a> {
     pub stream: i64,
 }
 
-/// One region argument as a kernel sees it (C layout, for JIT-compiled entries).
+/// One region argument as a kernel sees it (C layout, for JIT-compiled entries). The arrays
+/// hold `rank` meaningful entries; past the rank, a region made by [`Region::new`] gives 1
+/// (0 for offsets).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RawArg {

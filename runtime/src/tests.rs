@@ -1,6 +1,6 @@
 use crate::*;
 use proptest::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 fn arch(name: &str) -> Arch {
     Arch::builtin(name).unwrap()
@@ -332,6 +332,68 @@ fn cheap_kernels_run_at_submission_only_after_everything_before_them() {
     let want: Vec<i32> = (1..=200).collect();
     assert_eq!(run(1), (want.clone(), false));
     assert_eq!(run(2), (want, true));
+}
+
+/// A kernel sees each argument's `rank` entries as submitted and the canonical values past
+/// it (dims, extents and strides 1, offsets 0), also when an argument of higher rank came
+/// before it in the runtime's reused buffers: at submission (one thread), and at dispatch
+/// once the kernel is measured slow (two threads).
+#[test]
+fn kernels_see_canonical_entries_past_the_rank() {
+    type Seen = Vec<(u64, u64, [[i64; MAX_RANK]; 4])>;
+    for (threads, sleep_us) in [(1, 0), (2, 200)] {
+        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let s2 = Arc::clone(&seen);
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.threads = threads;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let body = Arc::new(move |t: &RawTask| -> Result<(), String> {
+            std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+            // SAFETY: the runtime passes `nargs` valid arguments.
+            let args = unsafe { std::slice::from_raw_parts(t.args, t.nargs as usize) };
+            let mut g = s2.lock().unwrap();
+            for a in args {
+                g.push((t.task, a.rank, [a.dims, a.offsets, a.extents, a.strides]));
+            }
+            Ok(())
+        });
+        let k = rt.register_kernel("k", CoreClass::Vector, body);
+        let big = rt.add_tensor(4, &[2, 3, 4, 5, 6]).unwrap();
+        let small = rt.add_tensor(4, &[9]).unwrap();
+        let five = Region::new(big, &[1, 1, 1, 1, 1], &[1, 2, 3, 4, 5], &[]).unwrap();
+        let one = Region::new(small, &[2], &[3], &[2]).unwrap();
+        let n = 40;
+        for i in 0..n {
+            let a = [Arg {
+                region: if i % 2 == 0 { five } else { one },
+                dir: Direction::Out,
+            }];
+            rt.submit(&task(k, &[i as i64], &a, 10)).unwrap();
+        }
+        rt.finish().unwrap();
+        let pad = |v: &[i64], fill: i64| {
+            let mut x = [fill; MAX_RANK];
+            x[..v.len()].copy_from_slice(v);
+            x
+        };
+        let want_five = [
+            pad(&[2, 3, 4, 5, 6], 1),
+            pad(&[1; 5], 0),
+            pad(&[1, 2, 3, 4, 5], 1),
+            pad(&[1; 5], 1),
+        ];
+        let want_one = [pad(&[9], 1), pad(&[2], 0), pad(&[3], 1), pad(&[2], 1)];
+        let mut got = seen.lock().unwrap().clone();
+        got.sort_by_key(|g| g.0);
+        let want: Seen = (0..n)
+            .map(|i| match i % 2 {
+                0 => (i, 5, want_five),
+                _ => (i, 1, want_one),
+            })
+            .collect();
+        assert_eq!(got, want, "{threads} threads");
+        assert_eq!(rt.pool_started_for_tests(), threads > 1);
+    }
 }
 
 #[test]

@@ -251,6 +251,8 @@ struct Slot {
 const _: () = assert!(std::mem::size_of::<Slot>() == 24);
 
 const NO_CORE: u16 = u16::MAX;
+// A class is a bit of `Runtime::dispatch_due`.
+const _: () = assert!(CoreClass::ALL.len() <= 64);
 /// Slot flags: issued per the timing policy; held by an open scope; the kernel is on the
 /// thread pool and its result has not come back; the kernel ran at submission.
 const ISSUED: u8 = 1;
@@ -736,9 +738,11 @@ pub struct Runtime {
     edge_free: u32,
     classes: Vec<ClassState>,
     events: Events,
-    /// A task was queued in a class with an idle core, or a core went idle in a class with
-    /// queued tasks, since the last dispatch.
-    dispatch_due: bool,
+    /// Bit `ci`: a task was queued in class `ci` while it had an idle core, or one of its
+    /// cores went idle while it had queued tasks, since the last dispatch.
+    dispatch_due: u64,
+    /// Dispatches go to the trace (recording under event timing).
+    trace_tasks: bool,
     now: u64,
     ready_stamp: u64,
     rings: [RingStat; 5],
@@ -925,7 +929,8 @@ impl Runtime {
             next_seq: 0,
             head: 0,
             events: Events::default(),
-            dispatch_due: false,
+            dispatch_due: 0,
+            trace_tasks: cfg.record && cfg.arch.timing == TimingSemantics::Event,
             now: 0,
             ready_stamp: 0,
             rings,
@@ -1276,19 +1281,17 @@ impl Runtime {
         if seq - self.head >= self.window {
             let t0 = self.now;
             self.flush_batch();
-            while seq - self.head >= self.window {
-                if !self.advance()? {
-                    let held = self.held_tasks();
-                    let m = match self.scopes.last() {
-                        Some(s) if held >= self.window => format!(
-                            "raise task_window to at least {} (2 × the {} tasks of the largest scope), or end the scope sooner",
-                            2 * s.tasks.max(1),
-                            s.tasks
-                        ),
-                        _ => format!("raise task_window above {}", self.window),
-                    };
-                    return Err(self.deadlock(StallReason::TaskRingFull, m));
-                }
+            if !self.advance_while(|rt| seq - rt.head >= rt.window)? {
+                let held = self.held_tasks();
+                let m = match self.scopes.last() {
+                    Some(s) if held >= self.window => format!(
+                        "raise task_window to at least {} (2 × the {} tasks of the largest scope), or end the scope sooner",
+                        2 * s.tasks.max(1),
+                        s.tasks
+                    ),
+                    _ => format!("raise task_window above {}", self.window),
+                };
+                return Err(self.deadlock(StallReason::TaskRingFull, m));
             }
             self.note_stall(0, t0);
         }
@@ -1607,7 +1610,7 @@ impl Runtime {
         }
         c.queued += 1;
         // A dispatch can start something only if the class has an idle core.
-        self.dispatch_due |= c.idle > 0;
+        self.dispatch_due |= ((c.idle > 0) as u64) << ci;
         // The ring's use is the fullest class's queue (worked out when reported).
         let r = &mut self.rings[4];
         r.hw = r.hw.max(c.queued as u64);
@@ -1622,8 +1625,7 @@ impl Runtime {
     /// might have made work, so the nothing-to-do case is a flag test in the caller.
     #[inline(always)]
     fn dispatch(&mut self) {
-        if self.dispatch_due {
-            self.dispatch_due = false;
+        if self.dispatch_due != 0 {
             self.dispatch_now();
         }
     }
@@ -1649,13 +1651,17 @@ impl Runtime {
         self.started = started;
     }
 
-    /// Starts what can start now; tasks whose kernels wait for their dispatch go to
-    /// `self.started`.
+    /// Starts what can start now in the classes due; tasks whose kernels wait for their
+    /// dispatch go to `self.started`.
     fn dispatch_into(&mut self) {
         let now = self.now;
         let disp = self.cfg.arch.overheads.dispatch;
         let steal = self.cfg.policies.dispatch == Dispatch::WorkSteal;
-        for ci in 0..self.classes.len() {
+        let defer = self.deferred > 0;
+        // In class order. A class queued into while it is visited is due again: it is cleared
+        // when it has nothing more to start.
+        while self.dispatch_due != 0 {
+            let ci = self.dispatch_due.trailing_zeros() as usize;
             let mut from = 0usize;
             loop {
                 let c = &mut self.classes[ci];
@@ -1712,24 +1718,30 @@ impl Runtime {
                 core.tasks += 1;
                 c.idle -= 1;
                 c.idle_bits[k / 64] &= !(1 << (k % 64));
-                if self.cfg.record && self.cfg.arch.timing == TimingSemantics::Event {
-                    let coords = self.graph_nodes.get(seq as usize);
-                    let name = self.task_name(kernel, coords.map_or(&[][..], |n| n.2.values()));
-                    let class = self.classes[ci].class;
-                    self.trace.push(TraceEvent {
-                        name,
-                        lane: format!("{class}{k:03}"),
-                        start: now,
-                        dur: end - now,
-                        cat: "task",
-                    });
+                if self.trace_tasks {
+                    self.trace_dispatch(seq, kernel, ci, k, end);
                 }
                 self.push_event(end, Ev::Done(seq));
-                if !self.exec_at.is_empty() && !ran {
+                if defer && !ran {
                     self.started.push(seq);
                 }
             }
+            self.dispatch_due &= !(1 << ci);
         }
+    }
+
+    #[cold]
+    fn trace_dispatch(&mut self, seq: u64, kernel: u32, ci: usize, k: usize, end: u64) {
+        let coords = self.graph_nodes.get(seq as usize);
+        let name = self.task_name(kernel, coords.map_or(&[][..], |n| n.2.values()));
+        let class = self.classes[ci].class;
+        self.trace.push(TraceEvent {
+            name,
+            lane: format!("{class}{k:03}"),
+            start: self.now,
+            dur: end - self.now,
+            cat: "task",
+        });
     }
 
     /// Runs a deferred task's kernel from its record, here or on the pool (out of line: one
@@ -1873,6 +1885,24 @@ impl Runtime {
 
     /// Processes the earliest batch of events. False when nothing is pending.
     fn advance(&mut self) -> Result<bool, RuntimeError> {
+        self.batch_of_events()
+    }
+
+    /// Processes batches of events while `more` holds. False when nothing is pending while it
+    /// does. (A full window stalls most submissions of a long run: this loop keeps the batches
+    /// of such a stall in one call.)
+    fn advance_while(&mut self, more: impl Fn(&Self) -> bool) -> Result<bool, RuntimeError> {
+        while more(self) {
+            if !self.batch_of_events()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`Runtime::advance`]'s body, inline in it and in [`Runtime::advance_while`].
+    #[inline(always)]
+    fn batch_of_events(&mut self) -> Result<bool, RuntimeError> {
         self.dispatch();
         let Some((t, mut ev)) = self.events.pop_due(u64::MAX) else {
             return Ok(false);
@@ -1978,7 +2008,7 @@ impl Runtime {
         if let Some(b) = cs.idle_bits.get_mut(w).filter(|b| **b & bit == 0) {
             *b |= bit;
             cs.idle += 1;
-            self.dispatch_due |= cs.queued > 0;
+            self.dispatch_due |= ((cs.queued > 0) as u64) << ci;
         }
         let oh = self.cfg.arch.overheads;
         let at = now + oh.complete + oh.resolve;

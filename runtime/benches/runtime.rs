@@ -284,20 +284,64 @@ fn llama_construct(tokens: i64, pool: u32) -> u64 {
     llama_pattern(tokens, &mut b)
 }
 
-/// Empty-kernel graphs: chain, wide, 2-D wavefront; returns tasks submitted.
+/// The tasks of an empty-kernel graph of `n` tasks on tensor `x` (`n` × √n one-byte
+/// elements), each passed to `task` with its coordinates and 1×1 region arguments: a chain
+/// (each task updates one element), wide (each writes its own), or a 2-D wavefront (each
+/// writes its cell of a √n × √n grid after reading the cells above and to its left).
+fn empty_tasks(shape: &str, n: i64, x: TensorId, mut task: impl FnMut(&[i64], &[Arg])) {
+    let side = (n as f64).sqrt() as i64;
+    let one = |r: i64, c: i64, dir: Direction| Arg {
+        region: Region::dense(x, &[r, c], &[1, 1]).expect("region"),
+        dir,
+    };
+    match shape {
+        "chain" => {
+            for i in 0..n {
+                task(&[i], &[one(0, 0, Direction::InOut)]);
+            }
+        }
+        "wide" => {
+            for i in 0..n {
+                task(&[i], &[one(i, 0, Direction::Out)]);
+            }
+        }
+        _ => {
+            for i in 0..side {
+                for j in 0..side {
+                    // A fixed array, so the bench itself allocates nothing per task.
+                    let mut args = [one(i, j, Direction::Out); 3];
+                    let mut k = 1;
+                    if i > 0 {
+                        args[k] = one(i - 1, j, Direction::In);
+                        k += 1;
+                    }
+                    if j > 0 {
+                        args[k] = one(i, j - 1, Direction::In);
+                        k += 1;
+                    }
+                    task(&[i, j], &args[..k]);
+                }
+            }
+        }
+    }
+}
+
+/// The shape of [`empty_tasks`]'s tensor for `n` tasks.
+fn empty_dims(n: i64) -> [i64; 2] {
+    let side = (n as f64).sqrt() as i64;
+    [side.max(n), side]
+}
+
+/// Empty-kernel graphs run by the runtime (construction, the event clock and the kernels):
+/// returns tasks submitted.
 fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
     let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
     cfg.threads = threads;
     let mut rt = Runtime::new(cfg).expect("runtime");
     let k = rt.register_kernel("empty", CoreClass::Vector, noop());
-    let side = (n as f64).sqrt() as i64;
-    let x = rt.add_tensor(1, &[side.max(n), side]).expect("tensor");
-    let one = |r: i64, c: i64, dir: Direction| Arg {
-        region: Region::dense(x, &[r, c], &[1, 1]).expect("region"),
-        dir,
-    };
+    let x = rt.add_tensor(1, &empty_dims(n)).expect("tensor");
     let mut count = 0;
-    let mut sub = |rt: &mut Runtime, c: &[i64], args: &[Arg]| {
+    empty_tasks(shape, n, x, |c, args| {
         rt.submit(&TaskDesc {
             kernel: k,
             coords: c,
@@ -310,38 +354,22 @@ fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
         })
         .expect("submit");
         count += 1;
-    };
-    match shape {
-        "chain" => {
-            for i in 0..n {
-                sub(&mut rt, &[i], &[one(0, 0, Direction::InOut)]);
-            }
-        }
-        "wide" => {
-            for i in 0..n {
-                sub(&mut rt, &[i], &[one(i, 0, Direction::Out)]);
-            }
-        }
-        _ => {
-            for i in 0..side {
-                for j in 0..side {
-                    // A fixed array, so the bench itself allocates nothing per task.
-                    let mut args = [one(i, j, Direction::Out); 3];
-                    let mut n = 1;
-                    if i > 0 {
-                        args[n] = one(i - 1, j, Direction::In);
-                        n += 1;
-                    }
-                    if j > 0 {
-                        args[n] = one(i, j - 1, Direction::In);
-                        n += 1;
-                    }
-                    sub(&mut rt, &[i, j], &args[..n]);
-                }
-            }
-        }
-    }
+    });
     rt.finish().expect("finish");
+    count
+}
+
+/// The same graphs through the runtime's graph construction alone (`Builder`, as
+/// `Runtime::submit` drives it, with the runtime's window and tensor map): returns tasks.
+fn empty_construct(shape: &str, n: i64) -> u64 {
+    let cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    let mut b = Builder::new(WINDOW, cfg.tensormap_pool, 0).expect("builder");
+    let x = b.add_tensor(1, &empty_dims(n)).expect("tensor");
+    let mut count = 0;
+    empty_tasks(shape, n, x, |_, args| {
+        Sink::task(&mut b, false, &[], args);
+        count += 1;
+    });
     count
 }
 
@@ -379,6 +407,11 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| black_box(empty_graph(shape, threads, 10_000)))
             });
         }
+        // The same graph's construction alone: the rest of a run is its execution.
+        g.throughput(Throughput::Elements(10_000));
+        g.bench_function(format!("{shape}/construction"), |b| {
+            b.iter(|| black_box(empty_construct(shape, 10_000)))
+        });
     }
     g.finish();
 }
@@ -523,21 +556,32 @@ fn construct_report(reps: usize, sizes: &[i64]) {
     }
 }
 
-/// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times and
-/// prints the median time per task (for profiling without criterion's analysis).
+/// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times, and
+/// its construction alone as many times (alternating), and prints the median time per task
+/// of each and their difference: what executing the graph costs beyond building it.
 fn empty_report(shape: &str, threads: usize, reps: usize) {
-    let mut per_task: Vec<f64> = (0..reps.max(1))
+    let per_task = |f: &dyn Fn() -> u64| {
+        let t0 = Instant::now();
+        let n = f();
+        t0.elapsed().as_nanos() as f64 / n as f64
+    };
+    let (mut run, mut built): (Vec<f64>, Vec<f64>) = (0..reps.max(1))
         .map(|_| {
-            let t0 = Instant::now();
-            let n = empty_graph(shape, threads, 10_000);
-            t0.elapsed().as_nanos() as f64 / n as f64
+            (
+                per_task(&|| empty_graph(shape, threads, 10_000)),
+                per_task(&|| empty_construct(shape, 10_000)),
+            )
         })
-        .collect();
-    per_task.sort_by(f64::total_cmp);
+        .unzip();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (r, b) = (median(&mut run), median(&mut built));
     println!(
-        "empty_kernels {shape} {threads}t: median {:.1} ns/task over {} runs",
-        per_task[per_task.len() / 2],
-        per_task.len()
+        "empty_kernels {shape} {threads}t: median {r:.1} ns/task over {} runs; construction alone {b:.1}; execution beyond construction {:.1}",
+        run.len(),
+        r - b
     );
 }
 

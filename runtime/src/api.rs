@@ -193,6 +193,47 @@ pub struct RawArg {
     pub dir: u64,
 }
 
+impl RawArg {
+    /// Sets the argument's rank (1 to `MAX_RANK`) and per-dimension arrays from arrays whose
+    /// entries past `rank` are canonical (1, and 0 for offsets), in place: the runtime reuses
+    /// its arguments from task to task. Entries are copied in a block of 2, 4 or 8 (copying
+    /// all four arrays whole was about 50 instructions an argument), and entries a reused
+    /// argument of higher rank set past the new rank go back to canonical.
+    #[inline(always)]
+    pub(crate) fn set_dims(
+        &mut self,
+        rank: usize,
+        dims: &[i64; MAX_RANK],
+        offsets: &[i64; MAX_RANK],
+        extents: &[i64; MAX_RANK],
+        strides: &[i64; MAX_RANK],
+    ) {
+        #[inline(always)]
+        fn head<const N: usize>(a: &mut RawArg, s: [&[i64; MAX_RANK]; 4]) {
+            a.dims[..N].copy_from_slice(&s[0][..N]);
+            a.offsets[..N].copy_from_slice(&s[1][..N]);
+            a.extents[..N].copy_from_slice(&s[2][..N]);
+            a.strides[..N].copy_from_slice(&s[3][..N]);
+        }
+        let old = self.rank as usize;
+        if old > rank {
+            for d in rank..old.min(MAX_RANK) {
+                self.dims[d] = 1;
+                self.offsets[d] = 0;
+                self.extents[d] = 1;
+                self.strides[d] = 1;
+            }
+        }
+        self.rank = rank as u64;
+        let s = [dims, offsets, extents, strides];
+        match rank {
+            0..=2 => head::<2>(self, s),
+            3 | 4 => head::<4>(self, s),
+            _ => head::<MAX_RANK>(self, s),
+        }
+    }
+}
+
 /// Everything a kernel entry receives (C layout).
 #[repr(C)]
 #[derive(Debug)]

@@ -207,6 +207,9 @@ struct KernelEntry {
     /// Measured at `OFFLOAD_NS` or more (only ever with a pool): its tasks wait for their
     /// dispatch, to run on the pool.
     offload: bool,
+    /// The transfer cycles of its last task: (bytes in, bytes out, cycles). A kernel's tasks
+    /// mostly move the same bytes.
+    io_last: Option<(u64, u64, u64)>,
 }
 
 /// Tasks whose kernels take less than this run on the orchestrating thread even with a pool.
@@ -993,6 +996,7 @@ impl Runtime {
             est_ns: u64::MAX,
             offload: false,
             sampled: 0,
+            io_last: None,
         });
         KernelId(self.kernels.len() as u32 - 1)
     }
@@ -1236,19 +1240,30 @@ impl Runtime {
                 State::Waiting | State::Ready | State::Running
             )
         }));
-        if deps.len() > 1 {
-            // Age order: distance from the ring's head (sequence numbers in flight differ by
-            // less than 2^32).
-            let h = self.head as u32;
-            deps.sort_unstable_by_key(|d| d.wrapping_sub(h));
-            deps.dedup();
+        // Age order: distance from the ring's head (sequence numbers in flight differ by
+        // less than 2^32).
+        let h = self.head as u32;
+        match deps[..] {
+            [] | [_] => {}
+            // Two (a wavefront's cell after its neighbours) without the general sort's call.
+            [a, b] => {
+                if a == b {
+                    deps.pop();
+                } else if a.wrapping_sub(h) > b.wrapping_sub(h) {
+                    deps.swap(0, 1);
+                }
+            }
+            _ => {
+                deps.sort_unstable_by_key(|d| d.wrapping_sub(h));
+                deps.dedup();
+            }
         }
         self.deps = deps;
     }
 
-    /// Entries the pool has room for while the tasks from the head on hold theirs.
-    fn entries_free(&self) -> u64 {
-        (self.cfg.tensormap_pool as u64).saturating_sub(self.build.entries_from(self.head))
+    /// Entries the tasks from the head on hold: the tensor map's use.
+    fn entries_held(&self) -> u64 {
+        self.build.entries_from(self.head)
     }
 
     fn edges_free(&self) -> u64 {
@@ -1299,6 +1314,7 @@ impl Runtime {
         let class = self.kernels[kernel as usize].class;
         let key = t.key;
         // 2. Room for the edges and the tensor-map entries.
+        let mut held;
         let preds = loop {
             self.collect_preds();
             let need_e = self.deps.len() as u64;
@@ -1321,7 +1337,8 @@ impl Runtime {
                 self.note_stall(2, t0);
                 continue;
             }
-            if self.entries_free() < need_m {
+            held = self.entries_held();
+            if (self.cfg.tensormap_pool as u64).saturating_sub(held) < need_m {
                 let t0 = self.now;
                 self.flush_batch();
                 if !self.advance()? {
@@ -1349,7 +1366,14 @@ impl Runtime {
             break std::mem::take(&mut self.deps);
         };
         // 3. Fill the slot.
-        let io_cycles = self.io_cycles(class, in_bytes, out_bytes)?;
+        let io_cycles = match self.kernels[kernel as usize].io_last {
+            Some((i, o, v)) if i == in_bytes && o == out_bytes => v,
+            _ => {
+                let v = self.io_cycles(class, in_bytes, out_bytes)?;
+                self.kernels[kernel as usize].io_last = Some((in_bytes, out_bytes, v));
+                v
+            }
+        };
         // The kernel runs at once when every earlier task's has run and none is on the pool:
         // submission order is a dependency order. Otherwise it waits for its dispatch.
         let eager = !self.exec_at.is_empty() && self.runs_at_submission(kernel as usize);
@@ -1376,7 +1400,7 @@ impl Runtime {
                 t.cycles
             ));
         }
-        // The pool has room: `entries_free` counted every entry the builder holds.
+        // The pool has room: `held` counted every entry the builder holds.
         self.build.commit(t.args, t.stream)?;
         self.ring[si] = Slot {
             dur: [dur as u32, (dur >> 32) as u32],
@@ -1429,7 +1453,9 @@ impl Runtime {
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
         self.deps = preds;
-        self.rings[1].set(self.build.entries_from(self.head));
+        // The task's entries are the pool's newest.
+        debug_assert_eq!(self.entries_held(), held + need_m);
+        self.rings[1].set(held + need_m);
         // Dispatch assignment for fixed policies, in emission order.
         let ci = self.kernels[kernel as usize].ci;
         let ncores = self.classes[ci].cores.len() as u64;
@@ -1838,11 +1864,8 @@ impl Runtime {
             let x = &mut raw[n];
             x.base = self.bufs[r.tensor.0 as usize].as_mut_ptr();
             x.elem_size = ten.elem_size;
-            x.rank = ten.rank as u64;
-            x.dims = ten.dims;
-            x.offsets = r.offsets;
-            x.extents = r.extents;
-            x.strides = r.strides;
+            // A checked region has its tensor's rank.
+            x.set_dims(ten.rank, &ten.dims, &r.offsets, &r.extents, &r.strides);
             x.dir = a.dir.code();
         }
         run_inline(

@@ -19,7 +19,7 @@ pub(crate) const RAW_ARG: RawArg = RawArg {
     base: std::ptr::null_mut(),
     elem_size: 0,
     rank: 0,
-    dims: [0; MAX_RANK],
+    dims: [1; MAX_RANK],
     offsets: [0; MAX_RANK],
     extents: [1; MAX_RANK],
     strides: [1; MAX_RANK],

@@ -208,7 +208,14 @@ impl Builder {
             let write = a.dir.writes();
             // One cell of a tiled grid is inside the tensor (the usual tile: no loop).
             let (acc, elems) = match self.tmap.tile_access(r, write) {
-                Some(acc) => (acc, (r.extents[0] * r.extents[1]) as u64),
+                Some(acc) => {
+                    // Whole along dimensions 2 on (if any): a cell proves it in bounds.
+                    let mut elems = (r.extents[0] * r.extents[1]) as u64;
+                    for d in 2..ten.rank {
+                        elems *= r.extents[d] as u64;
+                    }
+                    (acc, elems)
+                }
                 None => {
                     // Region fields are public, so a region may not have come from
                     // `Region::new`: every dimension is checked here (`Region::elements` is

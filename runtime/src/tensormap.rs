@@ -21,7 +21,8 @@
 //!   the scanned one, every older conflicting entry is ordered before that writer (it overlaps
 //!   it, and that writer's own scan ordered it), so it needs no edge of its own.
 //! - Entries are 16 bytes: chain link, task, tensor and flags, and the region as its bucket
-//!   cell when it is exactly one cell of the grid (the usual tile). Other dense regions of rank
+//!   cell when it is exactly one cell of the grid (the usual tile; a region of higher rank
+//!   also has to be whole along its other dimensions). Other dense regions of rank
 //!   ≤ 2 with `i32` coordinates live in a side table of 16-byte compact forms, the rest (larger
 //!   ranks, strides, larger coordinates) in a side table of full regions.
 
@@ -65,12 +66,16 @@ struct Geo {
     nb: [i64; 2],
     /// Extents of dimensions 0 and 1 (1 past the rank).
     dims: [i64; 2],
+    /// Extents of dimensions 2 on (1 past the rank): a region whole along them and one cell
+    /// of the grid along dimensions 0 and 1 is a cell too.
+    rest: [i64; MAX_RANK - 2],
     /// Bits of a cell's bucket index along dimension 1 (the low bits of `Entry::d`).
     b1_bits: u32,
     /// The sequence number of the newest task that writes the tensor, plus 1 (0: none has):
     /// a read skips the scan when that task is older than any that may still be pending.
     last_write: u64,
-    /// Rank 2 with power-of-two buckets whose cells fit an entry: [`TensorMap::tile`] applies.
+    /// Rank 2 or more with power-of-two buckets whose cells fit an entry: [`TensorMap::tile`]
+    /// applies.
     tiled: bool,
     /// With `tiled`: the bucket size less 1 along dimensions 0 and 1, and how many offsets
     /// there start a whole (unclipped) bucket inside the tensor, counted from 0 (0 when none
@@ -296,6 +301,10 @@ impl TensorMap {
         g.bsize = bs;
         g.nb = nb;
         g.dims = [dims[0], dims.get(1).copied().unwrap_or(1)];
+        g.rest = [1; MAX_RANK - 2];
+        for (x, d) in g.rest.iter_mut().zip(dims.iter().skip(2)) {
+            *x = *d;
+        }
         g.b1_bits = 64 - ((nb[1] - 1) as u64).leading_zeros();
         g.shift = bs.map(|b| {
             if b > 0 && (b as u64).is_power_of_two() {
@@ -305,7 +314,7 @@ impl TensorMap {
             }
         });
         let top = ((nb[0] - 1) as u64) << g.b1_bits | (nb[1] - 1) as u64;
-        g.tiled = g.rank == 2 && !g.shift.contains(&u32::MAX) && top <= u32::MAX as u64;
+        g.tiled = g.rank >= 2 && !g.shift.contains(&u32::MAX) && top <= u32::MAX as u64;
         if g.tiled {
             g.mask = bs.map(|b| b - 1);
             g.inner = [0, 1].map(|d| (g.dims[d] - bs[d] + 1).max(0) as u64);
@@ -327,12 +336,27 @@ impl TensorMap {
         r.offsets[d] == lo && r.extents[d] == n && (r.strides[d] == 1 || n == 1)
     }
 
+    /// Along every dimension past the first two, `r` is the whole tensor (dense, or a single
+    /// index of a dimension of extent 1): with one cell of the grid along the first two, it
+    /// meets another such region exactly when the cells are the same.
+    #[inline(always)]
+    fn whole_rest(g: &Geo, r: &Region) -> bool {
+        (2..(g.rank as usize).min(MAX_RANK)).all(|d| {
+            r.offsets[d] == 0
+                && r.extents[d] == g.rest[d - 2]
+                && (r.strides[d] == 1 || (r.extents[d] == 1 && r.strides[d] > 1))
+        })
+    }
+
     /// The bucket of `r` when it is exactly one cell of a tiled grid (the usual tile): the
     /// cheap case of [`TensorMap::span`] and [`TensorMap::cell`].
     ///
     /// A cell of the grid lies inside the tensor, so a region that is one is in bounds.
     #[inline(always)]
     fn tile(g: &Geo, r: &Region) -> Option<(i64, i64)> {
+        if g.rank > 2 && !Self::whole_rest(g, r) {
+            return None;
+        }
         // An interior cell: dense, a whole bucket, at a bucket's start, before the clipped
         // ones (`inner` is 0 unless the grid is tiled).
         let (o, e, s) = (&r.offsets, &r.extents, &r.strides);
@@ -780,15 +804,15 @@ impl TensorMap {
         }
     }
 
-    /// `r` as a bucket cell: a dense region of rank ≤ 2 that is exactly one cell of its
-    /// tensor's grid (`q`: its span).
+    /// `r` as a bucket cell: a dense region that is exactly one cell of its tensor's grid
+    /// along dimensions 0 and 1 (`q`: its span) and whole along the others.
     #[inline(always)]
     fn cell(g: &Geo, r: &Region, q: &[(i64, i64); 2]) -> Option<u32> {
-        if r.rank > 2 || q[0].0 != q[0].1 || q[1].0 != q[1].1 {
+        if (r.rank > 2 && !Self::whole_rest(g, r)) || q[0].0 != q[0].1 || q[1].0 != q[1].1 {
             return None;
         }
         let exact = |d: usize| Self::is_bucket(g, r, q[d].0 * g.bsize[d], d);
-        if !exact(0) || (r.rank == 2 && !exact(1)) {
+        if !exact(0) || (r.rank >= 2 && !exact(1)) {
             return None;
         }
         u32::try_from(Self::key(g, q[0].0, q[1].0)).ok()
@@ -897,6 +921,41 @@ mod tests {
         v
     }
 
+    /// A region of higher rank is a cell when it is one along dimensions 0 and 1 and whole
+    /// along the others (the attention state `M[i]` of a `[T, 64, 1]` tensor), and only then.
+    #[test]
+    fn higher_rank_cells_are_whole_past_dimension_1() {
+        let dims = [8i64, 64, 4];
+        let mut m = TensorMap::new(64);
+        m.add_tensor(0, 3);
+        let r3 = |o: [i64; 3], e: [i64; 3]| Region::dense(TensorId(0), &o, &e).unwrap();
+        m.access(&r3([0, 0, 0], [1, 64, 4]), &dims, false);
+        let g = m.geo[0];
+        assert!(g.tiled);
+        for i in 0..8 {
+            let whole = r3([i, 0, 0], [1, 64, 4]);
+            let q = TensorMap::span(&g, &whole);
+            let b = TensorMap::tile(&g, &whole).expect("a cell");
+            assert_eq!(b, (i, 0));
+            assert_eq!(
+                TensorMap::cell(&g, &whole, &q),
+                Some(TensorMap::key(&g, i, 0) as u32)
+            );
+            for (o2, e2) in [(0, 3), (1, 3), (2, 1)] {
+                let part = r3([i, 0, o2], [1, 64, e2]);
+                let q = TensorMap::span(&g, &part);
+                assert_eq!(TensorMap::tile(&g, &part), None, "{part:?}");
+                assert_eq!(TensorMap::cell(&g, &part, &q), None, "{part:?}");
+            }
+        }
+        // Cells of one grid meet only when they are the same; a part meets its cell.
+        m.put(&r3([2, 0, 0], [1, 64, 4]), &dims, true, 0);
+        m.put(&r3([3, 0, 0], [1, 64, 4]), &dims, true, 1);
+        assert_eq!(deps(&mut m, &r3([3, 0, 0], [1, 64, 4]), false), vec![1]);
+        assert_eq!(deps(&mut m, &r3([2, 0, 1], [1, 64, 2]), false), vec![0]);
+        assert_eq!(deps(&mut m, &r3([2, 0, 0], [2, 64, 1]), false), vec![0, 1]);
+    }
+
     /// The whole-tile shortcut agrees with the general span and cell on every small region of
     /// a tiled grid whose last row and column of cells are clipped by the tensor's edge.
     #[test]
@@ -968,15 +1027,24 @@ mod tests {
 
         #[derive(Clone, Debug)]
         enum Op {
-            Submit(u8, [i64; 2], [i64; 2], [i64; 2], bool),
+            /// Tensor, offsets, extents and strides along dimensions 0 and 1, write, and along
+            /// dimension 2 of the rank-3 tensor (3) an (offset, extent), or the whole.
+            Submit(u8, [i64; 2], [i64; 2], [i64; 2], bool, Option<(i64, i64)>),
             Complete(u8),
             Retire,
         }
 
         fn op() -> impl Strategy<Value = Op> {
             prop_oneof![
-                5 => (0u8..3, [0i64..40, 0i64..24], [1i64..9, 1i64..9], [1i64..3, 1i64..3], any::<bool>())
-                    .prop_map(|(t, o, e, s, w)| Op::Submit(t, o, e, s, w)),
+                5 => (
+                    0u8..4,
+                    [0i64..40, 0i64..24],
+                    [1i64..9, 1i64..9],
+                    [1i64..3, 1i64..3],
+                    any::<bool>(),
+                    prop_oneof![2 => Just(None), 1 => (0i64..3, 1i64..4).prop_map(Some)],
+                )
+                    .prop_map(|(t, o, e, s, w, third)| Op::Submit(t, o, e, s, w, third)),
                 2 => any::<u8>().prop_map(Op::Complete),
                 1 => Just(Op::Retire),
             ]
@@ -991,11 +1059,15 @@ mod tests {
                 // Generations from 0, or from just before the 32-bit wrap.
                 start in prop_oneof![Just(0u32), (u32::MAX - 100)..=u32::MAX],
             ) {
-                let dims = [64i64, 40];
+                // Tensors 0 to 2 of rank 2, tensor 3 of rank 3 (its cells are whole along
+                // dimension 2).
+                let dims3 = [64i64, 40, 3];
+                let dims_of = |t: u8| if t == 3 { &dims3[..] } else { &dims3[..2] };
+                let dims = dims3;
                 // A small pool: a 64-slot table, so chains share slots.
                 let mut m = TensorMap::starting_at(48, start);
-                for t in 0..3 {
-                    m.add_tensor(t, 2);
+                for t in 0..4 {
+                    m.add_tensor(t, if t == 3 { 3 } else { 2 });
                 }
                 // Per task: region, write, first generation, preds, done, done-before list.
                 struct T { r: Region, w: bool, first: u32, preds: Vec<usize>, done: bool, done_before: Vec<bool> }
@@ -1003,16 +1075,22 @@ mod tests {
                 let mut head = 0usize;
                 for o in ops {
                     match o {
-                        Op::Submit(t, off, ext, st, w) => {
+                        Op::Submit(t, off, ext, st, w, third) => {
                             let ext = [ext[0].min((dims[0] - off[0] - 1) / st[0] + 1), ext[1].min((dims[1] - off[1] - 1) / st[1] + 1)];
-                            let r = Region::new(TensorId(t as u32), &off, &ext, &st).unwrap();
-                            if 48 - m.used() < TensorMap::entries_for(&m.access(&r, &dims, w)) {
+                            let r = if t == 3 {
+                                let (o2, e2) = third.map_or((0, 3), |(o, e)| (o, e.min(3 - o)));
+                                Region::new(TensorId(3), &[off[0], off[1], o2], &[ext[0], ext[1], e2], &[st[0], st[1], 1]).unwrap()
+                            } else {
+                                Region::new(TensorId(t as u32), &off, &ext, &st).unwrap()
+                            };
+                            let dims = dims_of(t);
+                            if 48 - m.used() < TensorMap::entries_for(&m.access(&r, dims, w)) {
                                 continue;
                             }
                             let seq = ts.len();
                             let mut v = Vec::new();
                             let done: Vec<bool> = ts.iter().map(|x| x.done).collect();
-                            m.scan(&r, &dims, w, head as u64, &mut v);
+                            m.scan(&r, dims, w, head as u64, &mut v);
                             v.sort_unstable();
                             v.dedup();
                             for &p in &v {
@@ -1022,7 +1100,7 @@ mod tests {
                             }
                             v.retain(|&p| !ts[p as usize].done);
                             let first = m.next_gen();
-                            m.put(&r, &dims, w, seq as u32);
+                            m.put(&r, dims, w, seq as u32);
                             ts.push(T { r, w, first, preds: v.iter().map(|p| *p as usize).collect(), done: false, done_before: done });
                         }
                         Op::Complete(i) => {
@@ -1063,7 +1141,7 @@ mod tests {
                         }
                     }
                 }
-                for t in 0..3u32 {
+                for t in 0..4u32 {
                     let pending = ts.iter().any(|x| !x.done && x.w && x.r.tensor.0 == t);
                     let found = m.pending_writer(t, |task| !ts[task as usize].done);
                     prop_assert_eq!(found.is_some(), pending);

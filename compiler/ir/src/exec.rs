@@ -207,8 +207,36 @@ pub struct TaskInstance<'a> {
     pub process: Option<&'a str>,
     /// The values of the loop variables bound to axes around the call (innermost last).
     pub axes: &'a [(AxisId, i64)],
+}
+
+impl<'a> TaskInstance<'a> {
     /// `task k[1, 2]`, for messages.
-    pub label: &'a str,
+    pub fn label(&self) -> TaskName<'a> {
+        TaskName {
+            kernel: self.ir,
+            coords: self.coords,
+        }
+    }
+}
+
+/// A task's name in messages, `task k[1, 2]`: formatted only when a message shows it.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskName<'a> {
+    pub kernel: &'a Kernel,
+    pub coords: &'a [i64],
+}
+
+impl fmt::Display for TaskName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {}[", self.kernel.name)?;
+        for (i, c) in self.coords.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        f.write_str("]")
+    }
 }
 
 /// Why a backend did not take a task.
@@ -236,7 +264,7 @@ impl From<&str> for TaskError {
 
 impl TaskError {
     /// The error of task `label` written at `at`.
-    pub fn of_task(self, label: &str, at: &Option<SrcSpan>) -> ExecError {
+    pub fn of_task(self, label: &dyn fmt::Display, at: &Option<SrcSpan>) -> ExecError {
         match self {
             TaskError::Task(m) => xerr(format!("{label}: {m}")).within(at),
             TaskError::Run(e) => e,
@@ -1455,7 +1483,6 @@ impl<'p> Machine<'p, '_> {
             args: &args,
             process,
             axes: &axes,
-            label: &task,
         };
         self.backend
             .task(&inst, self.tensors)
@@ -1551,7 +1578,7 @@ impl<'p> Machine<'p, '_> {
             &dims,
             tile,
             partial,
-            task,
+            &task,
             pname,
         )
     }
@@ -1560,7 +1587,7 @@ impl<'p> Machine<'p, '_> {
 /// Resolves a view of a task whose dimensions are evaluated: per tensor dimension, the index
 /// (`(i, None)`) or the slice (`(start, Some(end))`; a whole dimension is `(0, Some(size))`).
 /// Checks the view against the tensor and the kernel parameter (`pname` of tile type `tile`,
-/// `partial` per tile dimension); `task` names the task in messages.
+/// `partial` per tile dimension); `task` names the task in messages (formatted only for one).
 #[allow(clippy::too_many_arguments)]
 pub fn resolve_view_dims(
     p: &Program,
@@ -1569,159 +1596,155 @@ pub fn resolve_view_dims(
     dims: &[(i64, Option<i64>)],
     tile: TileType,
     partial: [bool; 2],
-    task: &str,
+    task: &dyn fmt::Display,
     pname: &str,
 ) -> Result<TileView, ExecError> {
-    {
-        let decl = p
-            .tensors
-            .get(view.tensor.index())
-            .ok_or_else(|| xerr(format!("tensor #{} does not exist", view.tensor.0)))?;
-        let t = tensors
-            .get(view.tensor.index())
-            .ok_or_else(|| xerr("bad tensor"))?;
-        let rank = t.shape.len();
-        if dims.len() != rank {
-            return Err(xerr(format!(
-                "{task}: view of `{}` has {} evaluated dimensions for rank {rank}",
-                decl.name,
-                dims.len()
-            )));
-        }
-        // Only error messages use these: built on demand, not per task.
-        let shown = || {
-            format!(
-                "`{pname}: {}[{}]`",
-                decl.name,
-                dims.iter()
-                    .map(|(s, e)| match e {
-                        None => s.to_string(),
-                        Some(e) => format!("{s}..{e}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        let shape_s = || format!("{:?}", t.shape);
-        if view.dims.len() > rank {
-            return Err(xerr(format!(
-                "{task}: view {shown} indexes {} dimensions of `{}` of shape {shape_s}",
-                view.dims.len(),
-                decl.name,
-                shown = shown(),
-                shape_s = shape_s()
-            )));
-        }
-        if t.dtype != tile.dtype {
-            return Err(xerr(format!(
-                "{task}: view {shown} is {} but parameter `{pname}` is {}",
-                t.dtype,
-                tile.dtype,
-                shown = shown()
-            )));
-        }
-        let kept: Vec<usize> = (0..rank).filter(|d| dims[*d].1.is_some()).collect();
-        let tile_dims: Vec<usize> = match kept.len() {
-            0 => vec![],
-            1 => vec![1],
-            2 => vec![0, 1],
-            n => {
+    let decl = p
+        .tensors
+        .get(view.tensor.index())
+        .ok_or_else(|| xerr(format!("tensor #{} does not exist", view.tensor.0)))?;
+    let t = tensors
+        .get(view.tensor.index())
+        .ok_or_else(|| xerr("bad tensor"))?;
+    let rank = t.shape.len();
+    if dims.len() != rank {
+        return Err(xerr(format!(
+            "{task}: view of `{}` has {} evaluated dimensions for rank {rank}",
+            decl.name,
+            dims.len()
+        )));
+    }
+    // Only error messages use these: built on demand, not per task.
+    let shown = || {
+        format!(
+            "`{pname}: {}[{}]`",
+            decl.name,
+            dims.iter()
+                .map(|(s, e)| match e {
+                    None => s.to_string(),
+                    Some(e) => format!("{s}..{e}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let shape_s = || format!("{:?}", t.shape);
+    if view.dims.len() > rank {
+        return Err(xerr(format!(
+            "{task}: view {shown} indexes {} dimensions of `{}` of shape {shape_s}",
+            view.dims.len(),
+            decl.name,
+            shown = shown(),
+            shape_s = shape_s()
+        )));
+    }
+    if t.dtype != tile.dtype {
+        return Err(xerr(format!(
+            "{task}: view {shown} is {} but parameter `{pname}` is {}",
+            t.dtype,
+            tile.dtype,
+            shown = shown()
+        )));
+    }
+    // The kept (sliced) dimensions hold the tile's: one kept dimension is the tile's
+    // columns, two are its rows and columns.
+    let mut kept = [0usize; 2];
+    let mut nkept = 0;
+    for (d, (_, e)) in dims.iter().enumerate() {
+        if e.is_some() {
+            if nkept == 2 {
+                let n = dims.iter().filter(|(_, e)| e.is_some()).count();
                 return Err(xerr(format!(
                     "{task}: view {shown} keeps {n} dimensions; a tile has at most 2",
                     shown = shown()
-                )))
+                )));
             }
-        };
-        if kept.len() < 2 && tile.shape[0] != 1 || kept.is_empty() && tile.shape[1] != 1 {
-            return Err(xerr(format!(
-                "{task}: view {shown} has fewer dimensions than parameter `{pname}` of shape [{}, {}]",
-                tile.shape[0], tile.shape[1], shown = shown())));
+            kept[nkept] = d;
+            nkept += 1;
         }
-        let mut base = vec![0usize; rank];
-        let mut valid = [1u32, 1u32];
-        let oob =
-            |d: usize| {
-                xerr(format!(
-                "{task}: view {shown} is out of range in dimension {d} of `{}` (shape {shape_s})",
-                decl.name, shown = shown(), shape_s = shape_s()))
-            };
-        for d in 0..rank {
-            let (s, e) = dims[d];
-            let size = t.shape[d] as i64;
-            match e {
-                None => {
-                    if s < 0 || s >= size {
-                        return Err(oob(d));
-                    }
-                    base[d] = s as usize;
-                }
-                Some(e) => {
-                    let td = tile_dims[kept.iter().position(|k| *k == d).unwrap_or(0)];
-                    let len = e - s;
-                    let stat = i64::from(tile.shape[td]);
-                    let part = partial[td];
-                    if s < 0 || len < 0 || (part && len > stat) || (!part && len != stat) {
-                        if s >= 0 && len >= 0 {
-                            return Err(xerr(format!(
-                                "{task}: view {shown} has extent {len} in dimension {d}, parameter `{pname}` needs {}{stat}",
-                                if part { "at most " } else { "" }, shown = shown())));
-                        }
-                        return Err(oob(d));
-                    }
-                    let clipped = if e > size {
-                        if !part || s > size {
-                            return Err(oob(d));
-                        }
-                        size - s
-                    } else {
-                        len
-                    };
-                    base[d] = s as usize;
-                    valid[td] = clipped as u32;
-                }
-            }
-        }
-        let mut strides = vec![1usize; rank];
-        for d in (0..rank.saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * t.shape[d + 1];
-        }
-        let origin: usize = base.iter().zip(&strides).map(|(b, s)| b * s).sum();
-        let stride = |td: usize| {
-            kept.iter()
-                .zip(&tile_dims)
-                .find(|(_, t)| **t == td)
-                .map(|(k, _)| strides[*k])
-                .unwrap_or(0)
-        };
-        let dim_of = |td: usize| {
-            kept.iter()
-                .zip(&tile_dims)
-                .find(|(_, t)| **t == td)
-                .map(|(k, _)| *k)
-        };
-        let extents: Vec<(i64, i64)> = (0..rank)
-            .map(|d| {
-                let ext = match dim_of(0) {
-                    Some(k) if k == d => i64::from(valid[0]),
-                    _ => match dim_of(1) {
-                        Some(k) if k == d => i64::from(valid[1]),
-                        _ => 1,
-                    },
-                };
-                (base[d] as i64, ext)
-            })
-            .collect();
-        Ok(TileView {
-            tensor: view.tensor,
-            origin,
-            row_stride: stride(0),
-            col_stride: stride(1),
-            valid,
-            dims: extents,
-            row_dim: dim_of(0),
-            col_dim: dim_of(1),
-        })
     }
+    // Tile dimension (0 rows, 1 columns) to tensor dimension.
+    let (row_dim, col_dim) = match nkept {
+        0 => (None, None),
+        1 => (None, Some(kept[0])),
+        _ => (Some(kept[0]), Some(kept[1])),
+    };
+    if nkept < 2 && tile.shape[0] != 1 || nkept == 0 && tile.shape[1] != 1 {
+        return Err(xerr(format!(
+            "{task}: view {shown} has fewer dimensions than parameter `{pname}` of shape [{}, {}]",
+            tile.shape[0],
+            tile.shape[1],
+            shown = shown()
+        )));
+    }
+    let mut valid = [1u32, 1u32];
+    let oob = |d: usize| {
+        xerr(format!(
+            "{task}: view {shown} is out of range in dimension {d} of `{}` (shape {shape_s})",
+            decl.name,
+            shown = shown(),
+            shape_s = shape_s()
+        ))
+    };
+    let mut extents = Vec::with_capacity(rank);
+    for (d, &(s, e)) in dims.iter().enumerate() {
+        let size = t.shape[d] as i64;
+        match e {
+            None => {
+                if s < 0 || s >= size {
+                    return Err(oob(d));
+                }
+                extents.push((s, 1));
+            }
+            Some(e) => {
+                let td = usize::from(Some(d) == col_dim);
+                let len = e - s;
+                let stat = i64::from(tile.shape[td]);
+                let part = partial[td];
+                if s < 0 || len < 0 || (part && len > stat) || (!part && len != stat) {
+                    if s >= 0 && len >= 0 {
+                        return Err(xerr(format!(
+                            "{task}: view {shown} has extent {len} in dimension {d}, parameter `{pname}` needs {}{stat}",
+                            if part { "at most " } else { "" }, shown = shown())));
+                    }
+                    return Err(oob(d));
+                }
+                let clipped = if e > size {
+                    if !part || s > size {
+                        return Err(oob(d));
+                    }
+                    size - s
+                } else {
+                    len
+                };
+                valid[td] = clipped as u32;
+                extents.push((s, clipped));
+            }
+        }
+    }
+    // Row-major strides, from the last dimension: the origin and the kept dimensions' strides.
+    let (mut origin, mut stride) = (0usize, 1usize);
+    let (mut row_stride, mut col_stride) = (0usize, 0usize);
+    for d in (0..rank).rev() {
+        origin += extents[d].0 as usize * stride;
+        if Some(d) == row_dim {
+            row_stride = stride;
+        }
+        if Some(d) == col_dim {
+            col_stride = stride;
+        }
+        stride *= t.shape[d];
+    }
+    Ok(TileView {
+        tensor: view.tensor,
+        origin,
+        row_stride,
+        col_stride,
+        valid,
+        dims: extents,
+        row_dim,
+        col_dim,
+    })
 }
 
 fn axis_of(p: &Program, a: AxisId) -> Result<&Axis, ExecError> {
@@ -1859,15 +1882,7 @@ pub fn describe_value(v: ScalarValue) -> String {
 
 /// `task k[1, 2]`: how messages name a task.
 pub fn task_label(k: &Kernel, coords: &[i64]) -> String {
-    format!(
-        "task {}[{}]",
-        k.name,
-        coords
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    TaskName { kernel: k, coords }.to_string()
 }
 
 /// The tensors an iterator reads (Ragged lengths, Sparse indptr/indices, sizes).

@@ -34,8 +34,8 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::time::{Duration, Instant};
 use wsp_ir::exec::{
-    self, ExecError, ExecOutcome, OrderEvent, ProcAction, TaskBackend, TaskInstance, TaskRecord,
-    TaskValue, TileView, MAX_LOOP_ITERATIONS,
+    self, ExecError, ExecOutcome, OrderEvent, ProcAction, TaskBackend, TaskInstance, TaskName,
+    TaskRecord, TaskValue, TileView, MAX_LOOP_ITERATIONS,
 };
 use wsp_ir::kernel::ParamKind;
 use wsp_ir::tensor::{Data, HostTensor};
@@ -451,10 +451,12 @@ pub(crate) struct Ctx<'c, 'h> {
     process: bool,
     io: Io<'c>,
     err: Option<ExecError>,
+    /// The current task's coordinates, its views and the evaluated dimensions of the view
+    /// being resolved, its arguments and axis coordinates: buffers reused from task to task.
     coords: Vec<i64>,
-    label: String,
     views: Vec<TileView>,
-    /// The axis coordinates of the current task, reused.
+    dims: Vec<(i64, Option<i64>)>,
+    args: Vec<TaskValue>,
     axes: Vec<(AxisId, i64)>,
     /// The body's loop variable count (the slot layout's `V`).
     nvars: usize,
@@ -487,8 +489,9 @@ fn invoke(
         io,
         err: None,
         coords: Vec::new(),
-        label: String::new(),
         views: Vec::new(),
+        dims: Vec::new(),
+        args: Vec::new(),
         axes: Vec::new(),
         nvars: body.nvars,
     };
@@ -887,11 +890,10 @@ mod callbacks {
 
     extern "C" fn begin(cx: *mut Ctx<'_, '_>, s: i64) -> i64 {
         with_site(cx, s, |cx| {
-            let (site, k) = site(cx, s)?;
-            let coords: Vec<i64> = (0..site.call.coords.len())
-                .map(|i| cx.slot(site.coords + i))
-                .collect();
-            cx.label = exec::task_label(k, &coords);
+            let (site, _) = site(cx, s)?;
+            let mut coords = std::mem::take(&mut cx.coords);
+            coords.clear();
+            coords.extend((0..site.call.coords.len()).map(|i| cx.slot(site.coords + i)));
             cx.coords = coords;
             cx.views.clear();
             Ok(0)
@@ -916,7 +918,8 @@ mod callbacks {
                 .get(v.tensor.index())
                 .ok_or_else(|| xerr("bad tensor"))?;
             let rank = t.shape.len();
-            let mut dims = Vec::with_capacity(rank);
+            let mut dims = std::mem::take(&mut cx.dims);
+            dims.clear();
             for d in 0..rank {
                 dims.push(match v.dims.get(d) {
                     Some(ViewDim::Index { .. }) => (cx.slot(base + 2 * d), None),
@@ -928,6 +931,10 @@ mod callbacks {
                     }
                 });
             }
+            let name = TaskName {
+                kernel: k,
+                coords: &cx.coords,
+            };
             let tv = exec::resolve_view_dims(
                 h.o.p,
                 h.tensors,
@@ -935,10 +942,11 @@ mod callbacks {
                 &dims,
                 tile,
                 partial,
-                &cx.label,
+                &name,
                 &param.name,
-            )?;
-            cx.views.push(tv);
+            );
+            cx.dims = dims;
+            cx.views.push(tv?);
             Ok(0)
         })
     }
@@ -946,8 +954,10 @@ mod callbacks {
     extern "C" fn task(cx: *mut Ctx<'_, '_>, s: i64) -> i64 {
         with(cx, |cx| {
             let (site, k) = site(cx, s)?;
-            let mut views = std::mem::take(&mut cx.views).into_iter();
-            let mut args = Vec::with_capacity(site.args.len());
+            let mut resolved = std::mem::take(&mut cx.views);
+            let mut views = resolved.drain(..);
+            let mut args = std::mem::take(&mut cx.args);
+            args.clear();
             for a in &site.args {
                 args.push(match a {
                     SiteArg::View { .. } => TaskValue::Tile(
@@ -965,6 +975,8 @@ mod callbacks {
                     }
                 });
             }
+            drop(views);
+            cx.views = resolved;
             let nvars = cx.nvars;
             cx.axes.clear();
             for v in 0..nvars {
@@ -985,17 +997,18 @@ mod callbacks {
                 args: &args,
                 process,
                 axes: &cx.axes,
-                label: &cx.label,
             };
             let h = host(cx);
-            h.backend
-                .task(&inst, h.tensors)
-                .map_err(|e| e.of_task(&cx.label, &site.call.at))?;
-            if !h.backend.keeps_records() {
-                return Ok(0);
+            let r = h.backend.task(&inst, h.tensors);
+            if let Err(e) = r {
+                return Err(e.of_task(&inst.label(), &site.call.at));
             }
-            let rec = TaskRecord::new(site.call.kernel, &cx.coords, process, &args);
-            host(cx).out.push(rec);
+            if h.backend.keeps_records() {
+                let rec = TaskRecord::new(site.call.kernel, &cx.coords, process, &args);
+                host(cx).out.push(rec);
+            }
+            args.clear();
+            cx.args = args;
             Ok(0)
         })
     }

@@ -35,7 +35,11 @@ impl TaskBackend for Log {
     fn task(&mut self, t: &TaskInstance<'_>, tensors: &mut [HostTensor]) -> Result<(), TaskError> {
         self.calls.push(format!(
             "task {} {:?} {:?} {:?} {:?}",
-            t.label, t.coords, t.args, t.process, t.axes
+            t.label(),
+            t.coords,
+            t.args,
+            t.process,
+            t.axes
         ));
         let mut args = Vec::new();
         for (p, a) in t.ir.params.iter().zip(t.args) {

@@ -21,7 +21,7 @@
 //! enforce is an error, never silently dropped.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -723,8 +723,15 @@ struct Submitter<'p> {
     keys: Keys,
     arch: Arch,
     costs: HashMap<(u32, cost::Extents), u64>,
+    /// Per kernel, the extents and cost of its last task (its tasks mostly share them).
+    last_cost: Vec<Option<(cost::Extents, u64)>>,
     execute: bool,
-    written: HashSet<u32>,
+    /// Per tensor: a task writes it.
+    written: Vec<bool>,
+    /// The task being submitted (its buffers are reused).
+    pr: Prepared,
+    /// Its extents per argument, reused.
+    extents: cost::Extents,
     counts: Vec<u64>,
     /// Runtime tensor of rank 1 standing in for a rank-0 program tensor.
     scalar_tensor: Vec<bool>,
@@ -750,6 +757,18 @@ struct Prepared {
     cycles: u64,
     /// The dispatch, priority and stream keys.
     keys: [i64; 3],
+}
+
+impl Default for Prepared {
+    fn default() -> Self {
+        Prepared {
+            kernel: rt::KernelId(0),
+            args: Vec::new(),
+            scalars: Vec::new(),
+            cycles: 0,
+            keys: [0; 3],
+        }
+    }
 }
 
 impl Prepared {
@@ -787,33 +806,52 @@ fn run_error(e: RuntimeError) -> exec::ExecError {
 }
 
 impl Submitter<'_> {
-    fn prepare(&mut self, t: &TaskInstance<'_>) -> Result<Prepared, String> {
+    /// Prepares task `t` in `self.pr`.
+    fn prepare(&mut self, t: &TaskInstance<'_>) -> Result<(), String> {
         let kid = t.kernel.index();
-        let extents: Vec<Option<[u32; 2]>> = t
-            .args
-            .iter()
-            .map(|a| match a {
-                TaskValue::Tile(v) => Some(v.valid),
-                TaskValue::Scalar(_) => None,
-            })
-            .collect();
-        let cycles = match self.costs.get(&(t.kernel.0, extents.clone())) {
-            Some(c) => *c,
-            None => {
-                let c = cost::task_cost(&self.arch, t.ir, &extents)?.compute;
-                self.costs.insert((t.kernel.0, extents), c);
+        let mut extents = std::mem::take(&mut self.extents);
+        extents.clear();
+        extents.extend(t.args.iter().map(|a| match a {
+            TaskValue::Tile(v) => Some(v.valid),
+            TaskValue::Scalar(_) => None,
+        }));
+        let memo = self.last_cost.get(kid).and_then(|m| m.as_ref());
+        let cycles = match memo {
+            Some((e, c)) if *e == extents => *c,
+            _ => {
+                let c = match self.costs.get(&(t.kernel.0, extents.clone())) {
+                    Some(c) => *c,
+                    None => {
+                        let c = cost::task_cost(&self.arch, t.ir, &extents)?.compute;
+                        self.costs.insert((t.kernel.0, extents.clone()), c);
+                        c
+                    }
+                };
+                if let Some(m) = self.last_cost.get_mut(kid) {
+                    *m = Some((extents.clone(), c));
+                }
                 c
             }
         };
-        let mut args = Vec::new();
-        let mut scalars = Vec::new();
+        self.extents = extents;
+        let pr = &mut self.pr;
+        pr.args.clear();
+        pr.scalars.clear();
         for (param, a) in t.ir.params.iter().zip(t.args) {
             match (a, &param.kind) {
                 (TaskValue::Tile(v), ParamKind::Tile { dir, .. }) => {
                     let tid = v.tensor.index();
                     let region = if self.scalar_tensor.get(tid).copied().unwrap_or(false) {
                         rt::Region::dense(rt::TensorId(v.tensor.0), &[0], &[1])
+                    } else if v.dims.len() <= rt::MAX_RANK {
+                        let (mut offs, mut exts) = ([0; rt::MAX_RANK], [1; rt::MAX_RANK]);
+                        for (d, x) in v.dims.iter().enumerate() {
+                            (offs[d], exts[d]) = (x.0, x.1.max(1));
+                        }
+                        let n = v.dims.len();
+                        rt::Region::dense(rt::TensorId(v.tensor.0), &offs[..n], &exts[..n])
                     } else {
+                        // Refused by `dense`, with the view's rank.
                         let offs: Vec<i64> = v.dims.iter().map(|d| d.0).collect();
                         let exts: Vec<i64> = v.dims.iter().map(|d| d.1.max(1)).collect();
                         rt::Region::dense(rt::TensorId(v.tensor.0), &offs, &exts)
@@ -825,14 +863,17 @@ impl Submitter<'_> {
                         wsp_ir::kernel::Direction::InOut => rt::Direction::InOut,
                     };
                     if dir.writes() {
-                        self.written.insert(v.tensor.0);
+                        if self.written.len() <= tid {
+                            self.written.resize(tid + 1, false);
+                        }
+                        self.written[tid] = true;
                     }
-                    args.push(rt::Arg { region, dir });
+                    pr.args.push(rt::Arg { region, dir });
                     let d = |x: Option<usize>| x.map(|x| x as i64).unwrap_or(-1);
-                    scalars.push(d(v.row_dim));
-                    scalars.push(d(v.col_dim));
+                    pr.scalars.push(d(v.row_dim));
+                    pr.scalars.push(d(v.col_dim));
                 }
-                (TaskValue::Scalar(s), _) => scalars.push(match s {
+                (TaskValue::Scalar(s), _) => pr.scalars.push(match s {
                     ScalarValue::Float(f) => f.to_bits() as i64,
                     ScalarValue::Int(i) => *i,
                     ScalarValue::UInt(u) => *u as i64,
@@ -842,25 +883,20 @@ impl Submitter<'_> {
             }
         }
         let k = &self.keys;
-        let keys = [
+        pr.keys = [
             Keys::eval(&k.dispatch, t.axes)?,
             Keys::eval(&k.priority, t.axes)?,
             Keys::eval(&k.stream, t.axes)?,
         ];
-        let kernel = *self
+        pr.kernel = *self
             .ids
             .get(kid)
             .ok_or_else(|| format!("kernel #{kid} is not registered"))?;
+        pr.cycles = cycles;
         if let Some(c) = self.counts.get_mut(kid) {
             *c += 1;
         }
-        Ok(Prepared {
-            kernel,
-            args,
-            scalars,
-            cycles,
-            keys,
-        })
+        Ok(())
     }
 
     fn submitted(&mut self, r: &Runtime) {
@@ -899,7 +935,7 @@ impl Submitter<'_> {
         tensor: TensorId,
         tensors: &mut [HostTensor],
     ) -> Result<(), String> {
-        if !self.written.contains(&tensor.0) {
+        if !self.written.get(tensor.index()).copied().unwrap_or(false) {
             return self.materialise(tensor, tensors);
         }
         let name = self
@@ -991,8 +1027,10 @@ impl TaskBackend for RtBackend<'_> {
         self.s.records
     }
     fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), exec::TaskError> {
-        let pr = self.s.prepare(t)?;
-        self.rt.submit(&pr.desc(t.coords)).map_err(submit_error)?;
+        self.s.prepare(t)?;
+        self.rt
+            .submit(&self.s.pr.desc(t.coords))
+            .map_err(submit_error)?;
         self.s.submitted(&self.rt);
         Ok(())
     }
@@ -1128,8 +1166,11 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
         self.s.records
     }
     fn task(&mut self, t: &TaskInstance<'_>, _: &mut [HostTensor]) -> Result<(), exec::TaskError> {
-        let pr = self.s.prepare(t)?;
-        let id = self.cx.submit(&pr.desc(t.coords)).map_err(submit_error)?;
+        self.s.prepare(t)?;
+        let id = self
+            .cx
+            .submit(&self.s.pr.desc(t.coords))
+            .map_err(submit_error)?;
         self.last = Some(id);
         self.s.submitted(self.cx.runtime());
         Ok(())
@@ -1303,8 +1344,11 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             keys,
             arch: opts.arch.clone(),
             costs: HashMap::new(),
+            last_cost: vec![None; program.kernels.len()],
             execute: !opts.timing_only,
-            written: HashSet::new(),
+            written: Vec::new(),
+            pr: Prepared::default(),
+            extents: Vec::new(),
             counts: vec![0; program.kernels.len()],
             scalar_tensor,
             channels,

@@ -841,22 +841,6 @@ impl Submitter<'_> {
             match (a, &param.kind) {
                 (TaskValue::Tile(v), ParamKind::Tile { dir, .. }) => {
                     let tid = v.tensor.index();
-                    let region = if self.scalar_tensor.get(tid).copied().unwrap_or(false) {
-                        rt::Region::dense(rt::TensorId(v.tensor.0), &[0], &[1])
-                    } else if v.dims.len() <= rt::MAX_RANK {
-                        let (mut offs, mut exts) = ([0; rt::MAX_RANK], [1; rt::MAX_RANK]);
-                        for (d, x) in v.dims.iter().enumerate() {
-                            (offs[d], exts[d]) = (x.0, x.1.max(1));
-                        }
-                        let n = v.dims.len();
-                        rt::Region::dense(rt::TensorId(v.tensor.0), &offs[..n], &exts[..n])
-                    } else {
-                        // Refused by `dense`, with the view's rank.
-                        let offs: Vec<i64> = v.dims.iter().map(|d| d.0).collect();
-                        let exts: Vec<i64> = v.dims.iter().map(|d| d.1.max(1)).collect();
-                        rt::Region::dense(rt::TensorId(v.tensor.0), &offs, &exts)
-                    }
-                    .map_err(|e| e.0)?;
                     let dir = match dir {
                         wsp_ir::kernel::Direction::In => rt::Direction::In,
                         wsp_ir::kernel::Direction::Out => rt::Direction::Out,
@@ -868,7 +852,35 @@ impl Submitter<'_> {
                         }
                         self.written[tid] = true;
                     }
-                    pr.args.push(rt::Arg { region, dir });
+                    let tensor = rt::TensorId(v.tensor.0);
+                    let scalar = self.scalar_tensor.get(tid).copied().unwrap_or(false);
+                    if !scalar && (v.dims.is_empty() || v.dims.len() > rt::MAX_RANK) {
+                        // Refused by `dense`, with the view's rank.
+                        let offs: Vec<i64> = v.dims.iter().map(|d| d.0).collect();
+                        let exts: Vec<i64> = v.dims.iter().map(|d| d.1.max(1)).collect();
+                        let region = rt::Region::dense(tensor, &offs, &exts).map_err(|e| e.0)?;
+                        pr.args.push(rt::Arg { region, dir });
+                    } else {
+                        // Written in place (a region is 200 bytes, and building one to move
+                        // it cost two copies): the runtime checks every region it is given,
+                        // and a resolved view's offsets are ≥ 0 and its extents ≥ 1.
+                        let n = if scalar { 1 } else { v.dims.len() };
+                        pr.args.push(rt::Arg {
+                            region: rt::Region {
+                                tensor,
+                                rank: n as u8,
+                                offsets: [0; rt::MAX_RANK],
+                                extents: [1; rt::MAX_RANK],
+                                strides: [1; rt::MAX_RANK],
+                            },
+                            dir,
+                        });
+                        if let (false, Some(a)) = (scalar, pr.args.last_mut()) {
+                            for (d, x) in v.dims.iter().enumerate() {
+                                (a.region.offsets[d], a.region.extents[d]) = (x.0, x.1.max(1));
+                            }
+                        }
+                    }
                     let d = |x: Option<usize>| x.map(|x| x as i64).unwrap_or(-1);
                     pr.scalars.push(d(v.row_dim));
                     pr.scalars.push(d(v.col_dim));

@@ -183,6 +183,20 @@ pub struct TileView {
 }
 
 impl TileView {
+    /// A view of nothing, to resolve into ([`resolve_view_dims_into`]).
+    pub fn empty() -> TileView {
+        TileView {
+            tensor: TensorId(0),
+            origin: 0,
+            row_stride: 0,
+            col_stride: 0,
+            valid: [0; 2],
+            dims: Vec::new(),
+            row_dim: None,
+            col_dim: None,
+        }
+    }
+
     pub fn offset(&self, r: usize, c: usize) -> usize {
         self.origin + r * self.row_stride + c * self.col_stride
     }
@@ -1599,6 +1613,25 @@ pub fn resolve_view_dims(
     task: &dyn fmt::Display,
     pname: &str,
 ) -> Result<TileView, ExecError> {
+    let mut out = TileView::empty();
+    resolve_view_dims_into(p, tensors, view, dims, tile, partial, task, pname, &mut out)?;
+    Ok(out)
+}
+
+/// [`resolve_view_dims`] into `out`, whose vector it reuses (a caller resolving many views
+/// keeps one per argument). `out` is unspecified after an error.
+#[allow(clippy::too_many_arguments)]
+pub fn resolve_view_dims_into(
+    p: &Program,
+    tensors: &[HostTensor],
+    view: &View,
+    dims: &[(i64, Option<i64>)],
+    tile: TileType,
+    partial: [bool; 2],
+    task: &dyn fmt::Display,
+    pname: &str,
+    out: &mut TileView,
+) -> Result<(), ExecError> {
     let decl = p
         .tensors
         .get(view.tensor.index())
@@ -1686,7 +1719,8 @@ pub fn resolve_view_dims(
             shape_s = shape_s()
         ))
     };
-    let mut extents = Vec::with_capacity(rank);
+    let mut extents = std::mem::take(&mut out.dims);
+    extents.clear();
     for (d, &(s, e)) in dims.iter().enumerate() {
         let size = t.shape[d] as i64;
         match e {
@@ -1735,7 +1769,7 @@ pub fn resolve_view_dims(
         }
         stride *= t.shape[d];
     }
-    Ok(TileView {
+    *out = TileView {
         tensor: view.tensor,
         origin,
         row_stride,
@@ -1744,7 +1778,8 @@ pub fn resolve_view_dims(
         dims: extents,
         row_dim,
         col_dim,
-    })
+    };
+    Ok(())
 }
 
 fn axis_of(p: &Program, a: AxisId) -> Result<&Axis, ExecError> {

@@ -451,13 +451,15 @@ pub(crate) struct Ctx<'c, 'h> {
     process: bool,
     io: Io<'c>,
     err: Option<ExecError>,
-    /// The current task's coordinates, its views and the evaluated dimensions of the view
-    /// being resolved, its arguments and axis coordinates: buffers reused from task to task.
+    /// The current task's coordinates, the evaluated dimensions of the view being resolved,
+    /// its arguments (views resolve in place, reusing the last task's) and axis coordinates:
+    /// buffers reused from task to task.
     coords: Vec<i64>,
-    views: Vec<TileView>,
     dims: Vec<(i64, Option<i64>)>,
     args: Vec<TaskValue>,
     axes: Vec<(AxisId, i64)>,
+    /// Views the current task has resolved.
+    nviews: usize,
     /// The body's loop variable count (the slot layout's `V`).
     nvars: usize,
 }
@@ -489,10 +491,10 @@ fn invoke(
         io,
         err: None,
         coords: Vec::new(),
-        views: Vec::new(),
         dims: Vec::new(),
         args: Vec::new(),
         axes: Vec::new(),
+        nviews: 0,
         nvars: body.nvars,
     };
     // SAFETY: `slots` has the body's slot count, `cx` outlives the call, and the callbacks
@@ -895,7 +897,13 @@ mod callbacks {
             coords.clear();
             coords.extend((0..site.call.coords.len()).map(|i| cx.slot(site.coords + i)));
             cx.coords = coords;
-            cx.views.clear();
+            // One argument per parameter (a view left from the last task is reused).
+            let n = site.args.len();
+            cx.args.truncate(n);
+            while cx.args.len() < n {
+                cx.args.push(TaskValue::Scalar(ScalarValue::Int(0)));
+            }
+            cx.nviews = 0;
             Ok(0)
         })
     }
@@ -935,7 +943,16 @@ mod callbacks {
                 kernel: k,
                 coords: &cx.coords,
             };
-            let tv = exec::resolve_view_dims(
+            let Some(slot) = cx.args.get_mut(a) else {
+                return Err(xerr("bad view argument"));
+            };
+            if !matches!(slot, TaskValue::Tile(_)) {
+                *slot = TaskValue::Tile(TileView::empty());
+            }
+            let TaskValue::Tile(tv) = slot else {
+                return Err(xerr("bad view argument"));
+            };
+            let r = exec::resolve_view_dims_into(
                 h.o.p,
                 h.tensors,
                 v,
@@ -944,9 +961,11 @@ mod callbacks {
                 partial,
                 &name,
                 &param.name,
+                tv,
             );
             cx.dims = dims;
-            cx.views.push(tv?);
+            r?;
+            cx.nviews += 1;
             Ok(0)
         })
     }
@@ -954,29 +973,26 @@ mod callbacks {
     extern "C" fn task(cx: *mut Ctx<'_, '_>, s: i64) -> i64 {
         with(cx, |cx| {
             let (site, k) = site(cx, s)?;
-            let mut resolved = std::mem::take(&mut cx.views);
-            let mut views = resolved.drain(..);
             let mut args = std::mem::take(&mut cx.args);
-            args.clear();
-            for a in &site.args {
-                args.push(match a {
-                    SiteArg::View { .. } => TaskValue::Tile(
-                        views
-                            .next()
-                            .ok_or_else(|| xerr("a view was not resolved"))?,
-                    ),
-                    SiteArg::Scalar { slot, ty } => {
-                        let bits = cx.slot(*slot);
-                        TaskValue::Scalar(match ty {
-                            Ty::I => ScalarValue::Int(bits),
-                            Ty::F => ScalarValue::Float(f64::from_bits(bits as u64)),
-                            Ty::B => ScalarValue::Bool(bits != 0),
-                        })
-                    }
-                });
+            let views = site
+                .args
+                .iter()
+                .filter(|a| matches!(a, SiteArg::View { .. }))
+                .count();
+            if cx.nviews != views || args.len() != site.args.len() {
+                cx.args = args;
+                return Err(xerr("a view was not resolved"));
             }
-            drop(views);
-            cx.views = resolved;
+            for (x, a) in args.iter_mut().zip(&site.args) {
+                if let SiteArg::Scalar { slot, ty } = a {
+                    let bits = cx.slot(*slot);
+                    *x = TaskValue::Scalar(match ty {
+                        Ty::I => ScalarValue::Int(bits),
+                        Ty::F => ScalarValue::Float(f64::from_bits(bits as u64)),
+                        Ty::B => ScalarValue::Bool(bits != 0),
+                    });
+                }
+            }
             let nvars = cx.nvars;
             cx.axes.clear();
             for v in 0..nvars {
@@ -1007,7 +1023,6 @@ mod callbacks {
                 let rec = TaskRecord::new(site.call.kernel, &cx.coords, process, &args);
                 host(cx).out.push(rec);
             }
-            args.clear();
             cx.args = args;
             Ok(0)
         })

@@ -183,7 +183,7 @@ pub struct TileView {
 }
 
 impl TileView {
-    /// A view of nothing, to resolve into ([`resolve_view_dims_into`]).
+    /// A view of nothing, to resolve into ([`resolve_view_dims`]).
     pub fn empty() -> TileView {
         TileView {
             tensor: TensorId(0),
@@ -1585,6 +1585,7 @@ impl<'p> Machine<'p, '_> {
                 Some(ViewDim::Full) | None => (0, Some(t.shape[d] as i64)),
             });
         }
+        let mut out = TileView::empty();
         resolve_view_dims(
             self.p,
             self.tensors,
@@ -1594,34 +1595,20 @@ impl<'p> Machine<'p, '_> {
             partial,
             &task,
             pname,
-        )
+            &mut out,
+        )?;
+        Ok(out)
     }
 }
 
-/// Resolves a view of a task whose dimensions are evaluated: per tensor dimension, the index
-/// (`(i, None)`) or the slice (`(start, Some(end))`; a whole dimension is `(0, Some(size))`).
-/// Checks the view against the tensor and the kernel parameter (`pname` of tile type `tile`,
-/// `partial` per tile dimension); `task` names the task in messages (formatted only for one).
+/// Resolves a view of a task whose dimensions are evaluated into `out`: per tensor dimension,
+/// the index (`(i, None)`) or the slice (`(start, Some(end))`; a whole dimension is
+/// `(0, Some(size))`). Checks the view against the tensor and the kernel parameter (`pname`
+/// of tile type `tile`, `partial` per tile dimension); `task` names the task in messages
+/// (formatted only for one). `out`'s vector is reused (a caller resolving many views keeps one
+/// per argument); `out` is unspecified after an error.
 #[allow(clippy::too_many_arguments)]
 pub fn resolve_view_dims(
-    p: &Program,
-    tensors: &[HostTensor],
-    view: &View,
-    dims: &[(i64, Option<i64>)],
-    tile: TileType,
-    partial: [bool; 2],
-    task: &dyn fmt::Display,
-    pname: &str,
-) -> Result<TileView, ExecError> {
-    let mut out = TileView::empty();
-    resolve_view_dims_into(p, tensors, view, dims, tile, partial, task, pname, &mut out)?;
-    Ok(out)
-}
-
-/// [`resolve_view_dims`] into `out`, whose vector it reuses (a caller resolving many views
-/// keeps one per argument). `out` is unspecified after an error.
-#[allow(clippy::too_many_arguments)]
-pub fn resolve_view_dims_into(
     p: &Program,
     tensors: &[HostTensor],
     view: &View,

@@ -952,7 +952,7 @@ mod callbacks {
             let TaskValue::Tile(tv) = slot else {
                 return Err(xerr("bad view argument"));
             };
-            let r = exec::resolve_view_dims_into(
+            let r = exec::resolve_view_dims(
                 h.o.p,
                 h.tensors,
                 v,

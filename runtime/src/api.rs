@@ -197,8 +197,9 @@ impl RawArg {
     /// Sets the argument's rank (1 to `MAX_RANK`) and per-dimension arrays from arrays whose
     /// entries past `rank` are canonical (1, and 0 for offsets), in place: the runtime reuses
     /// its arguments from task to task. Entries are copied in a block of 2, 4 or 8 (copying
-    /// all four arrays whole was about 50 instructions an argument), and entries a reused
-    /// argument of higher rank set past the new rank go back to canonical.
+    /// the four arrays whole took 16 vector copies; the block saves about 12 instructions an
+    /// argument of rank 2), and entries a reused argument of higher rank set past the new rank
+    /// go back to canonical.
     #[inline(always)]
     pub(crate) fn set_dims(
         &mut self,

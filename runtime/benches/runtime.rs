@@ -335,6 +335,11 @@ fn empty_dims(n: i64) -> [i64; 2] {
 /// Empty-kernel graphs run by the runtime (construction, the event clock and the kernels):
 /// returns tasks submitted.
 fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
+    empty_run(shape, threads, n).0
+}
+
+/// [`empty_graph`]'s run: the tasks, `total_cycles` and edges.
+fn empty_run(shape: &str, threads: usize, n: i64) -> (u64, u64, u64) {
     let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
     cfg.threads = threads;
     let mut rt = Runtime::new(cfg).expect("runtime");
@@ -356,7 +361,23 @@ fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
         count += 1;
     });
     rt.finish().expect("finish");
-    count
+    let st = rt.stats();
+    (count, st.total_cycles, st.edges)
+}
+
+/// The same graphs through the floor engine, which runs no kernels: the tasks, `total_cycles`
+/// and edges (a vector task of 10 cycles, as in [`empty_run`]).
+fn empty_floor(shape: &str, n: i64) -> (u64, u64, u64) {
+    let mut f = floor::Floor::new(Arch::builtin("ascend910b").expect("model"), WINDOW as u64);
+    let [rows, cols] = empty_dims(n);
+    let x = f.tensor(rows, cols);
+    let mut count = 0;
+    empty_tasks(shape, n, x, |_, args| {
+        f.submit(false, args, 10);
+        count += 1;
+    });
+    let (cycles, edges) = f.finish();
+    (count, cycles, edges)
 }
 
 /// The same graphs through the runtime's graph construction alone (`Builder`, as
@@ -556,32 +577,38 @@ fn construct_report(reps: usize, sizes: &[i64]) {
     }
 }
 
-/// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times, and
-/// its construction alone as many times (alternating), and prints the median time per task
-/// of each and their difference: what executing the graph costs beyond building it.
+/// `--empty SHAPE THREADS REPS`: runs one empty-kernel graph of 10,000 tasks REPS times, its
+/// construction alone as many times and the floor engine on it as many times (alternating),
+/// and prints the median time per task of each and the difference of the first two: what
+/// executing the graph costs beyond building it. The floor must model the same run (same
+/// `total_cycles` and edges; checked on every rep).
 fn empty_report(shape: &str, threads: usize, reps: usize) {
-    let per_task = |f: &dyn Fn() -> u64| {
+    let mut times = [(); 3].map(|_| Vec::new());
+    let per_task = |t0: Instant, n: u64| t0.elapsed().as_nanos() as f64 / n as f64;
+    for _ in 0..reps.max(1) {
         let t0 = Instant::now();
-        let n = f();
-        t0.elapsed().as_nanos() as f64 / n as f64
-    };
-    let (mut run, mut built): (Vec<f64>, Vec<f64>) = (0..reps.max(1))
-        .map(|_| {
-            (
-                per_task(&|| empty_graph(shape, threads, 10_000)),
-                per_task(&|| empty_construct(shape, 10_000)),
-            )
-        })
-        .unzip();
-    let median = |v: &mut Vec<f64>| {
+        let (n, cycles, edges) = empty_run(shape, threads, 10_000);
+        times[0].push(per_task(t0, n));
+        let t0 = Instant::now();
+        let n = empty_construct(shape, 10_000);
+        times[1].push(per_task(t0, n));
+        let t0 = Instant::now();
+        let (n, fc, fe) = empty_floor(shape, 10_000);
+        times[2].push(per_task(t0, n));
+        assert_eq!(
+            (fc, fe),
+            (cycles, edges),
+            "the floor must model the same run"
+        );
+    }
+    let [r, b, f] = times.map(|mut v| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
-    };
-    let (r, b) = (median(&mut run), median(&mut built));
+    });
     println!(
-        "empty_kernels {shape} {threads}t: median {r:.1} ns/task over {} runs; construction alone {b:.1}; execution beyond construction {:.1}",
-        run.len(),
-        r - b
+        "empty_kernels {shape} {threads}t: median {r:.1} ns/task over {reps} runs; construction alone {b:.1}; execution beyond construction {:.1}; floor engine (no kernels) {f:.1}",
+        r - b,
+        reps = reps.max(1)
     );
 }
 

@@ -1,8 +1,9 @@
 //! The floor of the runtime's design: a minimal engine that computes the same `total_cycles`
-//! and edges as [`wsp_runtime::Runtime`] for the LLaMA layer pattern, with nothing the pattern
-//! does not need — one-cell tile regions only (checked), work stealing, FIFO ready queues,
-//! immediate issue, no validation beyond the tile check, no statistics, no backpressure but the
-//! task window, no traces. Not a runtime: it panics on anything else.
+//! and edges as [`wsp_runtime::Runtime`] for the LLaMA layer pattern and the empty-kernel
+//! graphs (the bench checks both), with nothing they do not need — one-cell tile regions only
+//! (checked), work stealing, FIFO ready queues, immediate issue, no validation beyond the tile
+//! check, no statistics, no backpressure but the task window, no traces, no kernel runs. Not a
+//! runtime: it panics on anything else.
 //!
 //! It comes in two halves, so that construction can run on one core and the simulation on
 //! another:

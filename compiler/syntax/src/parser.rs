@@ -46,6 +46,11 @@ use crate::{Parse, Span, SyntaxError};
 /// The deepest expression/statement nesting the parser accepts.
 pub const MAX_DEPTH: u32 = 64;
 
+/// The most operators (binary, `.`, `..`) one expression may chain, counting those of the
+/// expressions it sits in: each is a level of the syntax tree that every later pass walks
+/// recursively.
+pub const MAX_CHAIN: u32 = 1024;
+
 /// Error codes of the syntax layer (explained in `compiler/diagnostics/explanations`).
 pub mod codes {
     /// Unexpected token: expected one thing, found another.
@@ -242,33 +247,76 @@ fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
     let mut max = 0;
     let mut depth = 0u32;
     let mut unary = 0u32;
+    // Operators chained at this bracket level and the levels around it; the count each open
+    // level had when it opened.
+    let mut chain = 0u32;
+    let mut outer: Vec<u32> = Vec::new();
     let mut prev: Option<Token> = None;
     for (t, s) in pairs {
+        let after_operand = prev.is_some_and(|p| {
+            matches!(
+                p,
+                Token::Ident
+                    | Token::Int
+                    | Token::Float
+                    | Token::Str
+                    | Token::True
+                    | Token::False
+                    | Token::RParen
+                    | Token::RBracket
+                    | Token::Out
+                    | Token::InOut
+            )
+        });
         match t {
-            Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
-            Token::RParen | Token::RBracket | Token::RBrace => depth = depth.saturating_sub(1),
-            Token::Minus | Token::Bang
-                if !prev.is_some_and(|p| {
-                    matches!(
-                        p,
-                        Token::Ident
-                            | Token::Int
-                            | Token::Float
-                            | Token::Str
-                            | Token::True
-                            | Token::False
-                            | Token::RParen
-                            | Token::RBracket
-                            | Token::Out
-                            | Token::InOut
-                    )
-                }) =>
-            {
-                unary += 1
+            Token::LParen | Token::LBracket | Token::LBrace => {
+                depth += 1;
+                outer.push(chain);
             }
+            Token::RParen | Token::RBracket | Token::RBrace => {
+                depth = depth.saturating_sub(1);
+                chain = outer.pop().unwrap_or(0);
+            }
+            Token::Minus | Token::Bang if !after_operand => unary += 1,
             Token::Ident | Token::Int | Token::Float | Token::Str | Token::True | Token::False => {
                 unary = 0
             }
+            Token::Plus
+            | Token::Minus
+            | Token::Star
+            | Token::Slash
+            | Token::Percent
+            | Token::EqEq
+            | Token::NotEq
+            | Token::Le
+            | Token::Ge
+            | Token::Lt
+            | Token::Gt
+            | Token::AndAnd
+            | Token::OrOr
+            | Token::Dot
+            | Token::DotDot => {
+                chain += 1;
+                if chain > MAX_CHAIN {
+                    return Err(SyntaxError {
+                        code: codes::TOO_DEEP,
+                        span: to_span(*s),
+                        message: format!("an expression chains more than {MAX_CHAIN} operators"),
+                        label: "too long a chain".into(),
+                        help: Some("split the expression with `let` bindings".into()),
+                    });
+                }
+            }
+            // A new expression at this level: an argument, an element, a statement.
+            Token::Comma
+            | Token::Semi
+            | Token::Newline
+            | Token::Colon
+            | Token::Assign
+            | Token::PlusAssign
+            | Token::MinusAssign
+            | Token::StarAssign
+            | Token::SlashAssign => chain = outer.last().copied().unwrap_or(0),
             _ => {}
         }
         max = max.max(depth + unary);

@@ -348,6 +348,19 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let src = format!("const A = {}1\n", "-".repeat(100_000));
     let p = parse(&src);
     assert!(codes(&p).contains(&"E0006"));
+    // Long operator chains are deep trees too (every later pass recurses over them).
+    for op in [" + ", " * ", " && ", "."] {
+        let src = format!("const A = {}\n", vec!["x"; 100_000].join(op));
+        assert!(codes(&parse(&src)).contains(&"E0006"), "{op}");
+    }
+    let src = format!(
+        "kernel k(x: f32[4]) {{\n  y = {}\n}}\n",
+        vec!["x"; 20_000].join(" + ")
+    );
+    assert!(codes(&parse(&src)).contains(&"E0006"));
+    // Separate expressions each start their own chain.
+    let ok = format!("const A = f({})\n", vec!["x + x"; 2_000].join(", "));
+    assert!(parse(&ok).errors.is_empty());
 }
 
 #[test]

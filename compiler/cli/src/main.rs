@@ -92,6 +92,14 @@ impl Sources for WsSources<'_> {
 }
 
 fn main() -> ExitCode {
+    // Like other command-line tools, end quietly when the reader of standard output or error
+    // goes away (`wsp run x.wsp | head -1`): Rust ignores SIGPIPE, and a print to the closed
+    // pipe would panic instead.
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

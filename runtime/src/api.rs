@@ -123,10 +123,12 @@ impl Region {
         (0..self.rank as usize).fold(1u64, |a, d| a.saturating_mul(self.extents[d] as u64))
     }
 
-    /// Largest index covered along `d`.
+    /// Largest index covered along `d` (saturating: a region of [`Region::new`] may reach
+    /// past `i64::MAX`, and so past any tensor).
     #[inline]
     pub fn last(&self, d: usize) -> i64 {
-        self.offsets[d] + self.strides[d] * (self.extents[d] - 1)
+        let steps = self.extents[d].saturating_sub(1);
+        self.offsets[d].saturating_add(self.strides[d].saturating_mul(steps))
     }
 }
 

@@ -20,7 +20,10 @@ pub(crate) struct TensorMeta {
     pub(crate) elem_size: u64,
     pub(crate) rank: usize,
     pub(crate) dims: [i64; MAX_RANK],
+    /// Its buffer exists: tasks already submitted may run on it.
     pub(crate) live: bool,
+    /// New tasks may name it (false once its scope has ended, and once freed).
+    pub(crate) open: bool,
 }
 
 /// A task's arguments as checked by [`Builder::prepare`].
@@ -69,6 +72,19 @@ fn bad_dimension<T>(n: usize, d: usize, r: &Region, dim: i64) -> Result<T, Runti
     api(format!(
         "argument {n}: dimension {d} reaches index {last} but the tensor has {dim}"
     ))
+}
+
+/// Argument `n` names tensor `t`, which is not open to new tasks (`meta`, if it was ever
+/// added).
+#[cold]
+#[inline(never)]
+fn closed_tensor<T>(n: usize, t: u32, meta: Option<&TensorMeta>) -> Result<T, RuntimeError> {
+    match meta {
+        Some(m) if m.live => api(format!(
+            "argument {n}: tensor {t} was allocated in a scope that has ended; a task submitted after the scope cannot use it"
+        )),
+        _ => api(format!("argument {n}: unknown tensor id {t}")),
+    }
 }
 
 impl Builder {
@@ -124,6 +140,7 @@ impl Builder {
             rank: dims.len(),
             dims: [1; MAX_RANK],
             live: true,
+            open: true,
         };
         t.dims[..dims.len()].copy_from_slice(dims);
         let id = if let Some(id) = self.free_tensors.pop() {
@@ -145,11 +162,19 @@ impl Builder {
         self.tensors.get(t.0 as usize).filter(|t| t.live)
     }
 
+    /// Closes tensor `t` to new tasks: those already submitted may still run on it.
+    pub(crate) fn close_tensor(&mut self, t: u32) {
+        if let Some(tt) = self.tensors.get_mut(t as usize) {
+            tt.open = false;
+        }
+    }
+
     /// Frees tensor `t` (its id may be reused). The caller guarantees that every task that
     /// accesses it has retired.
     pub(crate) fn free_tensor(&mut self, t: u32) {
         if let Some(tt) = self.tensors.get_mut(t as usize) {
             tt.live = false;
+            tt.open = false;
             self.free_tensors.push(t);
         }
     }
@@ -196,8 +221,8 @@ impl Builder {
         let (mut need, mut i, mut o) = (0, 0, 0);
         for (n, a) in args.iter().enumerate() {
             let r = &a.region;
-            let Some(ten) = self.tensors.get(r.tensor.0 as usize).filter(|t| t.live) else {
-                return api(format!("argument {n}: unknown tensor id {}", r.tensor.0));
+            let Some(ten) = self.tensors.get(r.tensor.0 as usize).filter(|t| t.open) else {
+                return closed_tensor(n, r.tensor.0, self.tensors.get(r.tensor.0 as usize));
             };
             if r.rank as usize != ten.rank {
                 return api(format!(

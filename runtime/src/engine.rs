@@ -481,6 +481,8 @@ struct QTok {
     avail: u64,
     after: u64,
     v9: u64,
+    /// A rendezvous's sender, blocked until this token is received (`NIL`: none).
+    sender: u32,
 }
 
 struct Channel {
@@ -589,6 +591,14 @@ impl Failure {
             coords: coords.to_vec(),
         }
     }
+
+    /// Keeps in `slot` the failure of the earliest task: `make` builds task `seq`'s when it
+    /// is earlier than the one kept (whichever finished first on the host).
+    fn keep_earliest(slot: &mut Option<Failure>, seq: u64, make: impl FnOnce() -> Failure) {
+        if slot.as_ref().is_none_or(|f| seq < f.seq) {
+            *slot = Some(make());
+        }
+    }
 }
 
 /// (task, outcome, its buffers back for reuse, host nanoseconds).
@@ -644,7 +654,7 @@ fn run_inline(
         ke.measured(t0.elapsed().as_nanos() as u64);
     }
     if let Err(m) = r {
-        failed.get_or_insert_with(|| Failure::new(seq, ki, m, coords));
+        Failure::keep_earliest(failed, seq, || Failure::new(seq, ki, m, coords));
     }
 }
 
@@ -854,6 +864,21 @@ impl Runtime {
                 wsp_arch::MAX_CORES
             ));
         }
+        // What a loaded model and the policy parser guarantee, for values built by hand.
+        if cfg.arch.cores.values().all(|n| *n == 0) {
+            return api("the architecture model has no cores".into());
+        }
+        let o = cfg.arch.overheads;
+        let most = [o.dispatch, o.complete, o.resolve, o.channel_latency];
+        if let Some(v) = most.iter().find(|v| **v > wsp_arch::MAX_OVERHEAD) {
+            return api(format!(
+                "the model's overheads are at most {} cycles (2^40) each; found {v}",
+                wsp_arch::MAX_OVERHEAD
+            ));
+        }
+        if p.dispatch == Dispatch::RoundRobin(0) {
+            return api("round_robin(n) needs n ≥ 1".into());
+        }
         let window = p.task_window as u64;
         let classes = cfg
             .arch
@@ -987,6 +1012,13 @@ impl Runtime {
         } else {
             CoreClass::Cube
         };
+        // A model built by hand may lack the class chosen: any class with cores takes it.
+        let class = if arch.core_count(class) > 0 {
+            class
+        } else {
+            let with_cores = arch.cores.iter().find(|(_, n)| **n > 0);
+            with_cores.map_or(class, |(c, _)| *c)
+        };
         let ci = class_index(&self.classes, class);
         self.kernels.push(KernelEntry {
             name: name.to_string(),
@@ -1044,14 +1076,18 @@ impl Runtime {
         Ok(id)
     }
 
-    /// The bytes of a tensor (after [`Runtime::finish`], or between runs).
-    pub fn tensor_bytes(&self, t: TensorId) -> Option<&[u8]> {
+    /// The bytes of a tensor: after [`Runtime::finish`] (or [`Runtime::wait_tensor`]) its
+    /// final contents. Kernels still on the host thread pool finish first, so no thread
+    /// writes the buffer while it is borrowed; kernels not yet dispatched have not run.
+    pub fn tensor_bytes(&mut self, t: TensorId) -> Option<&[u8]> {
         self.build.tensor(t)?;
+        self.drain_pool();
         self.bufs.get(t.0 as usize).map(|b| &b[..])
     }
 
-    /// Allocates an intermediate from the heap arena; it is released when the enclosing scope
-    /// has ended and all of its tasks have retired. Stalls while the arena is full.
+    /// Allocates an intermediate from the heap arena for the tasks of the enclosing scope; it
+    /// is released when that scope has ended and all of its tasks have retired. Stalls while
+    /// the arena is full.
     pub fn alloc_tensor(&mut self, elem_size: u64, dims: &[i64]) -> Result<TensorId, RuntimeError> {
         let bytes = dims
             .iter()
@@ -1077,6 +1113,8 @@ impl Runtime {
                 break;
             }
             stalled = true;
+            // The submitter waits: a batch it holds is issued (as every stall does).
+            self.flush_batch();
             if !self.advance()? {
                 let held = self.arena_used;
                 return Err(self.deadlock(
@@ -1127,8 +1165,9 @@ impl Runtime {
         });
     }
 
-    /// Ends the innermost scope: its tasks become reclaimable once done, its allocations are
-    /// freed once every task submitted so far has retired.
+    /// Ends the innermost scope: its tasks become reclaimable once done; its allocations take
+    /// no new task (a submission naming one is an error) and are freed once every task
+    /// submitted so far has retired.
     pub fn scope_end(&mut self) -> Result<(), RuntimeError> {
         let Some(s) = self.scopes.pop() else {
             return api("scope_end without a matching scope_begin".into());
@@ -1140,6 +1179,8 @@ impl Runtime {
             }
         }
         for (t, b) in s.allocs {
+            // Only the tasks submitted so far may use it: it is freed once they retire.
+            self.build.close_tensor(t);
             self.pending_free.push_back((self.next_seq, t, b));
         }
         self.retire();
@@ -1297,12 +1338,15 @@ impl Runtime {
             let t0 = self.now;
             self.flush_batch();
             if !self.advance_while(|rt| seq - rt.head >= rt.window)? {
+                // Open scopes hold every task submitted in them (nested ones too) until they
+                // end: the window must take them all, twice over to keep the cores busy.
                 let held = self.held_tasks();
-                let m = match self.scopes.last() {
-                    Some(s) if held >= self.window => format!(
-                        "raise task_window to at least {} (2 × the {} tasks of the largest scope), or end the scope sooner",
-                        2 * s.tasks.max(1),
-                        s.tasks
+                let m = match self.scopes.len() {
+                    n if n > 0 && held >= self.window => format!(
+                        "raise task_window to at least {} (2 × the {held} tasks {} holds), or end {} sooner",
+                        2 * held.max(1),
+                        if n == 1 { "the open scope".to_string() } else { format!("the {n} open scopes") },
+                        if n == 1 { "the scope" } else { "a scope" },
                     ),
                     _ => format!("raise task_window above {}", self.window),
                 };
@@ -1317,21 +1361,23 @@ impl Runtime {
         let mut held;
         let preds = loop {
             self.collect_preds();
+            // Edges go only to predecessors still pending, so the need falls as they
+            // complete: more than the whole pool is a stall too.
             let need_e = self.deps.len() as u64;
-            if need_e > self.cfg.deplist_pool as u64 {
-                let m = format!(
-                    "raise deplist_pool to at least {need_e} (one task depends on {need_e} in-flight tasks)"
-                );
-                return Err(self.deadlock(StallReason::DeplistPoolFull, m));
-            }
             if self.edges_free() < need_e {
                 let t0 = self.now;
                 self.flush_batch();
                 if !self.advance()? {
-                    let m = format!(
-                        "raise deplist_pool above {} (edges to in-flight tasks exhaust it)",
-                        self.cfg.deplist_pool
-                    );
+                    let pool = self.cfg.deplist_pool;
+                    let m = if need_e > pool as u64 {
+                        format!(
+                            "raise deplist_pool to at least {need_e} (one task depends on {need_e} in-flight tasks)"
+                        )
+                    } else {
+                        format!(
+                            "raise deplist_pool above {pool} (edges to in-flight tasks exhaust it)"
+                        )
+                    };
                     return Err(self.deadlock(StallReason::DeplistPoolFull, m));
                 }
                 self.note_stall(2, t0);
@@ -1374,6 +1420,15 @@ impl Runtime {
                 v
             }
         };
+        // Before anything is recorded: a task refused here leaves no trace.
+        let dur = t.cycles.saturating_add(io_cycles);
+        if dur > MAX_TASK_CYCLES {
+            return api(format!(
+                "the model prices this task at {dur} cycles ({} compute, {io_cycles} transfer), \
+                 above the runtime's {MAX_TASK_CYCLES} (2^48): check the architecture model's costs",
+                t.cycles
+            ));
+        }
         // The kernel runs at once when every earlier task's has run and none is on the pool:
         // submission order is a dependency order. Otherwise it waits for its dispatch.
         let eager = !self.exec_at.is_empty() && self.runs_at_submission(kernel as usize);
@@ -1392,14 +1447,6 @@ impl Runtime {
         };
         let npreds = preds.len() as u32;
         let si = (seq & self.ring_mask) as usize;
-        let dur = t.cycles.saturating_add(io_cycles);
-        if dur > MAX_TASK_CYCLES {
-            return api(format!(
-                "the model prices this task at {dur} cycles ({} compute, {io_cycles} transfer), \
-                 above the runtime's {MAX_TASK_CYCLES} (2^48): check the architecture model's costs",
-                t.cycles
-            ));
-        }
         // The pool has room: `held` counted every entry the builder holds.
         self.build.commit(t.args, t.stream)?;
         self.ring[si] = Slot {
@@ -1837,7 +1884,7 @@ impl Runtime {
                 return;
             }
         }
-        pool.failed.get_or_insert_with(|| {
+        Failure::keep_earliest(&mut pool.failed, seq, || {
             Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
         });
         self.deferred -= 1;
@@ -1880,30 +1927,47 @@ impl Runtime {
         );
     }
 
+    /// Waits until task `seq`'s kernel is not on the pool.
     fn wait_exec(&mut self, seq: u64) {
-        let Some(pool) = &mut self.pool else { return };
-        let w = self.ring_mask;
-        while self.ring[(seq & w) as usize].flags & ON_POOL != 0 {
-            match pool.rx.recv() {
-                Ok((s, r, data, ns)) => {
-                    pool.in_flight -= 1;
-                    if let Err(m) = r {
-                        if pool.failed.is_none() {
-                            let k = self.ring[(s & w) as usize].kernel as usize;
-                            pool.failed = Some(Failure::new(s, k, m, &data.coords));
-                        }
-                    }
-                    let slot = &mut self.ring[(s & w) as usize];
-                    slot.flags &= !ON_POOL;
-                    if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
-                        k.measured(ns);
-                    }
-                    self.deferred -= 1;
-                    self.exec_free.push(data);
-                }
-                Err(_) => return,
+        while self.ring[(seq & self.ring_mask) as usize].flags & ON_POOL != 0 {
+            if !self.recv_pooled() {
+                return;
             }
         }
+    }
+
+    /// Waits until no kernel is on the pool: no host thread writes a tensor after this.
+    fn drain_pool(&mut self) {
+        while self.pool.as_ref().is_some_and(|p| p.in_flight > 0) {
+            if !self.recv_pooled() {
+                return;
+            }
+        }
+    }
+
+    /// Takes the next result of a kernel on the pool (waiting for one). False when there is
+    /// no pool or it has stopped.
+    fn recv_pooled(&mut self) -> bool {
+        let Some(pool) = &mut self.pool else {
+            return false;
+        };
+        let Ok((s, r, data, ns)) = pool.rx.recv() else {
+            return false;
+        };
+        let w = self.ring_mask;
+        pool.in_flight -= 1;
+        if let Err(m) = r {
+            let k = self.ring[(s & w) as usize].kernel as usize;
+            Failure::keep_earliest(&mut pool.failed, s, || Failure::new(s, k, m, &data.coords));
+        }
+        let slot = &mut self.ring[(s & w) as usize];
+        slot.flags &= !ON_POOL;
+        if let Some(k) = self.kernels.get_mut(slot.kernel as usize) {
+            k.measured(ns);
+        }
+        self.deferred -= 1;
+        self.exec_free.push(data);
+        true
     }
 
     /// Processes the earliest batch of events. False when nothing is pending.
@@ -1997,7 +2061,28 @@ impl Runtime {
     }
 
     fn check_failure(&mut self) -> Result<(), RuntimeError> {
-        // The earliest failed task of either path (deterministic when several fail).
+        let first = |f: &Option<Failure>| f.as_ref().map(|f| f.seq);
+        let Some(seq) = [
+            first(&self.failed_inline),
+            self.pool.as_ref().and_then(|p| first(&p.failed)),
+        ]
+        .into_iter()
+        .flatten()
+        .min() else {
+            return Ok(());
+        };
+        // The failure reported is the earliest task's among those that fail, whatever the
+        // threads: on one thread every kernel ran at its task's submission, in order. So every
+        // kernel on the pool finishes, and every earlier one still waiting for its dispatch
+        // runs now, in submission order (a dependency order), before one is chosen.
+        self.drain_pool();
+        for s in self.head..seq {
+            let slot = &mut self.ring[(s & self.ring_mask) as usize];
+            if matches!(slot.state, State::Waiting | State::Ready) && slot.flags & RAN == 0 {
+                slot.flags |= RAN;
+                self.start_exec(s, true);
+            }
+        }
         let pooled = self.pool.as_mut().and_then(|p| p.failed.take());
         let failed = match (self.failed_inline.take(), pooled) {
             (Some(a), Some(b)) => Some(if a.seq <= b.seq { a } else { b }),
@@ -2242,10 +2327,12 @@ impl Runtime {
                         index: i as u32,
                         tasks: k.tasks,
                         busy_cycles: k.busy,
+                        // Of `total_cycles` (the clock ends later, after the last
+                        // completion's handling, which no core spends).
                         utilization: if total == 0 {
                             0.0
                         } else {
-                            k.busy as f64 / self.makespan.max(self.now).max(1) as f64
+                            k.busy as f64 / total as f64
                         },
                     });
                 }
@@ -2281,7 +2368,11 @@ impl Runtime {
                 .get(*k as usize)
                 .map(|k| k.name.as_str())
                 .unwrap_or("?");
-            s.push_str(&format!("  t{seq} [label=\"{name}{:?}\"];\n", c.values()));
+            // A DOT string: quotes and backslashes escaped.
+            let label = format!("{name}{:?}", c.values())
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            s.push_str(&format!("  t{seq} [label=\"{label}\"];\n"));
         }
         for (a, b) in &self.graph_edges {
             s.push_str(&format!("  t{a} -> t{b};\n"));
@@ -2362,12 +2453,15 @@ impl Runtime {
 
 impl Runtime {
     /// Creates a channel of `depth` tokens (0 = rendezvous); `latency` cycles per token (the
-    /// model's `channel_latency` when `None`).
+    /// model's `channel_latency` when `None`). A latency above [`MAX_CYCLES`] is taken as `MAX_CYCLES`: a token sent on such a channel
+    /// arrives past any run's limit either way.
     pub fn add_channel(&mut self, name: &str, depth: u32, latency: Option<u64>) -> ChannelId {
         self.channels.push(Channel {
             name: name.to_string(),
             depth,
-            latency: latency.unwrap_or(self.cfg.arch.overheads.channel_latency),
+            latency: latency
+                .unwrap_or(self.cfg.arch.overheads.channel_latency)
+                .min(MAX_CYCLES),
             queue: VecDeque::new(),
             producers: 0,
             closed: false,
@@ -2396,19 +2490,38 @@ impl Runtime {
 
     /// Runs processes to completion on the event clock. A channel closes when every process
     /// that produces it has finished.
+    ///
+    /// Each call is a run of its own: a channel is open while this call's processes that
+    /// produce it run (tokens an earlier run left in it stay), so a program may run several
+    /// pipelines one after the other on one runtime. Not after a run that stopped: its
+    /// processes are still blocked.
     pub fn run_processes(&mut self, specs: Vec<ProcSpec<'_>>) -> Result<(), RuntimeError> {
+        if let Some(p) = self.procs.iter().find(|p| p.status != PStatus::Finished) {
+            return api(format!(
+                "process `{}` of an earlier run_processes did not finish: a runtime runs no processes after a run that stopped",
+                p.name
+            ));
+        }
+        if let Some((s, c)) = specs.iter().find_map(|s| {
+            s.produces
+                .iter()
+                .find(|c| c.0 as usize >= self.channels.len())
+                .map(|c| (s, c))
+        }) {
+            return api(format!(
+                "process `{}` produces unknown channel {}",
+                s.name, c.0
+            ));
+        }
+        for ch in &mut self.channels {
+            ch.producers = 0;
+        }
         let base = self.procs.len();
         let mut bodies = Vec::with_capacity(specs.len());
         for s in specs {
             let mut produces = Vec::new();
             for c in &s.produces {
-                let Some(ch) = self.channels.get_mut(c.0 as usize) else {
-                    return api(format!(
-                        "process `{}` produces unknown channel {}",
-                        s.name, c.0
-                    ));
-                };
-                ch.producers += 1;
+                self.channels[c.0 as usize].producers += 1;
                 produces.push(c.0);
             }
             bodies.push(Some(s.body));
@@ -2425,7 +2538,7 @@ impl Runtime {
         // A channel is closed once every producer has finished: with none, at once (its
         // consumers see the end instead of waiting forever).
         for ch in &mut self.channels {
-            ch.closed |= ch.producers == 0;
+            ch.closed = ch.producers == 0;
         }
         // Process steps since a task was last submitted or the clock last moved: tokens
         // passed round forever at one instant (a livelock) never reach the other limits.
@@ -2448,6 +2561,8 @@ impl Runtime {
                 self.step_process(i, &mut bodies[i - base])?;
                 continue;
             }
+            // Every process waits: a batch of tasks held back is issued.
+            self.flush_batch();
             if self.advance()? {
                 continue;
             }
@@ -2558,6 +2673,7 @@ impl Runtime {
                 avail,
                 after: after_seq,
                 v9,
+                sender: NIL,
             });
             chan.stats.high_water = chan.stats.high_water.max(chan.queue.len() as u64);
             if avail != u64::MAX && latency > 0 {
@@ -2610,6 +2726,22 @@ impl Runtime {
         p.status = PStatus::Runnable;
         let (since, after) = (p.blocked_since, p.v9_clock);
         self.channel_wait(c, i, false, since, before, after);
+        if q.sender != NIL {
+            // The rendezvous is complete: its sender runs again.
+            self.release_sender(i, c, q.sender as usize);
+        }
+    }
+
+    /// Sender `s` of channel `c`, blocked until receiver `i` took its token, runs again (its
+    /// wait is a `CHANNEL_FULL_WAIT` on the trace), after the receiver's v9 clock.
+    fn release_sender(&mut self, i: usize, c: u32, s: usize) {
+        let rclock = self.procs[i].v9_clock;
+        let sp = &mut self.procs[s];
+        sp.status = PStatus::Runnable;
+        let before = sp.v9_clock;
+        sp.v9_clock = sp.v9_clock.max(rclock);
+        let (since, after) = (sp.blocked_since, sp.v9_clock);
+        self.channel_wait(c, s, true, since, before, after);
     }
 
     /// Counts, and with `record` traces, process `p`'s wait on channel `c` (`full`: to send,
@@ -2655,8 +2787,10 @@ impl Runtime {
         }
     }
 
-    /// Moves the first blocked sender's token of channel `c` into its queue: the sender runs
-    /// again (its wait is a `CHANNEL_FULL_WAIT` on the trace), after receiver `i`'s v9 clock.
+    /// Moves the first blocked sender's token of channel `c` into its queue, for receiver `i`.
+    /// A buffered channel's sender runs again at once; a rendezvous's only once its token
+    /// is received (a token sent after a task is sent when the task completes, so the sender
+    /// waits for that too).
     fn admit_sender(&mut self, i: usize, c: u32) {
         let now = self.now;
         let Some((s, token, after, v9)) = self.channels[c as usize].blocked_sender.pop_front()
@@ -2667,20 +2801,19 @@ impl Runtime {
         let live = self.is_live(after);
         let chan = &mut self.channels[c as usize];
         let avail = if live { u64::MAX } else { now + chan.latency };
+        let rendezvous = chan.depth == 0;
         chan.queue.push_back(QTok {
             token,
             avail,
             after,
             v9,
+            sender: if rendezvous { s } else { NIL },
         });
-        chan.stats.high_water = chan.stats.high_water.max(chan.queue.len() as u64);
-        let rclock = self.procs[i].v9_clock;
-        let sp = &mut self.procs[s as usize];
-        sp.status = PStatus::Runnable;
-        let before = sp.v9_clock;
-        sp.v9_clock = sp.v9_clock.max(rclock);
-        let (since, after) = (sp.blocked_since, sp.v9_clock);
-        self.channel_wait(c, s as usize, true, since, before, after);
+        // A rendezvous holds no token: its fill is the sender's handover.
+        if !rendezvous {
+            chan.stats.high_water = chan.stats.high_water.max(chan.queue.len() as u64);
+            self.release_sender(i, c, s as usize);
+        }
         if avail != u64::MAX && avail > now {
             self.push_event(avail, Ev::Token(c));
         }

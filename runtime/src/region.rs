@@ -4,7 +4,7 @@
 //! of a tensor intersect iff their progressions intersect in every dimension, and `a` covers `b`
 //! iff every progression of `b` is a subset of `a`'s. Both are decided exactly with gcd/CRT.
 
-use crate::api::Region;
+use crate::api::{Region, MAX_RANK};
 
 fn gcd(a: i128, b: i128) -> i128 {
     let (mut a, mut b) = (a.abs(), b.abs());
@@ -26,25 +26,39 @@ fn ext_gcd(a: i128, b: i128) -> (i128, i128, i128) {
     }
 }
 
+/// `{a + s·i : i < n}` as (first, step ≥ 1, count ≥ 1) in `i128`, or `None` when empty: a
+/// single point has step 1, and a negative step runs the other way from the last element.
+/// (Regions from [`Region::new`] have steps and counts ≥ 1; these functions are public, so
+/// they take any.)
+fn norm(a: i64, s: i64, n: i64) -> Option<(i128, i128, i128)> {
+    let (a, s, n) = (a as i128, s as i128, n as i128);
+    if n < 1 {
+        None
+    } else if n == 1 || s == 0 {
+        Some((a, 1, 1))
+    } else if s < 0 {
+        Some((a + s * (n - 1), -s, n))
+    } else {
+        Some((a, s, n))
+    }
+}
+
 /// Do `{a + s·i : i < n}` and `{b + t·j : j < m}` share an element?
 pub fn progressions_meet(a: i64, s: i64, n: i64, b: i64, t: i64, m: i64) -> bool {
-    if (s == 1 || n == 1) && (t == 1 || m == 1) {
+    if (s == 1 || n == 1) && (t == 1 || m == 1) && n >= 1 && m >= 1 {
         // Dense intervals (the common case): no arithmetic beyond a range check.
-        let (a_last, b_last) = (a as i128 + (n - 1) as i128, b as i128 + (m - 1) as i128);
+        let (a_last, b_last) = (a as i128 + n as i128 - 1, b as i128 + m as i128 - 1);
         return (a as i128) <= b_last && (b as i128) <= a_last;
     }
-    let (a, s, n, b, t, m) = (
-        a as i128, s as i128, n as i128, b as i128, t as i128, m as i128,
-    );
+    let (Some((a, s, n)), Some((b, t, m))) = (norm(a, s, n), norm(b, t, m)) else {
+        return false;
+    };
     let (a_last, b_last) = (a + s * (n - 1), b + t * (m - 1));
     let lo = a.max(b);
     let hi = a_last.min(b_last);
     if lo > hi {
         return false;
     }
-    // Single points are progressions with any step.
-    let s = if n == 1 { 1 } else { s };
-    let t = if m == 1 { 1 } else { t };
     if n == 1 && m == 1 {
         return a == b;
     }
@@ -73,9 +87,12 @@ pub fn progressions_meet(a: i64, s: i64, n: i64, b: i64, t: i64, m: i64) -> bool
 
 /// Is `{b + t·j : j < m}` a subset of `{a + s·i : i < n}`?
 pub fn progression_covers(a: i64, s: i64, n: i64, b: i64, t: i64, m: i64) -> bool {
-    let (a, s, n, b, t, m) = (
-        a as i128, s as i128, n as i128, b as i128, t as i128, m as i128,
-    );
+    let Some((b, t, m)) = norm(b, t, m) else {
+        return true;
+    };
+    let Some((a, s, n)) = norm(a, s, n) else {
+        return false;
+    };
     let a_last = a + s * (n - 1);
     let b_last = b + t * (m - 1);
     if b < a || b_last > a_last || (b - a) % s != 0 {
@@ -84,12 +101,17 @@ pub fn progression_covers(a: i64, s: i64, n: i64, b: i64, t: i64, m: i64) -> boo
     m == 1 || t % s == 0
 }
 
+/// The dimensions of `r` its arrays hold (a region built by hand may claim more).
+fn rank(r: &Region) -> usize {
+    (r.rank as usize).min(MAX_RANK)
+}
+
 /// Do two regions share an element? Regions of different tensors never do.
 pub fn overlaps(x: &Region, y: &Region) -> bool {
     if x.tensor != y.tensor || x.rank != y.rank {
         return x.tensor == y.tensor && overlaps_flat_rank(x, y);
     }
-    (0..x.rank as usize).all(|d| {
+    (0..rank(x)).all(|d| {
         progressions_meet(
             x.offsets[d],
             x.strides[d],
@@ -103,9 +125,9 @@ pub fn overlaps(x: &Region, y: &Region) -> bool {
 
 /// Regions of one tensor with different ranks: treat missing leading dimensions as index 0.
 fn overlaps_flat_rank(x: &Region, y: &Region) -> bool {
-    let r = x.rank.max(y.rank) as usize;
+    let r = rank(x).max(rank(y));
     let get = |g: &Region, d: usize| -> (i64, i64, i64) {
-        let pad = r - g.rank as usize;
+        let pad = r - rank(g);
         if d < pad {
             (0, 1, 1)
         } else {
@@ -123,7 +145,7 @@ fn overlaps_flat_rank(x: &Region, y: &Region) -> bool {
 pub fn covers(x: &Region, y: &Region) -> bool {
     x.tensor == y.tensor
         && x.rank == y.rank
-        && (0..x.rank as usize).all(|d| {
+        && (0..rank(x)).all(|d| {
             progression_covers(
                 x.offsets[d],
                 x.strides[d],
@@ -208,6 +230,32 @@ mod tests {
         let b = Region::dense(TensorId(1), &[0, 0], &[4, 4]).unwrap();
         assert!(!overlaps(&a, &b));
         assert!(overlaps(&a, &a));
+    }
+
+    #[test]
+    fn malformed_progressions_and_regions_do_not_panic() {
+        // Steps of 0 or below, counts of 0 or below, extremes: public functions, any input.
+        assert!(!progressions_meet(0, 1, i64::MIN, 0, 1, 1));
+        assert!(progressions_meet(5, 0, 3, 5, 1, 1));
+        assert!(progressions_meet(9, -3, 4, 0, 1, 1)); // {9, 6, 3, 0}
+        assert!(!progressions_meet(9, -3, 4, 1, 1, 1));
+        assert!(progression_covers(0, 1, 4, 7, 1, 0));
+        assert!(!progression_covers(0, 1, 0, 0, 1, 1));
+        assert!(!progressions_meet(
+            i64::MAX,
+            i64::MAX,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN,
+            2
+        ));
+        let mut a = Region::dense(TensorId(0), &[0, 0], &[4, 4]).unwrap();
+        a.strides[0] = 0;
+        assert!(overlaps(&a, &a));
+        a.rank = 200;
+        let _ = (overlaps(&a, &a), covers(&a, &a));
+        let b = Region::new(TensorId(0), &[1], &[3], &[i64::MAX]).unwrap();
+        assert_eq!(b.last(0), i64::MAX);
     }
 
     #[test]

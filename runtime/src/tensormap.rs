@@ -333,7 +333,10 @@ impl TensorMap {
     #[inline(always)]
     fn is_bucket(g: &Geo, r: &Region, lo: i64, d: usize) -> bool {
         let n = Self::bucket_end(g, lo, d) - lo;
-        r.offsets[d] == lo && r.extents[d] == n && (r.strides[d] == 1 || n == 1)
+        // A stride below 1 is malformed even where one index makes it moot.
+        r.offsets[d] == lo
+            && r.extents[d] == n
+            && (r.strides[d] == 1 || (n == 1 && r.strides[d] > 1))
     }
 
     /// Along every dimension past the first two, `r` is the whole tensor (dense, or a single

@@ -1213,7 +1213,7 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
     }
 }
 
-fn read_back(r: &Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<(), String> {
+fn read_back(r: &mut Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<(), String> {
     let t = tensors.get_mut(i).ok_or("bad tensor")?;
     let bytes = r
         .tensor_bytes(rt::TensorId(i as u32))
@@ -1403,7 +1403,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     let stats = backend.rt.finish().map_err(|e| from_runtime(program, e))?;
     if !opts.timing_only {
         for i in 0..tensors.len() {
-            read_back(&backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
+            read_back(&mut backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
                 code: "E0810",
                 message: m,
                 at: None,

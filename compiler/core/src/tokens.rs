@@ -203,7 +203,8 @@ fn trip_count(iter: &Expr, cx: &Ctx) -> Result<u64, Undecidable> {
 struct Thread<'a> {
     frames: Vec<Frame<'a>>,
     pending: Option<(usize, Span)>,
-    awaiting: Option<(usize, u64)>,
+    /// A rendezvous send waiting for its token (channel, serial, the send) to be taken.
+    awaiting: Option<(usize, u64, Span)>,
     blocked: Option<(usize, Span, bool)>,
     sent: Vec<u64>,
     received: Vec<u64>,
@@ -263,8 +264,10 @@ enum Outcome {
 
 fn step(th: &mut Thread, chans: &mut [ChanState], depths: &[u64]) -> Step {
     th.blocked = None;
-    if let Some((c, serial)) = th.awaiting {
+    if let Some((c, serial, span)) = th.awaiting {
         if chans[c].queue.contains(&serial) {
+            // Still blocked in its send: a deadlock report names it.
+            th.blocked = Some((c, span, true));
             return Step::Blocked;
         }
         th.awaiting = None;
@@ -352,7 +355,7 @@ fn try_send(
     ch.queue.push_back(ch.serial);
     th.sent[c] += 1;
     if depth == 0 {
-        th.awaiting = Some((c, ch.serial));
+        th.awaiting = Some((c, ch.serial, span));
         th.blocked = Some((c, span, true));
     }
     true

@@ -281,21 +281,7 @@ fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
             Token::Ident | Token::Int | Token::Float | Token::Str | Token::True | Token::False => {
                 unary = 0
             }
-            Token::Plus
-            | Token::Minus
-            | Token::Star
-            | Token::Slash
-            | Token::Percent
-            | Token::EqEq
-            | Token::NotEq
-            | Token::Le
-            | Token::Ge
-            | Token::Lt
-            | Token::Gt
-            | Token::AndAnd
-            | Token::OrOr
-            | Token::Dot
-            | Token::DotDot => {
+            t if is_binop_token(*t) || matches!(t, Token::Dot | Token::DotDot) => {
                 chain += 1;
                 if chain > MAX_CHAIN {
                     return Err(SyntaxError {

@@ -284,13 +284,8 @@ fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
             t if is_binop_token(*t) || matches!(t, Token::Dot | Token::DotDot) => {
                 chain += 1;
                 if chain > MAX_CHAIN {
-                    return Err(SyntaxError {
-                        code: codes::TOO_DEEP,
-                        span: to_span(*s),
-                        message: format!("an expression chains more than {MAX_CHAIN} operators"),
-                        label: "too long a chain".into(),
-                        help: Some("split the expression with `let` bindings".into()),
-                    });
+                    let m = format!("an expression chains more than {MAX_CHAIN} operators");
+                    return Err(too_deep(*s, m, "too long a chain"));
                 }
             }
             // A new expression at this level: an argument, an element, a statement.
@@ -307,17 +302,23 @@ fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
         }
         max = max.max(depth + unary);
         if depth + unary > MAX_DEPTH {
-            return Err(SyntaxError {
-                code: codes::TOO_DEEP,
-                span: to_span(*s),
-                message: format!("nesting deeper than {MAX_DEPTH} levels"),
-                label: "too deeply nested".into(),
-                help: Some("split the expression with `let` bindings".into()),
-            });
+            let m = format!("nesting deeper than {MAX_DEPTH} levels");
+            return Err(too_deep(*s, m, "too deeply nested"));
         }
         prev = Some(*t);
     }
     Ok(max)
+}
+
+/// E0006 at the token at `s`.
+fn too_deep(s: CSpan, message: String, label: &str) -> SyntaxError {
+    SyntaxError {
+        code: codes::TOO_DEEP,
+        span: to_span(s),
+        message,
+        label: label.into(),
+        help: Some("split the expression with `let` bindings".into()),
+    }
 }
 
 /// The item's doc comment: the `///` lines between the item's start and its first token.

@@ -1509,35 +1509,14 @@ fn a_held_batch_is_issued_before_a_stall_is_called_a_deadlock() {
     cfg.policies.timing = Timing::Batched(4);
     let mut rt = Runtime::new(cfg).unwrap();
     let k = rt.register_kernel("k", CoreClass::Vector, noop());
-    let x = rt.add_tensor(4, &[4]).unwrap();
+    let x = rt.add_tensor(4, &[1, 8]).unwrap();
     let ch = rt.add_channel("ready", 1, None);
-    struct After {
-        k: KernelId,
-        x: TensorId,
-        ch: ChannelId,
-        sent: bool,
-    }
-    impl Process for After {
-        fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
-            if std::mem::replace(&mut self.sent, true) {
-                return Ok(Step::Finished);
-            }
-            let a = [arg(self.x, &[0], &[4], Direction::Out)];
-            let t = cx
-                .submit(&task(self.k, &[0], &a, 100))
-                .map_err(|e| e.to_string())?;
-            Ok(Step::Send {
-                ch: self.ch,
-                token: Token::new(&[1]),
-                after: Some(t),
-            })
-        }
-    }
-    let sent = Box::new(After {
+    let sent = Box::new(Loader {
+        out: ch,
         k,
         x,
-        ch,
-        sent: false,
+        i: 0,
+        n: 1,
     });
     rt.run_processes(vec![
         ProcSpec {
@@ -1741,35 +1720,18 @@ fn a_rendezvous_sender_waits_until_its_token_is_received() {
         cfg.record = true;
         let mut rt = Runtime::new(cfg).unwrap();
         let k = rt.register_kernel("cp", CoreClass::Vector, noop());
-        let x = rt.add_tensor(4, &[4, 4]).unwrap();
+        let x = rt.add_tensor(4, &[3, 8]).unwrap();
         let c = rt.add_channel("c", depth, None);
-        struct Producer {
-            k: KernelId,
-            x: TensorId,
-            c: ChannelId,
-            i: i64,
-        }
-        impl Process for Producer {
-            fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
-                if self.i == 3 {
-                    return Ok(Step::Finished);
-                }
-                let a = [arg(self.x, &[self.i, 0], &[1, 4], Direction::Out)];
-                let t = cx
-                    .submit(&task(self.k, &[self.i], &a, 1000))
-                    .map_err(|e| e.to_string())?;
-                self.i += 1;
-                Ok(Step::Send {
-                    ch: self.c,
-                    token: Token::new(&[self.i]),
-                    after: Some(t),
-                })
-            }
-        }
         rt.run_processes(vec![
             ProcSpec {
                 name: "p".into(),
-                body: Box::new(Producer { k, x, c, i: 0 }),
+                body: Box::new(Loader {
+                    out: c,
+                    k,
+                    x,
+                    i: 0,
+                    n: 3,
+                }),
                 produces: vec![c],
             },
             script("q", vec![], vec![Step::Recv { ch: c }; 4]),
@@ -1780,5 +1742,6 @@ fn a_rendezvous_sender_waits_until_its_token_is_received() {
     };
     let (rendezvous, buffered) = (starts(0), starts(1));
     assert_eq!(buffered[..2], [0, 0], "{buffered:?}");
-    assert!(rendezvous[1] > rendezvous[0] + 1000, "{rendezvous:?}");
+    // Each of the loader's tasks takes 100 cycles.
+    assert!(rendezvous[1] > rendezvous[0] + 100, "{rendezvous:?}");
 }

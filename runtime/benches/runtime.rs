@@ -394,6 +394,124 @@ fn empty_construct(shape: &str, n: i64) -> u64 {
     count
 }
 
+/// A CSP fan-out: one loader sends `tokens` tokens on a channel of depth 16 to `workers`
+/// replicated workers, each of which submits one task a token (a one-row tile of its own
+/// row, so tasks of different tokens are independent) until the channel closes. Returns the
+/// tokens and `total_cycles`.
+fn csp_fanout(workers: u32, tokens: i64) -> (u64, u64) {
+    struct Load {
+        out: ChannelId,
+        i: i64,
+        n: i64,
+    }
+    impl Process for Load {
+        fn step(&mut self, _: &mut ProcCx<'_>) -> Result<Step, String> {
+            if self.i == self.n {
+                return Ok(Step::Finished);
+            }
+            self.i += 1;
+            Ok(Step::Send {
+                ch: self.out,
+                token: Token::new(&[self.i - 1]),
+                after: None,
+            })
+        }
+    }
+    struct Work {
+        inp: ChannelId,
+        k: KernelId,
+        x: TensorId,
+        rows: i64,
+        waiting: bool,
+    }
+    impl Process for Work {
+        fn step(&mut self, cx: &mut ProcCx<'_>) -> Result<Step, String> {
+            if !self.waiting {
+                self.waiting = true;
+                return Ok(Step::Recv { ch: self.inp });
+            }
+            self.waiting = false;
+            match cx.received() {
+                Some(Received::Token(t)) => {
+                    let i = t.values()[0];
+                    let region = Region::dense(self.x, &[i % self.rows, 0], &[1, 1])
+                        .map_err(|e| e.to_string())?;
+                    cx.submit(&TaskDesc {
+                        kernel: self.k,
+                        coords: &[i],
+                        args: &[Arg {
+                            region,
+                            dir: Direction::InOut,
+                        }],
+                        scalars: &[],
+                        cycles: 10,
+                        key: 0,
+                        priority: 0,
+                        stream: 0,
+                    })
+                    .map_err(|e| e.to_string())?;
+                    Ok(Step::Continue)
+                }
+                Some(Received::Closed) => Ok(Step::Finished),
+                None => Err("no token".into()),
+            }
+        }
+    }
+    let cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    let mut rt = Runtime::new(cfg).expect("runtime");
+    let k = rt.register_kernel("empty", CoreClass::Vector, noop());
+    let rows = 4096;
+    let x = rt.add_tensor(1, &[rows, 1]).expect("tensor");
+    let q = rt.add_channel("q", 16, None);
+    let mut specs = vec![ProcSpec {
+        name: "loader".into(),
+        body: Box::new(Load {
+            out: q,
+            i: 0,
+            n: tokens,
+        }),
+        produces: vec![q],
+    }];
+    for w in 0..workers {
+        specs.push(ProcSpec {
+            name: format!("worker{w}"),
+            body: Box::new(Work {
+                inp: q,
+                k,
+                x,
+                rows,
+                waiting: false,
+            }),
+            produces: vec![],
+        });
+    }
+    rt.run_processes(specs).expect("processes");
+    let st = rt.finish().expect("finish");
+    (st.tasks, st.total_cycles)
+}
+
+/// `--csp TOKENS REPS WORKERS...`: [`csp_fanout`]'s median ns a token for each number of
+/// workers (one run, so the ratios are what to compare).
+fn csp_report(tokens: i64, reps: usize, workers: &[u32]) {
+    for &w in workers {
+        let mut times = Vec::new();
+        let mut cycles = None;
+        for _ in 0..reps.max(1) {
+            let t0 = Instant::now();
+            let (n, c) = csp_fanout(w, tokens);
+            times.push(t0.elapsed().as_nanos() as f64 / n as f64);
+            assert_eq!(*cycles.get_or_insert(c), c, "the same run every time");
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "csp_fanout {w} workers, {tokens} tokens: median {:.1} ns/token over {} runs, total_cycles {}",
+            times[times.len() / 2],
+            times.len(),
+            cycles.unwrap_or(0)
+        );
+    }
+}
+
 /// A criterion group timing `run` (tokens → tasks) on the LLaMA pattern at 1K to 16K tokens.
 fn llama_group(c: &mut Criterion, name: &str, run: impl Fn(i64) -> u64) {
     let mut g = c.benchmark_group(name);
@@ -432,6 +550,16 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements(10_000));
         g.bench_function(format!("{shape}/construction"), |b| {
             b.iter(|| black_box(empty_construct(shape, 10_000)))
+        });
+    }
+    g.finish();
+    // CSP: a token's cost must not grow with the number of replicated workers.
+    let mut g = c.benchmark_group("csp_fanout");
+    g.sample_size(10);
+    for workers in [1u32, 64, 1024] {
+        g.throughput(Throughput::Elements(20_000));
+        g.bench_function(format!("{workers}w"), |b| {
+            b.iter(|| black_box(csp_fanout(workers, 20_000)))
         });
     }
     g.finish();
@@ -620,6 +748,22 @@ fn main() {
         let threads = get(2).and_then(|a| a.parse().ok()).unwrap_or(1);
         let reps = get(3).and_then(|a| a.parse().ok()).unwrap_or(101);
         empty_report(shape, threads, reps);
+        return;
+    }
+    if let Some(p) = args.iter().position(|a| a == "--csp") {
+        let tokens = args
+            .get(p + 1)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(20_000);
+        let reps = args.get(p + 2).and_then(|a| a.parse().ok()).unwrap_or(11);
+        let mut workers: Vec<u32> = args[(p + 3).min(args.len())..]
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        if workers.is_empty() {
+            workers = vec![1, 64, 1024];
+        }
+        csp_report(tokens, reps, &workers);
         return;
     }
     // `--MODE REPS SIZES`: REPS (default 11) and the sizes in tokens (default 16384).

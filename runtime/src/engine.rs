@@ -5,6 +5,7 @@ use crate::api::*;
 use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
 use crate::exec::{ExecRing, RAW_ARG};
+use crate::idset::IdSet;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
@@ -494,6 +495,8 @@ struct Channel {
     closed: bool,
     /// A sender blocked on this channel: (process, token, after task, v9 stamp).
     blocked_sender: VecDeque<(u32, Token, u64, u64)>,
+    /// The processes waiting to receive from this channel.
+    receivers: IdSet,
     /// The run's [`ChannelStats`]: tokens, high water and waits.
     stats: ChannelStats,
 }
@@ -780,6 +783,10 @@ pub struct Runtime {
     exec_free: Vec<Box<ExecData>>,
     channels: Vec<Channel>,
     procs: Vec<Proc>,
+    /// The runnable processes (the scheduler steps the lowest).
+    runnable: IdSet,
+    /// Channels whose tokens became available (or closed) since processes were last woken.
+    woken: Vec<u32>,
     pool: Option<Pool>,
     failed_inline: Option<Failure>,
     /// The kernel failure that stopped the run, if one did.
@@ -977,6 +984,8 @@ impl Runtime {
             exec_free: Vec::new(),
             channels: Vec::new(),
             procs: Vec::new(),
+            runnable: IdSet::default(),
+            woken: Vec::new(),
             pool: None,
             failed_inline: None,
             last_kernel_failure: None,
@@ -2011,7 +2020,10 @@ impl Runtime {
                     self.complete(seq);
                     done |= seq == self.head;
                 }
-                Ev::Token(_) => seen = true,
+                Ev::Token(c) => {
+                    seen = true;
+                    self.woken.push(c);
+                }
             }
             // The rest of the batch: events pushed meanwhile come no earlier than `t`.
             match self.events.pop_due(t) {
@@ -2033,7 +2045,7 @@ impl Runtime {
         if !self.pending_free.is_empty() {
             self.release_arena();
         }
-        if !self.procs.is_empty() {
+        if !self.woken.is_empty() {
             self.wake_processes();
         }
         self.dispatch();
@@ -2466,6 +2478,7 @@ impl Runtime {
             producers: 0,
             closed: false,
             blocked_sender: VecDeque::new(),
+            receivers: IdSet::default(),
             stats: ChannelStats {
                 name: name.to_string(),
                 depth,
@@ -2525,6 +2538,7 @@ impl Runtime {
                 produces.push(c.0);
             }
             bodies.push(Some(s.body));
+            self.runnable.insert(self.procs.len());
             self.procs.push(Proc {
                 name: s.name,
                 status: PStatus::Runnable,
@@ -2544,9 +2558,8 @@ impl Runtime {
         // passed round forever at one instant (a livelock) never reach the other limits.
         let (mut at, mut idle_steps) = ((self.next_seq, self.now), 0u64);
         loop {
-            let runnable =
-                (base..self.procs.len()).find(|i| self.procs[*i].status == PStatus::Runnable);
-            if let Some(i) = runnable {
+            // Processes of earlier runs have all finished.
+            if let Some(i) = self.runnable.next(base) {
                 if (self.next_seq, self.now) != at {
                     at = (self.next_seq, self.now);
                     idle_steps = 0;
@@ -2600,16 +2613,16 @@ impl Runtime {
         match step {
             Step::Continue => {}
             Step::Finished => {
-                self.procs[i].status = PStatus::Finished;
+                self.set_status(i, PStatus::Finished);
                 *slot = None;
                 for c in self.procs[i].produces.clone() {
                     let ch = &mut self.channels[c as usize];
                     ch.producers -= 1;
                     if ch.producers == 0 {
                         ch.closed = true;
+                        self.wake_channel(c);
                     }
                 }
-                self.wake_processes();
             }
             Step::Send { ch, token, after } => self.send(i, ch, token, after)?,
             Step::Recv { ch } => {
@@ -2679,14 +2692,13 @@ impl Runtime {
             if avail != u64::MAX && latency > 0 {
                 self.push_event(avail, Ev::Token(c));
             }
-            self.procs[i].status = PStatus::Runnable;
         } else {
             chan.blocked_sender
                 .push_back((i as u32, token, after_seq, v9));
-            self.procs[i].status = PStatus::Send(c);
+            self.set_status(i, PStatus::Send(c));
             self.procs[i].blocked_since = self.now;
         }
-        self.wake_processes();
+        self.wake_channel(c);
         Ok(())
     }
 
@@ -2704,14 +2716,14 @@ impl Runtime {
             None => {
                 if chan.closed && chan.blocked_sender.is_empty() {
                     self.procs[i].received = Some(Received::Closed);
-                    self.procs[i].status = PStatus::Runnable;
+                    self.set_status(i, PStatus::Runnable);
                     return;
                 }
                 None
             }
         };
         let Some(q) = got else {
-            self.procs[i].status = PStatus::Recv(c);
+            self.set_status(i, PStatus::Recv(c));
             return;
         };
         let latency = chan.latency;
@@ -2719,11 +2731,11 @@ impl Runtime {
         if chan.depth > 0 {
             self.admit_sender(i, c);
         }
+        self.set_status(i, PStatus::Runnable);
         let p = &mut self.procs[i];
         let before = p.v9_clock;
         p.v9_clock = p.v9_clock.max(q.v9 + latency);
         p.received = Some(Received::Token(q.token));
-        p.status = PStatus::Runnable;
         let (since, after) = (p.blocked_since, p.v9_clock);
         self.channel_wait(c, i, false, since, before, after);
         if q.sender != NIL {
@@ -2736,8 +2748,8 @@ impl Runtime {
     /// wait is a `CHANNEL_FULL_WAIT` on the trace), after the receiver's v9 clock.
     fn release_sender(&mut self, i: usize, c: u32, s: usize) {
         let rclock = self.procs[i].v9_clock;
+        self.set_status(s, PStatus::Runnable);
         let sp = &mut self.procs[s];
-        sp.status = PStatus::Runnable;
         let before = sp.v9_clock;
         sp.v9_clock = sp.v9_clock.max(rclock);
         let (since, after) = (sp.blocked_since, sp.v9_clock);
@@ -2828,15 +2840,48 @@ impl Runtime {
         }
         if lat > 0 {
             self.push_event(now + lat, Ev::Token(c));
+        } else {
+            self.woken.push(c);
         }
     }
 
-    fn wake_processes(&mut self) {
-        for i in 0..self.procs.len() {
-            if let PStatus::Recv(c) = self.procs[i].status {
-                self.try_recv(i, c);
-            }
+    /// Moves process `i` to `status`, keeping the runnable set and the channels' receivers.
+    fn set_status(&mut self, i: usize, status: PStatus) {
+        let old = std::mem::replace(&mut self.procs[i].status, status);
+        if old == status {
+            return;
         }
+        match old {
+            PStatus::Runnable => self.runnable.remove(i),
+            PStatus::Recv(c) => self.channels[c as usize].receivers.remove(i),
+            _ => {}
+        }
+        match status {
+            PStatus::Runnable => self.runnable.insert(i),
+            PStatus::Recv(c) => self.channels[c as usize].receivers.insert(i),
+            _ => {}
+        }
+    }
+
+    /// Offers channel `c`'s tokens (or its end) to the processes waiting on it, lowest first.
+    fn wake_channel(&mut self, c: u32) {
+        let mut from = 0;
+        while let Some(i) = self.channels[c as usize].receivers.next(from) {
+            from = i + 1;
+            self.try_recv(i, c);
+        }
+    }
+
+    /// Wakes the receivers of the channels whose tokens became available, in channel order.
+    fn wake_processes(&mut self) {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.sort_unstable();
+        woken.dedup();
+        for &c in &woken {
+            self.wake_channel(c);
+        }
+        woken.clear();
+        self.woken = woken;
     }
 
     fn channel_deadlock(&mut self) -> RuntimeError {

@@ -37,6 +37,7 @@ mod build;
 mod chunked;
 mod engine;
 mod exec;
+mod idset;
 pub mod policy;
 pub mod region;
 pub mod report;

@@ -1065,6 +1065,60 @@ fn csp_pipeline_runs_in_order_and_deterministically() {
     }
 }
 
+/// Thousands of replicated workers on one channel (more than the 4,096 processes of two
+/// levels of the runnable and receiver sets): every token is taken exactly once, and the run
+/// is the same on 1 and 2 threads.
+#[test]
+fn csp_thousands_of_workers_share_a_channel() {
+    let run = |threads: usize| {
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.threads = threads;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let k = rt.register_kernel("inc", CoreClass::Vector, add_one_kernel());
+        let x = rt.add_tensor(4, &[6000, 8]).unwrap();
+        let q = rt.add_channel("q", 4, Some(3));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut specs = vec![ProcSpec {
+            name: "loader".into(),
+            body: Box::new(Loader {
+                out: q,
+                k,
+                x,
+                i: 0,
+                n: 6000,
+            }),
+            produces: vec![q],
+        }];
+        for w in 0..5000 {
+            specs.push(ProcSpec {
+                name: format!("w{w}"),
+                body: Box::new(Worker {
+                    inp: q,
+                    out: None,
+                    k,
+                    x,
+                    waiting: false,
+                    seen: Arc::clone(&seen),
+                }),
+                produces: vec![],
+            });
+        }
+        rt.run_processes(specs).unwrap();
+        let s = rt.finish().unwrap();
+        let order = seen.lock().unwrap().clone();
+        (s.total_cycles, order, rt.tensor_bytes(x).unwrap().to_vec())
+    };
+    let (c1, o1, d1) = run(1);
+    let mut sorted = o1.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..6000).collect::<Vec<_>>());
+    // Loader and worker each incremented every row once.
+    assert!(d1
+        .chunks(4)
+        .all(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) == 2));
+    assert_eq!((c1, o1, d1), run(2));
+}
+
 #[test]
 fn csp_v9_clocks() {
     // loader: 16 × 100; computer: max(own, token) + 50 each; storer likewise.

@@ -33,7 +33,10 @@ use wsp_ir::exec::{self, ExecOutcome, TaskBackend, TaskInstance, TaskValue};
 use wsp_ir::interp::{run_kernel, KernelArg, Tile};
 use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
 use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
-use wsp_ir::workload::{DirValue, Directive, ExprOp, Program, Schedule, SrcSpan, Stat, TensorId};
+use wsp_ir::workload::{
+    DirValue, Directive, ExprOp, Program, Schedule, SrcSpan, Stat, TensorId, WStmt, WorkloadBody,
+    WorkloadId,
+};
 use wsp_runtime as rt;
 use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
 
@@ -1244,7 +1247,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         .select_run(opts.schedule.as_deref())
         .map_err(schedule_error)?;
     let (pol, keys) = policies(program, sched).map_err(schedule_error)?;
-    let notes = schedule_notes(program, &opts.arch, &pol);
+    let notes = schedule_notes(program, w, &opts.arch, &pol);
     let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
     // One task always fits, whatever the window (language.md: a window slows a run, never
     // deadlocks it).
@@ -1460,12 +1463,33 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
 /// What the model changes about the schedule: `round_robin(n)` over more cores than a class
 /// used by the program has goes round the class's cores (under `pto_wsp_v9`, `n` is the
 /// number of v9 workers and is taken as it is).
-fn schedule_notes(program: &Program, arch: &Arch, pol: &Policies) -> Vec<String> {
+fn schedule_notes(program: &Program, w: WorkloadId, arch: &Arch, pol: &Policies) -> Vec<String> {
     if arch.timing == wsp_arch::TimingSemantics::V9 {
         // v9 times tasks in program order on its workers (dispatch) through its window: the
         // other policies order the run, not v9's cycles.
         let d = Policies::default();
         let mut ignored = Vec::new();
+        let mut notes = Vec::new();
+        // A process's tasks run on the process's own clock: neither the workers nor the
+        // window of the other tasks.
+        if runs_processes(program, w) {
+            let mut set = Vec::new();
+            if pol.dispatch != d.dispatch {
+                set.push("the dispatch");
+            }
+            if pol.task_window != d.task_window {
+                set.push("`.task_window`");
+            }
+            if !set.is_empty() {
+                let verb = if set.len() == 1 { "does" } else { "do" };
+                notes.push(format!(
+                    "{}: {} times a process's tasks on the process's own clock, so {} {verb} not change its processes' cycles",
+                    set.join(" and "),
+                    arch.name,
+                    if set.len() == 1 { "this policy" } else { "these policies" },
+                ));
+            }
+        }
         if pol.ready != d.ready {
             ignored.push(match pol.ready {
                 rt::ReadyOrder::Lifo => "`.ready(lifo)`".to_string(),
@@ -1482,15 +1506,13 @@ fn schedule_notes(program: &Program, arch: &Arch, pol: &Policies) -> Vec<String>
         if let (Some(rt::Streams(n)), rt::Dispatch::RoundRobin(_)) = (pol.streams, pol.dispatch) {
             ignored.push(format!("`.streams({n})`"));
         }
-        return ignored
-            .into_iter()
-            .map(|p| {
-                format!(
-                    "{p}: {} times tasks in program order on its workers, so this policy does not change its cycles",
-                    arch.name
-                )
-            })
-            .collect();
+        notes.extend(ignored.into_iter().map(|p| {
+            format!(
+                "{p}: {} times tasks in program order on its workers, so this policy does not change its cycles",
+                arch.name
+            )
+        }));
+        return notes;
     }
     let rt::Dispatch::RoundRobin(n) = pol.dispatch else {
         return Vec::new();
@@ -1510,6 +1532,47 @@ fn schedule_notes(program: &Program, arch: &Arch, pol: &Policies) -> Vec<String>
             })
         })
         .collect()
+}
+
+/// Whether workload `w` runs processes: it is a `connect`, or runs one (through `sequential`,
+/// `combine` or a block's `run`).
+fn runs_processes(program: &Program, w: WorkloadId) -> bool {
+    fn in_stmts(stmts: &[WStmt], out: &mut Vec<WorkloadId>) {
+        for s in stmts {
+            match s {
+                WStmt::For { body, .. } | WStmt::Consume { body, .. } => in_stmts(body, out),
+                WStmt::When {
+                    branches,
+                    otherwise,
+                } => {
+                    for b in branches {
+                        in_stmts(&b.body, out);
+                    }
+                    in_stmts(otherwise, out);
+                }
+                WStmt::Run { workload } => out.push(*workload),
+                WStmt::Call(_) | WStmt::Send { .. } => {}
+            }
+        }
+    }
+    let mut seen = vec![false; program.workloads.len()];
+    let mut todo = vec![w];
+    while let Some(w) = todo.pop() {
+        let Some(wl) = program.workloads.get(w.index()) else {
+            continue;
+        };
+        if std::mem::replace(&mut seen[w.index()], true) {
+            continue;
+        }
+        match &wl.body {
+            WorkloadBody::Connect { .. } => return true,
+            WorkloadBody::Sequential { parts } | WorkloadBody::Combine { parts } => {
+                todo.extend(parts.iter().copied())
+            }
+            WorkloadBody::Block { stmts } => in_stmts(stmts, &mut todo),
+        }
+    }
+    false
 }
 
 /// The directory a program's relative `load(...)` paths resolve against.

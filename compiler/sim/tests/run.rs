@@ -576,3 +576,48 @@ fn policies_that_do_not_change_v9_cycles_are_noted() {
     );
     assert!(eight.stats.total_cycles < one.stats.total_cycles);
 }
+
+#[test]
+fn a_pipelines_window_and_dispatch_under_v9_are_noted() {
+    // Under v9 a process's tasks run on the process's own clock: the pipeline's cycles are
+    // the same whatever its window and dispatch, and the run says so.
+    let src = |directives: &str| {
+        format!(
+            r#"
+axis tiles = Dense[4]
+input X: f32[4, 16, 16] = random(seed: 1)
+tensor T: f32[4, 16, 16]
+output Y: f32[4, 16, 16]
+kernel copy(src: in f32[16, 16], dst: out f32[16, 16]) {{ dst = src }}
+channel c: Channel[depth: 1]
+process prod produces c {{ for i in P.seq(tiles) {{ send c, copy[i](src: X[i], dst: T[i]) }} }}
+process cons consumes c {{ consume c as i {{ copy[i](src: T[i], dst: Y[i]) }} }}
+workload w = connect(prod, cons)
+schedule main = w{directives}
+"#
+        )
+    };
+    let o = opts("pto_wsp_v9");
+    let plain = run(&src(""), &o).expect("runs");
+    assert!(plain.notes.is_empty(), "{:?}", plain.notes);
+    let window = run(&src(".task_window(1)"), &o).expect("runs");
+    assert_eq!(window.stats.total_cycles, plain.stats.total_cycles);
+    assert_eq!(
+        window.notes,
+        ["`.task_window`: pto_wsp_v9 times a process's tasks on the process's own clock, so this policy does not change its processes' cycles"]
+    );
+    let both = run(&src(".dispatch(round_robin(1)).task_window(2)"), &o).expect("runs");
+    assert_eq!(both.stats.total_cycles, plain.stats.total_cycles);
+    assert!(
+        both.notes[0].starts_with("the dispatch and `.task_window`:")
+            && both.notes[0].contains("these policies do not change"),
+        "{:?}",
+        both.notes
+    );
+    // On an event-timed model the window and the dispatch apply to the pipeline: no note.
+    let ev = run(
+        &src(".dispatch(round_robin(1)).task_window(2)"),
+        &opts("ascend910b"),
+    );
+    assert!(ev.expect("runs").notes.is_empty());
+}

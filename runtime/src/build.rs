@@ -11,7 +11,7 @@
 //! one per run, and a builder alone constructs a graph without timing it.
 
 use crate::api::{malformed_dimension, Arg, Region, TensorId, MAX_RANK};
-use crate::engine::{api, RuntimeError, MAX_WINDOW};
+use crate::engine::{api, RuntimeError, MAX_STREAMS, MAX_WINDOW};
 use crate::tensormap::{Access, TensorMap, MAX_POOL, MAX_TENSORS};
 
 /// What the builder knows of a tensor.
@@ -89,11 +89,17 @@ fn closed_tensor<T>(n: usize, t: u32, meta: Option<&TensorMeta>) -> Result<T, Ru
 
 impl Builder {
     /// A builder for a task window of `window` (1 to [`MAX_WINDOW`]), a tensor map of
-    /// `tensormap_pool` entries (1 to [`MAX_POOL`]) and `streams` streams (0: none).
+    /// `tensormap_pool` entries (1 to [`MAX_POOL`]) and `streams` streams (0: none; at most
+    /// [`MAX_STREAMS`]).
     pub fn new(window: u32, tensormap_pool: u32, streams: usize) -> Result<Builder, RuntimeError> {
         if !(1..=MAX_WINDOW).contains(&window) || !(1..=MAX_POOL).contains(&tensormap_pool) {
             return api(format!(
                 "task_window must be 1 to {MAX_WINDOW} and tensormap_pool 1 to {MAX_POOL}; found {window} and {tensormap_pool}"
+            ));
+        }
+        if streams > MAX_STREAMS as usize {
+            return api(format!(
+                "streams({streams}) is above the most streams, {MAX_STREAMS}"
             ));
         }
         let window = window as u64;

@@ -6,7 +6,7 @@ use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
 use crate::exec::{ExecRing, RAW_ARG};
 use crate::idset::IdSet;
-use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
+use crate::policy::{Dispatch, Policies, ReadyOrder, Streams, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
 use crate::v9::{Order, V9Clock};
@@ -25,6 +25,10 @@ const NIL: u32 = u32::MAX;
 /// The largest task window (its ring of 24-byte slots and the builder's 4 bytes a task are
 /// allocated up front).
 pub const MAX_WINDOW: u32 = 1 << 24;
+
+/// The most streams (and, under `pto_wsp_v9`, workers) a schedule may have: the runtime keeps
+/// each one's last task (or clock) from the start.
+pub const MAX_STREAMS: u32 = 1 << 16;
 
 /// Process steps in a row with no task submitted and no cycle passing before the run stops
 /// as a livelock ([`RuntimeError::Limit`]): far more than any pipeline that does work needs
@@ -851,6 +855,19 @@ impl Runtime {
                 p.task_window
             ));
         }
+        if let Some(Streams(n)) = p.streams.filter(|s| s.0 > MAX_STREAMS) {
+            return api(format!(
+                "streams({n}) is above the most streams, {MAX_STREAMS}"
+            ));
+        }
+        if let (Dispatch::RoundRobin(n), TimingSemantics::V9) = (p.dispatch, cfg.arch.timing) {
+            if n > MAX_STREAMS {
+                return api(format!(
+                    "round_robin({n}) asks {} for {n} workers; it models at most {MAX_STREAMS}",
+                    cfg.arch.name
+                ));
+            }
+        }
         if cfg.tensormap_pool > MAX_POOL {
             return api(format!(
                 "tensormap_pool {} is above the largest pool, {MAX_POOL}",
@@ -920,10 +937,12 @@ impl Runtime {
             })
             .collect();
         // v9 workers: `round_robin(n)` has n; other dispatches use `streams(n)`, else
-        // PTO-WSP's cpu_sim default of 4 workers.
-        let v9n = match (p.dispatch, p.streams) {
-            (Dispatch::RoundRobin(n), _) => n as usize,
-            (_, Some(s)) => s.0 as usize,
+        // PTO-WSP's cpu_sim default of 4 workers. Only v9 reads them (an event-timed
+        // `round_robin(n)` goes round the class's cores, whatever `n`).
+        let v9n = match (cfg.arch.timing, p.dispatch, p.streams) {
+            (TimingSemantics::Event, ..) => 1,
+            (_, Dispatch::RoundRobin(n), _) => n as usize,
+            (_, _, Some(s)) => s.0 as usize,
             _ => V9_DEFAULT_WORKERS,
         }
         .max(1);

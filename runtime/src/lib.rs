@@ -48,7 +48,7 @@ pub use api::*;
 pub use build::{Builder, Prepared};
 pub use engine::{
     Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, MAX_CYCLES, MAX_IDLE_STEPS,
-    MAX_POOL, MAX_TASK_CYCLES, MAX_WINDOW,
+    MAX_POOL, MAX_STREAMS, MAX_TASK_CYCLES, MAX_WINDOW,
 };
 pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing};
 pub use report::{

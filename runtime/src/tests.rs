@@ -1684,6 +1684,32 @@ fn models_and_policies_built_by_hand_are_checked() {
     let mut cfg = Config::new(arch("ascend910b"));
     cfg.policies.dispatch = Dispatch::RoundRobin(0);
     assert!(Runtime::new(cfg).is_err());
+    // Streams, and v9 workers, are kept from the start: a count past the most is refused
+    // (an error, not an allocation that aborts), on any model.
+    for (name, n) in [
+        ("ascend910b", MAX_STREAMS),
+        ("ascend910b", u32::MAX),
+        ("pto_wsp_v9", MAX_STREAMS + 1),
+    ] {
+        let mut cfg = Config::new(arch(name));
+        cfg.policies.dispatch = Dispatch::Affinity;
+        cfg.policies.streams = Some(Streams(n));
+        assert_eq!(Runtime::new(cfg).is_ok(), n <= MAX_STREAMS, "{name} {n}");
+    }
+    assert!(Builder::new(8, 64, MAX_STREAMS as usize + 1).is_err());
+    for (n, ok) in [
+        (MAX_STREAMS, true),
+        (MAX_STREAMS + 1, false),
+        (u32::MAX, false),
+    ] {
+        let mut cfg = Config::new(arch("pto_wsp_v9"));
+        cfg.policies.dispatch = Dispatch::RoundRobin(n);
+        assert_eq!(Runtime::new(cfg).is_ok(), ok, "{n}");
+    }
+    // On an event-timed model a round robin goes round the cores it has.
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.policies.dispatch = Dispatch::RoundRobin(u32::MAX);
+    assert!(Runtime::new(cfg).is_ok());
     // A model with no cube cores runs cube kernels on the cores it has.
     let mut a = arch("ascend910b");
     a.cores.remove(&CoreClass::Cube);

@@ -383,6 +383,52 @@ impl<'a> Checker<'a> {
 
     // ---- expressions -----------------------------------------------------------------
 
+    /// E0213: integer arithmetic on constants that has no value: a division or remainder by
+    /// zero, or a result outside the 64-bit range. (Its operands have values: an operand
+    /// without one was reported where it failed.)
+    fn const_arith(&mut self, e: &Expr) {
+        let int = |x: &Expr| crate::types::eval_int(x, self.consts);
+        let failed = match &e.kind {
+            ExprKind::Binary { op, lhs, rhs } => {
+                if !matches!(
+                    op,
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
+                ) {
+                    return;
+                }
+                let (Some(_), Some(b)) = (int(lhs), int(rhs)) else {
+                    return;
+                };
+                (int(e).is_none()).then_some(matches!(op, BinOp::Div | BinOp::Rem) && b == 0)
+            }
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                expr,
+            } => (int(expr).is_some() && int(e).is_none()).then_some(false),
+            _ => None,
+        };
+        let Some(by_zero) = failed else {
+            return;
+        };
+        let (msg, label) = if by_zero {
+            (
+                "division by zero in a constant expression",
+                "divides by zero",
+            )
+        } else {
+            (
+                "integer overflow in a constant expression",
+                "outside the 64-bit integer range",
+            )
+        };
+        self.diags.push(
+            Diagnostic::new("E0213", msg, self.label(e.span, label)).with_help(
+                "integer constants are 64-bit signed integers folded when the program is checked; \
+                 change the expression so it has a value",
+            ),
+        );
+    }
+
     fn expr(&mut self, e: &Expr) {
         match &e.kind {
             ExprKind::Name(id) => self.check_name(id),
@@ -407,10 +453,14 @@ impl<'a> Checker<'a> {
                 }
                 self.expr(base);
             }
-            ExprKind::Unary { expr, .. } => self.expr(expr),
+            ExprKind::Unary { expr, .. } => {
+                self.expr(expr);
+                self.const_arith(e);
+            }
             ExprKind::Binary { lhs, rhs, .. } => {
                 self.expr(lhs);
                 self.expr(rhs);
+                self.const_arith(e);
             }
             ExprKind::Call {
                 callee,
@@ -1086,7 +1136,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
             }
             for a in &ch.args {
                 match a.name.as_ref().map(|n| n.name.as_str()) {
-                    Some("depth" | "latency") => c.expr(&a.value),
+                    Some(arg @ ("depth" | "latency")) => channel_arg(&mut c, arg, &a.value),
                     _ => c.diags.push(
                         Diagnostic::new(
                             "E0505",
@@ -1748,6 +1798,21 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                     "the runtime allocates the window's ring of task slots before the run, so a window holds at most {MAX_TASK_WINDOW} tasks in flight; use a smaller window"
                 )),
             );
+        } else if let Some(n) = (name == "streams")
+            .then(|| crate::types::eval_int(arg, c.consts))
+            .flatten()
+            .filter(|n| *n > MAX_STREAMS)
+        {
+            c.diags.push(
+                Diagnostic::new(
+                    "E0607",
+                    format!("`.streams({n})` is more streams than the runtime keeps"),
+                    c.label(arg.span, format!("at most {MAX_STREAMS}")),
+                )
+                .with_help(format!(
+                    "the runtime keeps each stream's last task from the start of the run, so a schedule has at most {MAX_STREAMS} streams; use fewer"
+                )),
+            );
         } else if let Some(n) = matches!(name, "task_window" | "streams")
             .then(|| crate::types::eval_int(arg, c.consts))
             .flatten()
@@ -1861,6 +1926,37 @@ fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
     }
 }
 
+/// E0505: a channel's `depth` (0, a rendezvous, to 2³² − 1 tokens) or `latency` (0 or more
+/// cycles) is an integer constant in range.
+fn channel_arg(c: &mut Checker, arg: &str, value: &Expr) {
+    let before = c.diags.len();
+    c.expr(value);
+    // An error inside the value (an unresolved name, arithmetic that fails) is reported there.
+    if c.diags.len() > before || matches!(value.kind, ExprKind::Error) {
+        return;
+    }
+    let (max, range) = if arg == "depth" {
+        (u32::MAX as i64, "0 (a rendezvous) to 4294967295 tokens")
+    } else {
+        (i64::MAX, "0 or more cycles")
+    };
+    let (msg, label) = match crate::types::eval_int(value, c.consts) {
+        Some(v) if (0..=max).contains(&v) => return,
+        Some(v) => (
+            format!("a channel {arg} is {range}, found {v}"),
+            "out of range".to_string(),
+        ),
+        None => (
+            format!("a channel {arg} is an integer constant"),
+            "not an integer constant".to_string(),
+        ),
+    };
+    c.diags.push(
+        Diagnostic::new("E0505", msg, c.label(value.span, label))
+            .with_help("write `Channel[depth: 2]` or `Channel[depth: 2, latency: 10]`"),
+    );
+}
+
 /// E0606: the arguments of a schedule policy: `round_robin(n)`, `batched(n)`, `interleaved(n)`,
 /// `rate_limit(n)` a positive integer constant; `affinity(axis)` an axis; `hash(e)`, `by(e)`,
 /// `priority(e)` one expression; `work_steal`, `immediate`, `fifo`, `lifo` and targets none.
@@ -1880,7 +1976,13 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
     match p {
         "round_robin" | "batched" | "interleaved" | "rate_limit" => match args.as_slice() {
             [n] => match crate::types::eval_int(n, c.consts) {
-                Some(v) if v >= 1 => {}
+                Some(v) if (1..=u32::MAX as i64).contains(&v) => {}
+                Some(v) if v >= 1 => fail(
+                    c,
+                    n.span,
+                    format!("`{p}` takes a count up to {}, found {v}", u32::MAX),
+                    "too large",
+                ),
                 Some(v) => fail(
                     c,
                     n.span,
@@ -1951,6 +2053,9 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
 /// The largest `.task_window(n)`: the runtime's `MAX_WINDOW` (the checker does not link the
 /// runtime; a wsp-sim test keeps the two equal).
 pub const MAX_TASK_WINDOW: i64 = 1 << 24;
+
+/// The most `.streams(n)`: the runtime's `MAX_STREAMS` (kept equal the same way).
+pub const MAX_STREAMS: i64 = 1 << 16;
 
 /// How a schedule directive is written (for messages and hovers).
 pub fn directive_help(name: &str) -> &'static str {

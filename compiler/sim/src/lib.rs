@@ -1263,7 +1263,11 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     cfg.threads = opts.threads.max(1);
     cfg.max_tasks = opts.max_tasks.unwrap_or(u64::MAX);
     cfg.max_cycles = opts.max_cycles.unwrap_or(rt::MAX_CYCLES);
-    let mut runtime = Runtime::new(cfg).map_err(|e| from_runtime(program, e))?;
+    // A configuration the runtime refuses is a schedule (or model) it cannot run.
+    let mut runtime = Runtime::new(cfg).map_err(|e| match e {
+        RuntimeError::Api(m) => schedule_error(m),
+        e => from_runtime(program, e),
+    })?;
 
     let t0 = Instant::now();
     let mut kernels = Vec::new();

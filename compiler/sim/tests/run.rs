@@ -522,6 +522,35 @@ fn the_checkers_window_limit_is_the_runtimes() {
     );
 }
 
+/// Likewise the most streams (E0607).
+#[test]
+fn the_checkers_stream_limit_is_the_runtimes() {
+    assert_eq!(
+        wsp_core::check::MAX_STREAMS,
+        wsp_runtime::MAX_STREAMS as i64
+    );
+}
+
+/// More v9 workers than the runtime models is a schedule it cannot run (E0814), not an
+/// allocation that fails; the checker does not know the model, so this is the run's to say.
+#[test]
+fn a_v9_round_robin_beyond_the_most_workers_is_e0814() {
+    let Err(SimError::Setup { code, message, .. }) = run(
+        &squares(4, ".dispatch(round_robin(65537))"),
+        &opts("pto_wsp_v9"),
+    ) else {
+        panic!("not refused at setup");
+    };
+    assert_eq!(code, "E0814");
+    assert!(message.contains("at most 65536"), "{message}");
+    // On an event-timed model the count goes round the class's cores.
+    run(
+        &squares(4, ".dispatch(round_robin(65537))"),
+        &opts("ascend910b"),
+    )
+    .expect("runs");
+}
+
 #[test]
 fn a_round_robin_wider_than_a_core_class_is_noted() {
     let src = |n: u32| squares(40, &format!(".dispatch(round_robin({n}))"));

@@ -1606,8 +1606,11 @@ fn composition(c: &mut Checker, e: &Expr) {
             return;
         }
     };
+    // Process instances of a `connect` (each `replicate(w, n)` counts n).
+    let mut instances = 0i64;
     for a in args {
         let mut v = &a.value;
+        instances += 1;
         // `replicate(worker, n)` inside `connect`.
         if let ExprKind::Call {
             callee,
@@ -1627,7 +1630,7 @@ fn composition(c: &mut Checker, e: &Expr) {
                     );
                     continue;
                 }
-                c.expr(&rargs[1].value);
+                instances += replicate_count(c, &rargs[1].value) - 1;
                 v = &rargs[0].value;
             }
         }
@@ -1660,6 +1663,66 @@ fn composition(c: &mut Checker, e: &Expr) {
             }
             None => c.unresolved(id),
         }
+    }
+    if want_process && instances > MAX_PROCESSES {
+        c.diags.push(
+            Diagnostic::new(
+                "E0407",
+                format!("`connect` of {instances} process instances"),
+                c.label(e.span, format!("at most {MAX_PROCESSES}")),
+            )
+            .with_help(format!(
+                "each instance is a process with its own state for the whole run, and a pipeline has at most {MAX_PROCESSES}; replicate fewer workers"
+            )),
+        );
+    }
+}
+
+/// The most process instances of one `connect` (each `replicate(w, n)` counts n): the
+/// simulator's `wsp_ir::exec::MAX_PROCESSES` (kept equal by a wsp-sim test).
+pub const MAX_PROCESSES: i64 = 1 << 16;
+
+/// E0407: a `replicate` count is an integer constant from 1 to [`MAX_PROCESSES`]. Returns the
+/// count (1 when it has none).
+fn replicate_count(c: &mut Checker, n: &Expr) -> i64 {
+    let before = c.diags.len();
+    c.expr(n);
+    if c.diags.len() > before || matches!(n.kind, ExprKind::Error) {
+        return 1;
+    }
+    let (msg, label) = match crate::types::eval_int(n, c.consts) {
+        Some(v) if (1..=MAX_PROCESSES).contains(&v) => return v,
+        Some(v) if v < 1 => (
+            format!("`replicate` with a count of {v}"),
+            "at least 1".to_string(),
+        ),
+        Some(v) => (
+            format!("`replicate` with a count of {v}"),
+            format!("at most {MAX_PROCESSES}"),
+        ),
+        // A count over params is the program's to give at run time (which `wsp run` does
+        // not lower yet: E0813).
+        None if mentions_param(c, n) => return 1,
+        None => (
+            "`replicate` takes an integer constant count".to_string(),
+            "not an integer constant".to_string(),
+        ),
+    };
+    c.diags.push(
+        Diagnostic::new("E0407", msg, c.label(n.span, label)).with_help(format!(
+            "write `replicate(worker, 4)`: a count from 1 to {MAX_PROCESSES}"
+        )),
+    );
+    1
+}
+
+/// Whether `e` names a param.
+fn mentions_param(c: &Checker, e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Name(n) => matches!(c.scope.get(&n.name).map(|s| &s.symbol), Some(Symbol::Param)),
+        ExprKind::Unary { expr, .. } => mentions_param(c, expr),
+        ExprKind::Binary { lhs, rhs, .. } => mentions_param(c, lhs) || mentions_param(c, rhs),
+        _ => false,
     }
 }
 
@@ -1942,6 +2005,9 @@ fn channel_arg(c: &mut Checker, arg: &str, value: &Expr) {
     };
     let (msg, label) = match crate::types::eval_int(value, c.consts) {
         Some(v) if (0..=max).contains(&v) => return,
+        // A value over params is the program's to give at run time (which `wsp run` does not
+        // lower yet: E0813).
+        None if mentions_param(c, value) => return,
         Some(v) => (
             format!("a channel {arg} is {range}, found {v}"),
             "out of range".to_string(),

@@ -50,6 +50,8 @@ enum Node {
 struct Chan {
     name: String,
     depth: u64,
+    /// A constant depth out of range: an error of its own (E0505), nothing to decide.
+    invalid: bool,
     /// Where a quick fix writes a new depth `n` (absolute span): replace the span with
     /// `{prefix}{n}{suffix}`.
     fix_at: (Span, &'static str, &'static str),
@@ -69,6 +71,16 @@ struct Ctx<'a> {
     consts: &'a BTreeMap<String, i64>,
     axes: &'a BTreeMap<String, Result<u64, String>>,
     chans: &'a BTreeMap<String, usize>,
+}
+
+/// Whether `e` (integer arithmetic) names one of `params`.
+fn names_param(e: &Expr, params: &[String]) -> bool {
+    match &e.kind {
+        ExprKind::Name(n) => params.contains(&n.name),
+        ExprKind::Unary { expr, .. } => names_param(expr, params),
+        ExprKind::Binary { lhs, rhs, .. } => names_param(lhs, params) || names_param(rhs, params),
+        _ => false,
+    }
 }
 
 /// A non-negative integer constant expression, folded as everywhere else in the checker.
@@ -512,17 +524,19 @@ fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<D
                 axes.insert(a.name.name.clone(), v);
             }
             ItemKind::Channel(c) => {
-                let depth = c
-                    .args
-                    .iter()
-                    .find(|a| a.name.as_ref().is_some_and(|n| n.name == "depth"))
-                    .map(|a| const_int(&a.value, consts))
-                    .unwrap_or(Some(1));
                 let off = node.range.start;
                 let depth_arg = c
                     .args
                     .iter()
                     .find(|a| a.name.as_ref().is_some_and(|n| n.name == "depth"));
+                // `u64::MAX`: not a constant.
+                let (depth, invalid) = match depth_arg {
+                    None => (1, false),
+                    Some(a) => match crate::types::eval_int(&a.value, consts) {
+                        Some(v) => u32::try_from(v).map_or((u64::MAX, true), |d| (d as u64, false)),
+                        None => (u64::MAX, false),
+                    },
+                };
                 let fix_at = match (depth_arg, c.args.first(), &c.ty_name) {
                     (Some(a), _, _) => (a.value.span.shift(off), "", ""),
                     (None, Some(first), _) => {
@@ -542,7 +556,8 @@ fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<D
                     chan_idx.insert(c.name.name.clone(), chans.len());
                     chans.push(Chan {
                         name: c.name.name.clone(),
-                        depth: depth.unwrap_or(u64::MAX),
+                        depth,
+                        invalid,
                         fix_at,
                     });
                 }
@@ -654,7 +669,19 @@ fn analyse_connect(
             } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") => {
                 let p = rargs.first()?;
                 let n = rargs.get(1).and_then(|r| const_int(&r.value, consts));
+                // A negative constant count is an error of its own (E0407).
+                if n.is_none()
+                    && rargs
+                        .get(1)
+                        .is_some_and(|r| crate::types::eval_int(&r.value, consts).is_some())
+                {
+                    return None;
+                }
                 let Some(n) = n else {
+                    // Without a param it is an error of its own (E0407, E0213).
+                    if !rargs.get(1).is_some_and(|r| names_param(&r.value, params)) {
+                        return None;
+                    }
                     let at = rargs.get(1).map(|r| r.value.span).unwrap_or(a.value.span);
                     let why = match rargs.get(1).map(|r| &r.value.kind) {
                         Some(ExprKind::Name(x)) if params.contains(&x.name) => {
@@ -664,6 +691,10 @@ fn analyse_connect(
                     };
                     return undecidable(at.shift(off), why);
                 };
+                // A count out of range is an error of its own (E0407): nothing to decide.
+                if n == 0 || n > crate::check::MAX_PROCESSES as u64 {
+                    return None;
+                }
                 (&p.value, n)
             }
             _ => (&a.value, 1),
@@ -699,8 +730,15 @@ fn analyse_connect(
                     };
                     inst.push((p, label));
                 }
+                // More instances than a pipeline has is an error of its own (E0407).
+                if inst.len() as i64 > crate::check::MAX_PROCESSES {
+                    return None;
+                }
             }
         }
+    }
+    if chans.iter().any(|c| c.invalid) {
+        return None;
     }
     if let Some(c) = chans.iter().find(|c| c.depth == u64::MAX) {
         return undecidable(

@@ -83,6 +83,9 @@ fn xerr(message: impl Into<String>) -> ExecError {
     ExecError::new("E0810", message)
 }
 
+/// The most process instances of one `connect` (each keeps its state for the whole run).
+pub const MAX_PROCESSES: usize = 1 << 16;
+
 /// The most iterations one loop (entered once) may generate (2²⁶).
 pub const MAX_LOOP_ITERATIONS: usize = 1 << 26;
 
@@ -374,6 +377,12 @@ pub fn connect_instances<'p>(
     p: &'p Program,
     items: &[ConnectItem],
 ) -> Result<Vec<(ProcessId, &'p Process, String)>, ExecError> {
+    let total: u64 = items.iter().map(|i| i.replicas as u64).sum();
+    if total > MAX_PROCESSES as u64 {
+        return Err(xerr(format!(
+            "a `connect` of {total} process instances: at most {MAX_PROCESSES}"
+        )));
+    }
     let mut out = Vec::new();
     for item in items {
         let proc_ = p

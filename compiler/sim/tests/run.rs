@@ -522,6 +522,15 @@ fn the_checkers_window_limit_is_the_runtimes() {
     );
 }
 
+/// Likewise the most process instances of a `connect` (E0407).
+#[test]
+fn the_checkers_process_limit_is_the_simulators() {
+    assert_eq!(
+        wsp_core::check::MAX_PROCESSES,
+        wsp_ir::exec::MAX_PROCESSES as i64
+    );
+}
+
 /// Likewise the most streams (E0607).
 #[test]
 fn the_checkers_stream_limit_is_the_runtimes() {

@@ -429,6 +429,25 @@ impl<'a> Checker<'a> {
         );
     }
 
+    /// E0213: an index whose affine form (the loop variables' and params' coefficients) leaves
+    /// the 64-bit range, as `X[i * 4611686018427387904 * 4]`: it would wrap.
+    fn index_overflow(&mut self, e: &Expr) {
+        if affine_form(e, self.consts).is_err() {
+            self.diags.push(
+                Diagnostic::new(
+                    "E0213",
+                    "integer overflow in an index expression",
+                    self.label(e.span, "a coefficient outside the 64-bit integer range"),
+                )
+                .with_help(
+                    "an index is an affine form of loop variables and params with 64-bit \
+                     coefficients; keep its constants small enough that no coefficient leaves \
+                     the 64-bit range",
+                ),
+            );
+        }
+    }
+
     fn expr(&mut self, e: &Expr) {
         match &e.kind {
             ExprKind::Name(id) => self.check_name(id),
@@ -479,6 +498,14 @@ impl<'a> Checker<'a> {
             ExprKind::Index { base, indices } => {
                 self.expr(base);
                 indices.iter().for_each(|i| self.expr(i));
+                for i in indices {
+                    match &i.kind {
+                        ExprKind::Range { start, end } => {
+                            start.iter().chain(end).for_each(|x| self.index_overflow(x))
+                        }
+                        _ => self.index_overflow(i),
+                    }
+                }
             }
             ExprKind::Range { start, end } => {
                 if let Some(s) = start {
@@ -1675,6 +1702,62 @@ fn composition(c: &mut Checker, e: &Expr) {
                 "each instance is a process with its own state for the whole run, and a pipeline has at most {MAX_PROCESSES}; replicate fewer workers"
             )),
         );
+    }
+}
+
+/// An affine form: a constant and each name's coefficient.
+type Form = (i64, BTreeMap<String, i64>);
+
+/// `e` as an affine form over the names that are not constants (loop variables, params):
+/// `Ok(None)` when it is not affine or has no value as a constant (E0213 there), `Err(())`
+/// when a coefficient leaves the 64-bit range.
+fn affine_form(e: &Expr, consts: &BTreeMap<String, i64>) -> Result<Option<Form>, ()> {
+    if let Some(k) = crate::types::eval_int(e, consts) {
+        return Ok(Some((k, BTreeMap::new())));
+    }
+    let scale = |(k, terms): Form, s: i64| -> Result<Option<Form>, ()> {
+        let mut out = BTreeMap::new();
+        for (n, c) in terms {
+            out.insert(n, c.checked_mul(s).ok_or(())?);
+        }
+        Ok(Some((k.checked_mul(s).ok_or(())?, out)))
+    };
+    match &e.kind {
+        ExprKind::Name(n) => Ok(Some((0, BTreeMap::from([(n.name.clone(), 1)])))),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            expr,
+        } => match affine_form(expr, consts)? {
+            Some(f) => scale(f, -1),
+            None => Ok(None),
+        },
+        ExprKind::Binary { op, lhs, rhs } => {
+            let (Some(a), Some(b)) = (affine_form(lhs, consts)?, affine_form(rhs, consts)?) else {
+                return Ok(None);
+            };
+            // Both constant and no value: constant arithmetic (E0213 where it fails).
+            if a.1.is_empty() && b.1.is_empty() {
+                return Ok(None);
+            }
+            match op {
+                BinOp::Add | BinOp::Sub => {
+                    let s = if *op == BinOp::Add { 1 } else { -1 };
+                    let (bk, bt) = b;
+                    let (mut k, mut terms) = a;
+                    k = k.checked_add(bk.checked_mul(s).ok_or(())?).ok_or(())?;
+                    for (n, c) in bt {
+                        let c = c.checked_mul(s).ok_or(())?;
+                        let t = terms.entry(n).or_insert(0);
+                        *t = t.checked_add(c).ok_or(())?;
+                    }
+                    Ok(Some((k, terms)))
+                }
+                BinOp::Mul if a.1.is_empty() => scale(b, a.0),
+                BinOp::Mul if b.1.is_empty() => scale(a, b.0),
+                _ => Ok(None),
+            }
+        }
+        _ => Ok(None),
     }
 }
 

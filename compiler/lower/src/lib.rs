@@ -428,13 +428,26 @@ impl Lowerer {
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.affine(lhs, vars)?;
                 let b = self.affine(rhs, vars)?;
-                match op {
-                    BinOp::Add => Ok(add(a, b, 1)),
-                    BinOp::Sub => Ok(add(a, b, -1)),
-                    BinOp::Mul if a.terms.is_empty() => Ok(scale(b, a.constant)),
-                    BinOp::Mul if b.terms.is_empty() => Ok(scale(a, b.constant)),
-                    _ => Err(self.unsupported(e.span, "a non-affine index")),
-                }
+                let r = match op {
+                    BinOp::Add => add(a, b, 1),
+                    BinOp::Sub => add(a, b, -1),
+                    BinOp::Mul if a.terms.is_empty() => scale(b, a.constant),
+                    BinOp::Mul if b.terms.is_empty() => scale(a, b.constant),
+                    _ => return Err(self.unsupported(e.span, "a non-affine index")),
+                };
+                // The checker reports this (E0213); a program that reached lowering without
+                // the check gets the same error, never a wrapped index.
+                r.ok_or_else(|| {
+                    Diagnostic::new(
+                        "E0213",
+                        "integer overflow in an index expression",
+                        Label::new(
+                            self.file.clone(),
+                            e.span.shift(self.offset),
+                            "a coefficient outside the 64-bit integer range",
+                        ),
+                    )
+                })
             }
             _ => Err(self.unsupported(e.span, "this index expression")),
         }
@@ -2013,20 +2026,33 @@ fn as_f64(v: ScalarValue) -> Option<f64> {
     }
 }
 
-fn add(a: w::Affine, b: w::Affine, s: i64) -> w::Affine {
+/// `a + s·b` (a symbol's terms merged, as the checker folds them), or `None` when a
+/// coefficient leaves the 64-bit range.
+fn add(a: w::Affine, b: w::Affine, s: i64) -> Option<w::Affine> {
     let mut terms = a.terms;
-    terms.extend(b.terms.into_iter().map(|(v, c)| (v, c * s)));
-    w::Affine {
-        constant: a.constant + s * b.constant,
-        terms,
+    for (v, c) in b.terms {
+        let c = c.checked_mul(s)?;
+        match terms.iter_mut().find(|(u, _)| *u == v) {
+            Some((_, t)) => *t = t.checked_add(c)?,
+            None => terms.push((v, c)),
+        }
     }
+    Some(w::Affine {
+        constant: a.constant.checked_add(s.checked_mul(b.constant)?)?,
+        terms,
+    })
 }
 
-fn scale(a: w::Affine, s: i64) -> w::Affine {
-    w::Affine {
-        constant: a.constant * s,
-        terms: a.terms.into_iter().map(|(v, c)| (v, c * s)).collect(),
+/// `s·a`, or `None` when a coefficient leaves the 64-bit range.
+fn scale(a: w::Affine, s: i64) -> Option<w::Affine> {
+    let mut terms = Vec::with_capacity(a.terms.len());
+    for (v, c) in a.terms {
+        terms.push((v, c.checked_mul(s)?));
     }
+    Some(w::Affine {
+        constant: a.constant.checked_mul(s)?,
+        terms,
+    })
 }
 
 fn expr_op(op: BinOp) -> w::ExprOp {

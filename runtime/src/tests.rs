@@ -1045,6 +1045,17 @@ fn pipeline(arch_name: &str, depth: u32, threads: usize) -> (u64, Vec<i64>, Vec<
             produces: vec![],
         },
     ];
+    run_csp(&mut rt, specs, &seen, x)
+}
+
+/// Runs `specs` to the end: `total_cycles`, the tokens the workers saw (`seen`) in order, and
+/// tensor `x`'s bytes.
+fn run_csp(
+    rt: &mut Runtime,
+    specs: Vec<ProcSpec<'_>>,
+    seen: &std::sync::Mutex<Vec<i64>>,
+    x: TensorId,
+) -> (u64, Vec<i64>, Vec<u8>) {
     rt.run_processes(specs).unwrap();
     let s = rt.finish().unwrap();
     let order = seen.lock().unwrap().clone();
@@ -1103,10 +1114,7 @@ fn csp_thousands_of_workers_share_a_channel() {
                 produces: vec![],
             });
         }
-        rt.run_processes(specs).unwrap();
-        let s = rt.finish().unwrap();
-        let order = seen.lock().unwrap().clone();
-        (s.total_cycles, order, rt.tensor_bytes(x).unwrap().to_vec())
+        run_csp(&mut rt, specs, &seen, x)
     };
     let (c1, o1, d1) = run(1);
     let mut sorted = o1.clone();

@@ -432,7 +432,7 @@ impl<'a> Checker<'a> {
     /// E0213: an index whose affine form (the loop variables' and params' coefficients) leaves
     /// the 64-bit range, as `X[i * 4611686018427387904 * 4]`: it would wrap.
     fn index_overflow(&mut self, e: &Expr) {
-        if affine_form(e, self.consts).is_err() {
+        if crate::races::index_overflows(e, self.consts) {
             self.diags.push(
                 Diagnostic::new(
                     "E0213",
@@ -1705,62 +1705,6 @@ fn composition(c: &mut Checker, e: &Expr) {
     }
 }
 
-/// An affine form: a constant and each name's coefficient.
-type Form = (i64, BTreeMap<String, i64>);
-
-/// `e` as an affine form over the names that are not constants (loop variables, params):
-/// `Ok(None)` when it is not affine or has no value as a constant (E0213 there), `Err(())`
-/// when a coefficient leaves the 64-bit range.
-fn affine_form(e: &Expr, consts: &BTreeMap<String, i64>) -> Result<Option<Form>, ()> {
-    if let Some(k) = crate::types::eval_int(e, consts) {
-        return Ok(Some((k, BTreeMap::new())));
-    }
-    let scale = |(k, terms): Form, s: i64| -> Result<Option<Form>, ()> {
-        let mut out = BTreeMap::new();
-        for (n, c) in terms {
-            out.insert(n, c.checked_mul(s).ok_or(())?);
-        }
-        Ok(Some((k.checked_mul(s).ok_or(())?, out)))
-    };
-    match &e.kind {
-        ExprKind::Name(n) => Ok(Some((0, BTreeMap::from([(n.name.clone(), 1)])))),
-        ExprKind::Unary {
-            op: UnOp::Neg,
-            expr,
-        } => match affine_form(expr, consts)? {
-            Some(f) => scale(f, -1),
-            None => Ok(None),
-        },
-        ExprKind::Binary { op, lhs, rhs } => {
-            let (Some(a), Some(b)) = (affine_form(lhs, consts)?, affine_form(rhs, consts)?) else {
-                return Ok(None);
-            };
-            // Both constant and no value: constant arithmetic (E0213 where it fails).
-            if a.1.is_empty() && b.1.is_empty() {
-                return Ok(None);
-            }
-            match op {
-                BinOp::Add | BinOp::Sub => {
-                    let s = if *op == BinOp::Add { 1 } else { -1 };
-                    let (bk, bt) = b;
-                    let (mut k, mut terms) = a;
-                    k = k.checked_add(bk.checked_mul(s).ok_or(())?).ok_or(())?;
-                    for (n, c) in bt {
-                        let c = c.checked_mul(s).ok_or(())?;
-                        let t = terms.entry(n).or_insert(0);
-                        *t = t.checked_add(c).ok_or(())?;
-                    }
-                    Ok(Some((k, terms)))
-                }
-                BinOp::Mul if a.1.is_empty() => scale(b, a.0),
-                BinOp::Mul if b.1.is_empty() => scale(a, b.0),
-                _ => Ok(None),
-            }
-        }
-        _ => Ok(None),
-    }
-}
-
 /// The most process instances of one `connect` (each `replicate(w, n)` counts n): the
 /// simulator's `wsp_ir::exec::MAX_PROCESSES` (kept equal by a wsp-sim test).
 pub const MAX_PROCESSES: i64 = 1 << 16;
@@ -1768,12 +1712,10 @@ pub const MAX_PROCESSES: i64 = 1 << 16;
 /// E0407: a `replicate` count is an integer constant from 1 to [`MAX_PROCESSES`]. Returns the
 /// count (1 when it has none).
 fn replicate_count(c: &mut Checker, n: &Expr) -> i64 {
-    let before = c.diags.len();
-    c.expr(n);
-    if c.diags.len() > before || matches!(n.kind, ExprKind::Error) {
+    let Some(value) = constant_arg(c, n) else {
         return 1;
-    }
-    let (msg, label) = match crate::types::eval_int(n, c.consts) {
+    };
+    let (msg, label) = match value {
         Some(v) if (1..=MAX_PROCESSES).contains(&v) => return v,
         Some(v) if v < 1 => (
             format!("`replicate` with a count of {v}"),
@@ -1783,9 +1725,6 @@ fn replicate_count(c: &mut Checker, n: &Expr) -> i64 {
             format!("`replicate` with a count of {v}"),
             format!("at most {MAX_PROCESSES}"),
         ),
-        // A count over params is the program's to give at run time (which `wsp run` does
-        // not lower yet: E0813).
-        None if mentions_param(c, n) => return 1,
         None => (
             "`replicate` takes an integer constant count".to_string(),
             "not an integer constant".to_string(),
@@ -1799,14 +1738,21 @@ fn replicate_count(c: &mut Checker, n: &Expr) -> i64 {
     1
 }
 
-/// Whether `e` names a param.
-fn mentions_param(c: &Checker, e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Name(n) => matches!(c.scope.get(&n.name).map(|s| &s.symbol), Some(Symbol::Param)),
-        ExprKind::Unary { expr, .. } => mentions_param(c, expr),
-        ExprKind::Binary { lhs, rhs, .. } => mentions_param(c, lhs) || mentions_param(c, rhs),
-        _ => false,
+/// Checks argument `e`, which takes an integer constant: `None` when there is nothing more to
+/// say of it (an error inside it was reported, or it is over params, the run's to give, which
+/// `wsp run` does not lower yet: E0813), else `Some` of its value (`None`: not a constant).
+fn constant_arg(c: &mut Checker, e: &Expr) -> Option<Option<i64>> {
+    let before = c.diags.len();
+    c.expr(e);
+    if c.diags.len() > before || matches!(e.kind, ExprKind::Error) {
+        return None;
     }
+    let v = crate::types::eval_int(e, c.consts);
+    let is_param = |n: &str| matches!(c.scope.get(n).map(|s| &s.symbol), Some(Symbol::Param));
+    if v.is_none() && crate::types::names_any(e, &is_param) {
+        return None;
+    }
+    Some(v)
 }
 
 fn schedule(c: &mut Checker, s: &Schedule) {
@@ -2075,22 +2021,16 @@ fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
 /// E0505: a channel's `depth` (0, a rendezvous, to 2³² − 1 tokens) or `latency` (0 or more
 /// cycles) is an integer constant in range.
 fn channel_arg(c: &mut Checker, arg: &str, value: &Expr) {
-    let before = c.diags.len();
-    c.expr(value);
-    // An error inside the value (an unresolved name, arithmetic that fails) is reported there.
-    if c.diags.len() > before || matches!(value.kind, ExprKind::Error) {
+    let Some(v) = constant_arg(c, value) else {
         return;
-    }
+    };
     let (max, range) = if arg == "depth" {
         (u32::MAX as i64, "0 (a rendezvous) to 4294967295 tokens")
     } else {
         (i64::MAX, "0 or more cycles")
     };
-    let (msg, label) = match crate::types::eval_int(value, c.consts) {
+    let (msg, label) = match v {
         Some(v) if (0..=max).contains(&v) => return,
-        // A value over params is the program's to give at run time (which `wsp run` does not
-        // lower yet: E0813).
-        None if mentions_param(c, value) => return,
         Some(v) => (
             format!("a channel {arg} is {range}, found {v}"),
             "out of range".to_string(),

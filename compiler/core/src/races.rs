@@ -66,28 +66,61 @@ impl Affine {
 }
 
 fn affine(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<Affine> {
-    match &e.kind {
-        ExprKind::Int(v) => Some(Affine::konst(i64::try_from(*v).ok()?)),
-        ExprKind::Name(n) => Some(match consts.get(&n.name) {
-            Some(v) => Affine::konst(*v),
-            None => Affine::var(&n.name),
-        }),
+    affine_checked(e, consts).ok().flatten()
+}
+
+/// A coefficient of an affine form left the 64-bit range.
+struct Overflow;
+
+/// `e` as an affine form: `Ok(None)` when it is not one, `Err` when a coefficient leaves the
+/// 64-bit range. Arithmetic on two constants that fails is not affine here: it is constant
+/// arithmetic without a value (E0213 where it fails).
+fn affine_checked(e: &Expr, consts: &BTreeMap<String, i64>) -> Result<Option<Affine>, Overflow> {
+    let (r, on_constants) = match &e.kind {
+        ExprKind::Int(v) => return Ok(i64::try_from(*v).ok().map(Affine::konst)),
+        ExprKind::Name(n) => {
+            return Ok(Some(match consts.get(&n.name) {
+                Some(v) => Affine::konst(*v),
+                None => Affine::var(&n.name),
+            }))
+        }
         ExprKind::Unary {
             op: UnOp::Neg,
             expr,
-        } => affine(expr, consts)?.scale(-1),
+        } => {
+            let Some(a) = affine_checked(expr, consts)? else {
+                return Ok(None);
+            };
+            (a.scale(-1), eval_int(expr, consts).is_some())
+        }
         ExprKind::Binary { op, lhs, rhs } => {
-            let (a, b) = (affine(lhs, consts)?, affine(rhs, consts)?);
-            match op {
+            let (Some(a), Some(b)) = (affine_checked(lhs, consts)?, affine_checked(rhs, consts)?)
+            else {
+                return Ok(None);
+            };
+            let r = match op {
                 BinOp::Add => a.add(&b, 1),
                 BinOp::Sub => a.add(&b, -1),
                 BinOp::Mul if a.coef.is_empty() => b.scale(a.k),
                 BinOp::Mul if b.coef.is_empty() => a.scale(b.k),
-                _ => None,
-            }
+                _ => return Ok(None),
+            };
+            let constants = eval_int(lhs, consts).is_some() && eval_int(rhs, consts).is_some();
+            (r, constants)
         }
-        _ => None,
+        _ => return Ok(None),
+    };
+    match r {
+        Some(a) => Ok(Some(a)),
+        None if on_constants => Ok(None),
+        None => Err(Overflow),
     }
+}
+
+/// Whether index `e`'s affine form (a coefficient for each loop variable and param) leaves the
+/// 64-bit range, as `X[i * 4611686018427387904 * 4]`'s does: it would wrap (E0213).
+pub(crate) fn index_overflows(e: &Expr, consts: &BTreeMap<String, i64>) -> bool {
+    affine_checked(e, consts).is_err()
 }
 
 /// One dimension of a view: a point, a half-open range, or the whole dimension.

@@ -73,16 +73,6 @@ struct Ctx<'a> {
     chans: &'a BTreeMap<String, usize>,
 }
 
-/// Whether `e` (integer arithmetic) names one of `params`.
-fn names_param(e: &Expr, params: &[String]) -> bool {
-    match &e.kind {
-        ExprKind::Name(n) => params.contains(&n.name),
-        ExprKind::Unary { expr, .. } => names_param(expr, params),
-        ExprKind::Binary { lhs, rhs, .. } => names_param(lhs, params) || names_param(rhs, params),
-        _ => false,
-    }
-}
-
 /// A non-negative integer constant expression, folded as everywhere else in the checker.
 fn const_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<u64> {
     crate::types::eval_int(e, consts).and_then(|v| u64::try_from(v).ok())
@@ -669,17 +659,15 @@ fn analyse_connect(
             } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") => {
                 let p = rargs.first()?;
                 let n = rargs.get(1).and_then(|r| const_int(&r.value, consts));
-                // A negative constant count is an error of its own (E0407).
-                if n.is_none()
-                    && rargs
-                        .get(1)
-                        .is_some_and(|r| crate::types::eval_int(&r.value, consts).is_some())
-                {
-                    return None;
-                }
                 let Some(n) = n else {
-                    // Without a param it is an error of its own (E0407, E0213).
-                    if !rargs.get(1).is_some_and(|r| names_param(&r.value, params)) {
+                    // A negative count, or one without a value that names no param, is an
+                    // error of its own (E0407, E0213).
+                    let count = rargs.get(1).map(|r| &r.value);
+                    let is_param = |x: &str| params.iter().any(|p| p == x);
+                    if !count.is_some_and(|r| {
+                        crate::types::eval_int(r, consts).is_none()
+                            && crate::types::names_any(r, &is_param)
+                    }) {
                         return None;
                     }
                     let at = rargs.get(1).map(|r| r.value.span).unwrap_or(a.value.span);

@@ -65,6 +65,16 @@ pub fn eval_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
     }
 }
 
+/// Whether integer arithmetic `e` names a name for which `is` holds (a param, say).
+pub fn names_any(e: &Expr, is: &impl Fn(&str) -> bool) -> bool {
+    match &e.kind {
+        ExprKind::Name(n) => is(&n.name),
+        ExprKind::Unary { expr, .. } => names_any(expr, is),
+        ExprKind::Binary { lhs, rhs, .. } => names_any(lhs, is) || names_any(rhs, is),
+        _ => false,
+    }
+}
+
 fn eval_dim(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<D> {
     if let Some(v) = eval_int(e, consts) {
         return Some(D::K(v));

@@ -6,7 +6,7 @@ use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
 use crate::exec::{ExecRing, RAW_ARG};
 use crate::idset::IdSet;
-use crate::policy::{Dispatch, Policies, ReadyOrder, Streams, Timing};
+use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
 use crate::v9::{Order, V9Clock};
@@ -855,11 +855,6 @@ impl Runtime {
                 p.task_window
             ));
         }
-        if let Some(Streams(n)) = p.streams.filter(|s| s.0 > MAX_STREAMS) {
-            return api(format!(
-                "streams({n}) is above the most streams, {MAX_STREAMS}"
-            ));
-        }
         if let (Dispatch::RoundRobin(n), TimingSemantics::V9) = (p.dispatch, cfg.arch.timing) {
             if n > MAX_STREAMS {
                 return api(format!(
@@ -903,6 +898,10 @@ impl Runtime {
         if p.dispatch == Dispatch::RoundRobin(0) {
             return api("round_robin(n) needs n ≥ 1".into());
         }
+        // The builder checks the streams (at most `MAX_STREAMS`) before anything sized by
+        // them, v9's workers included, is allocated.
+        let streams = p.streams.map(|s| s.0 as usize).unwrap_or(0);
+        let build = Builder::new(p.task_window, cfg.tensormap_pool, streams)?;
         let window = p.task_window as u64;
         let classes = cfg
             .arch
@@ -946,7 +945,6 @@ impl Runtime {
             _ => V9_DEFAULT_WORKERS,
         }
         .max(1);
-        let streams = p.streams.map(|s| s.0 as usize).unwrap_or(0);
         let mut rings = [RingStat::default(); 5];
         rings[0].cap = window;
         rings[1].cap = cfg.tensormap_pool as u64;
@@ -974,7 +972,7 @@ impl Runtime {
             },
             raw_args: Vec::new(),
             deferred: 0,
-            build: Builder::new(p.task_window, cfg.tensormap_pool, streams)?,
+            build,
             bufs: Vec::new(),
             edges: Chunked::new(),
             edge_free: NIL,

@@ -6,11 +6,16 @@
 //! process produces that no process consumes (the producer blocks once `depth` tokens are
 //! queued), and cycles of processes joined through channels (a cycle where every process
 //! waits to consume before it sends deadlocks).
+//!
+//! Per `connect(...)`: a channel consumed by two different processes of the pipeline is an
+//! error (E0506). Which consumer takes a token depends on the processes' clocks, so on the
+//! architecture model and the schedule, and the two bodies differ: the outputs would too.
+//! Replicas of one process run the same body, so they may share a channel.
 
 use std::collections::BTreeMap;
 
 use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
-use wsp_syntax::ast::ItemKind;
+use wsp_syntax::ast::{ExprKind, ItemKind, WorkloadBody};
 
 use crate::db::{parse_file, Db, File};
 
@@ -54,6 +59,7 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     let mut diags = Vec::new();
+    competing_consumers(&parse.file.items, &fname, &procs, &mut diags);
     let producers = |ch: &str| -> Vec<usize> {
         (0..procs.len())
             .filter(|&i| procs[i].produces.iter().any(|(n, _)| n == ch))
@@ -152,6 +158,119 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+/// E0506: in one `connect`, a channel consumed by two different processes.
+fn competing_consumers(
+    items: &[wsp_syntax::ast::ItemNode],
+    fname: &FileName,
+    procs: &[Proc],
+    diags: &mut Vec<Diagnostic>,
+) {
+    for node in items {
+        let ItemKind::Workload(w) = &node.item.kind else {
+            continue;
+        };
+        let WorkloadBody::Expr(e) = &w.body else {
+            continue;
+        };
+        let off = node.range.start;
+        let mut connects = Vec::new();
+        crate::tokens::find_connects(e, &mut connects);
+        for (callee, args) in connects {
+            // The pipeline's processes (a replicated one once), in operand order.
+            let mut members: Vec<usize> = Vec::new();
+            for a in args {
+                let v = match &a.value.kind {
+                    ExprKind::Call { callee, args, .. }
+                        if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") =>
+                    {
+                        match args.first() {
+                            Some(p) => &p.value,
+                            None => continue,
+                        }
+                    }
+                    _ => &a.value,
+                };
+                let ExprKind::Name(n) = &v.kind else {
+                    continue;
+                };
+                // A process of another file (or none: E0101) is not this file's to judge.
+                let Some(i) = procs.iter().position(|p| p.name == n.name) else {
+                    continue;
+                };
+                if !members.contains(&i) {
+                    members.push(i);
+                }
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for &i in &members {
+                for (ch, _) in &procs[i].consumes {
+                    if seen.contains(&ch.as_str()) {
+                        continue;
+                    }
+                    seen.push(ch);
+                    let who: Vec<usize> = members
+                        .iter()
+                        .copied()
+                        .filter(|&j| procs[j].consumes.iter().any(|(c, _)| c == ch))
+                        .collect();
+                    if who.len() < 2 {
+                        continue;
+                    }
+                    diags.push(consumers_diag(fname, procs, ch, &who, callee.shift(off)));
+                }
+            }
+        }
+    }
+}
+
+fn consumers_diag(
+    fname: &FileName,
+    procs: &[Proc],
+    ch: &str,
+    who: &[usize],
+    connect: Span,
+) -> Diagnostic {
+    let names: Vec<String> = who
+        .iter()
+        .map(|&i| format!("`{}`", procs[i].name))
+        .collect();
+    let listed = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    let first = who[0];
+    let decl = |i: usize| {
+        procs[i]
+            .consumes
+            .iter()
+            .find(|(c, _)| c == ch)
+            .map_or(procs[i].span, |&(_, s)| s)
+    };
+    let mut d = Diagnostic::new(
+        "E0506",
+        format!("channel `{ch}` is consumed by {listed} in one pipeline"),
+        Label::new(
+            fname.clone(),
+            decl(first),
+            format!("`{}` consumes `{ch}`", procs[first].name),
+        ),
+    );
+    for &i in &who[1..] {
+        d = d.with_label(Label::new(
+            fname.clone(),
+            decl(i),
+            format!("and so does `{}`", procs[i].name),
+        ));
+    }
+    d.with_label(Label::new(fname.clone(), connect, "in this pipeline"))
+        .with_note(
+            "each token goes to one consumer, the first ready to take it: which one depends on the processes' clocks, so on the architecture model and the schedule, and with different bodies the outputs would too",
+        )
+        .with_help(format!(
+            "consume `{ch}` in one process; to share its tokens among workers, `replicate` that process (replicas run the same body), or give each consumer a channel of its own"
+        ))
 }
 
 fn cycle_diag(

@@ -182,9 +182,7 @@ fn competing_consumers(
             let mut members: Vec<usize> = Vec::new();
             for a in args {
                 let v = match &a.value.kind {
-                    ExprKind::Call { callee, args, .. }
-                        if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") =>
-                    {
+                    ExprKind::Call { callee, args, .. } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") => {
                         match args.first() {
                             Some(p) => &p.value,
                             None => continue,

@@ -608,10 +608,7 @@ fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<D
 }
 
 /// The `connect(...)` calls of a workload expression: the callee's span and the operands.
-pub(crate) fn find_connects<'a>(
-    e: &'a Expr,
-    out: &mut Vec<(Span, &'a [wsp_syntax::ast::Arg])>,
-) {
+pub(crate) fn find_connects<'a>(e: &'a Expr, out: &mut Vec<(Span, &'a [wsp_syntax::ast::Arg])>) {
     if let ExprKind::Call { callee, args, .. } = &e.kind {
         if matches!(&callee.kind, ExprKind::Name(n) if n.name == "connect") {
             out.push((callee.span, args));

@@ -1926,42 +1926,10 @@ fn schedule(c: &mut Checker, s: &Schedule) {
 /// this file that no loop of its workloads or processes iterates: a task's key reads the
 /// coordinate of the loop over that axis the task is inside, so every task would fail.
 fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
-    fn names<'e>(e: &'e Expr, out: &mut Vec<&'e Ident>) {
-        match &e.kind {
-            ExprKind::Name(n) => out.push(n),
-            ExprKind::Unary { expr, .. } => names(expr, out),
-            ExprKind::Binary { lhs, rhs, .. } => {
-                names(lhs, out);
-                names(rhs, out);
-            }
-            ExprKind::Call { args, .. } => args.iter().for_each(|a| names(&a.value, out)),
-            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| names(x, out)),
-            _ => {}
-        }
-    }
-    for d in &s.directives {
-        let Some(arg) = d.args.first().map(|a| &a.value) else {
-            continue;
-        };
-        let key = match (d.name.name.as_str(), &arg.kind) {
-            ("stream_by", _) => Some(arg),
-            ("dispatch" | "ready", ExprKind::Call { callee, args, .. }) => match &callee.kind {
-                ExprKind::Name(p)
-                    if matches!(p.name.as_str(), "affinity" | "hash" | "by" | "priority") =>
-                {
-                    args.first().map(|a| &a.value)
-                }
-                _ => None,
-            },
-            _ => None,
-        };
+    for (d, key, affinity) in crate::keys::key_exprs(s) {
         let mut used = Vec::new();
-        if let Some(k) = key {
-            names(k, &mut used);
-        }
+        crate::keys::key_names(key, &mut used);
         // `affinity(x)` of a non-axis is E0606 already (`policy_args`).
-        let affinity = matches!(&arg.kind, ExprKind::Call { callee, .. }
-            if matches!(&callee.kind, ExprKind::Name(p) if p.name == "affinity"));
         for n in used {
             match c.scope.get(&n.name).map(|s| s.symbol.clone()) {
                 Some(Symbol::Axis(_) | Symbol::Const) => {}

@@ -9,6 +9,7 @@ pub mod csp;
 pub mod db;
 pub mod expect;
 pub mod flow;
+pub mod keys;
 pub mod lower;
 pub mod memory;
 pub mod races;
@@ -275,6 +276,7 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
     out.extend(check::check_file_level(db, file).iter().cloned());
     out.extend(csp::channel_graph(db, file).iter().cloned());
     out.extend(tokens::pipeline_tokens(db, file).iter().cloned());
+    out.extend(keys::tasks_outside_keys(db, file).iter().cloned());
     for (item, offset) in file_items(db, file) {
         for d in check::check_item(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));

@@ -126,6 +126,12 @@ fn loop_form(iter: &Expr) -> (&'static str, Vec<String>) {
     (dep, axes)
 }
 
+/// The axes a loop's iterator iterates (`P(a, b)`: `a`, `b`; a row loop `P(tokens[b])`:
+/// `tokens`; a range: none): the axes a schedule key may read inside it.
+pub(crate) fn loop_axes(iter: &Expr) -> Vec<String> {
+    loop_form(iter).1
+}
+
 /// The dependency type at each loop header of a workload or process body, for inlay hints:
 /// `(item-relative end of the iterator expression, "Independent[rows: Dense[4]]")`, with the
 /// loop's axes and their types (`?` when unknown). `axes` is [`axis_types`] of the file.
@@ -194,7 +200,7 @@ pub fn iterated_axes(db: &dyn Db, file: File) -> BTreeSet<String> {
         for s in &b.stmts {
             match &s.kind {
                 StmtKind::For { iter, body, .. } => {
-                    out.extend(loop_form(iter).1);
+                    out.extend(loop_axes(iter));
                     walk(body, out);
                 }
                 StmtKind::When {

@@ -275,8 +275,10 @@ schedule main = w.dispatch({dispatch})
 fn a_schedule_key_is_not_read_from_a_loop_that_has_ended() {
     // After the loop over `rows`, the tasks of the loop over `other` are not inside a loop
     // over `rows`: the key is an error there (as without the first loop), in both engines,
-    // instead of the first loop's last value (which put them all on one core).
-    let src = |second: &str| {
+    // instead of the first loop's last value (which put them all on one core). In one file
+    // `wsp check` says so first (E0608); the run's own error is for a workload of another
+    // module, which the check does not follow.
+    let module = |second: &str| {
         format!(
             r#"
 axis rows = Dense[4]
@@ -289,20 +291,33 @@ workload w {{
     for i in P(rows) {{ k[i](src: X[i], dst: Y[i]) }}
     {second}
 }}
-schedule main = w.dispatch(affinity(rows))
 "#
         )
     };
-    let after = src("for j in P(other) { k[j](src: X[j], dst: Z[j]) }");
+    let after = module("for j in P(other) { k[j](src: X[j], dst: Z[j]) }");
+    let one_file = format!("{after}schedule main = w.dispatch(affinity(rows))\n");
+    let mut ws = wsp_core::Workspace::new();
+    ws.set_file("t.wsp", one_file);
+    let d = wsp_lower::lower(&ws, "t.wsp").expect_err("E0608 at check time");
+    assert!(d.iter().any(|d| d.code == "E0608"), "{d:#?}");
+    let main = "import keyed.{w, rows}\nschedule main = w.dispatch(affinity(rows))\n";
+    let lower2 = |m: String| {
+        let mut ws = wsp_core::Workspace::new();
+        ws.set_file("keyed.wsp", m);
+        ws.set_file("t.wsp", main.to_string());
+        wsp_lower::lower(&ws, "t.wsp").unwrap_or_else(|d| panic!("did not lower: {d:#?}"))
+    };
     for interpret in [false, true] {
         let mut o = opts("ascend910b");
         o.interpret_orchestration = interpret;
-        let e = run(&after, &o).expect_err("the key's loop has ended");
+        let e = wsp_sim::run(&lower2(after.clone()), &wsp_jit::Jit::new(), &o)
+            .expect_err("the key's loop has ended");
         assert!(e.to_string().contains("not inside a loop over it"), "{e}");
         // Nested inside a new loop over `rows`, the key is that loop's coordinate.
         let inside =
-            src("for r in P.seq(rows) { for j in P(other) { k[j](src: X[j], dst: Z[j]) } }");
-        let r = run(&inside, &o).expect("keyed by the enclosing loop");
+            module("for r in P.seq(rows) { for j in P(other) { k[j](src: X[j], dst: Z[j]) } }");
+        let r = wsp_sim::run(&lower2(inside), &wsp_jit::Jit::new(), &o)
+            .expect("keyed by the enclosing loop");
         assert_eq!(r.stats.tasks, 4 + 12);
     }
 }

@@ -1,0 +1,241 @@
+//! Schedule keys and the loops around tasks.
+//!
+//! A schedule key — `affinity(axis)`, `hash(expr)`, `by(expr)`, `stream_by(expr)`,
+//! `priority(expr)` — is worked out per task from the coordinates of the loops the task is
+//! inside: an axis in a key reads the variable of the innermost loop over that axis around the
+//! task. [`crate::check`] reports a key over an axis that no loop of the file iterates (E0608);
+//! [`tasks_outside_keys`] reports, per schedule, a task of the scheduled workload that is not
+//! inside a loop over a key's axis (E0608 too), which would otherwise fail when it runs
+//! (E0810). A `consume` binds the token's values, not axes, so the tasks of a `consume` body
+//! are inside only the `for` loops around them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
+use wsp_syntax::ast::{Block, Directive, Expr, ExprKind, Ident, ItemKind, Schedule, StmtKind};
+use wsp_syntax::ast::{Workload, WorkloadBody};
+
+use crate::db::{parse_file, Db, File};
+
+/// The key expressions of a schedule's directives: `stream_by(e)`, and the argument of
+/// `affinity`, `hash`, `by` (dispatch) and `priority` (ready), with whether it is `affinity`.
+pub(crate) fn key_exprs(s: &Schedule) -> Vec<(&Directive, &Expr, bool)> {
+    let mut out = Vec::new();
+    for d in &s.directives {
+        let Some(arg) = d.args.first().map(|a| &a.value) else {
+            continue;
+        };
+        match (d.name.name.as_str(), &arg.kind) {
+            ("stream_by", _) => out.push((d, arg, false)),
+            ("dispatch" | "ready", ExprKind::Call { callee, args, .. }) => {
+                if let ExprKind::Name(p) = &callee.kind {
+                    if matches!(p.name.as_str(), "affinity" | "hash" | "by" | "priority") {
+                        if let Some(k) = args.first() {
+                            out.push((d, &k.value, p.name == "affinity"));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The names a key expression uses, in source order.
+pub(crate) fn key_names<'e>(e: &'e Expr, out: &mut Vec<&'e Ident>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(n),
+        ExprKind::Unary { expr, .. } => key_names(expr, out),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            key_names(lhs, out);
+            key_names(rhs, out);
+        }
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| key_names(&a.value, out)),
+        ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| key_names(x, out)),
+        _ => {}
+    }
+}
+
+/// A task call of a workload or process body: where it is (absolute), its kernel, the axes of
+/// the loops around it, and whether it is in a `consume` body.
+struct Site {
+    span: Span,
+    kernel: String,
+    axes: BTreeSet<String>,
+    in_consume: bool,
+}
+
+fn sites(b: &Block, off: u32, axes: &mut Vec<String>, in_consume: bool, out: &mut Vec<Site>) {
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::For { iter, body, .. } => {
+                let n = axes.len();
+                axes.extend(crate::wltype::loop_axes(iter));
+                sites(body, off, axes, in_consume, out);
+                axes.truncate(n);
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (_, b) in branches {
+                    sites(b, off, axes, in_consume, out);
+                }
+                if let Some(b) = otherwise {
+                    sites(b, off, axes, in_consume, out);
+                }
+            }
+            StmtKind::Consume { body, .. } => sites(body, off, axes, true, out),
+            StmtKind::Section { body, .. } => sites(body, off, axes, in_consume, out),
+            StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => {
+                if let ExprKind::Call {
+                    callee,
+                    coords: Some(_),
+                    ..
+                } = &e.kind
+                {
+                    if let ExprKind::Name(k) = &callee.kind {
+                        out.push(Site {
+                            span: e.span.shift(off),
+                            kernel: k.name.clone(),
+                            axes: axes.iter().cloned().collect(),
+                            in_consume,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The workloads and processes a composition expression names (`combine`, `sequential`,
+/// `connect`, `replicate`), in order.
+fn composed<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(&n.name),
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| composed(&a.value, out)),
+        _ => {}
+    }
+}
+
+/// E0608 per task: for each schedule of the file, a task its workload runs (through
+/// compositions and the processes of a `connect`, within this file) that no loop over an axis
+/// of a key surrounds. Absolute spans; one diagnostic per key name.
+#[salsa::tracked(returns(ref))]
+pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
+    let parse = parse_file(db, file);
+    let fname = FileName::new(file.path(db).as_str());
+    let iterated = crate::wltype::iterated_axes(db, file);
+    let mut axes_of_file: BTreeSet<&str> = BTreeSet::new();
+    // Workload and process bodies by name (the first of a name; a second is E0102).
+    enum Body<'a> {
+        Block(&'a Block, u32),
+        Expr(&'a Expr),
+    }
+    let mut bodies: BTreeMap<&str, Body<'_>> = BTreeMap::new();
+    for node in &parse.file.items {
+        let off = node.range.start;
+        match &node.item.kind {
+            ItemKind::Axis(a) => {
+                axes_of_file.insert(&a.name.name);
+            }
+            ItemKind::Workload(Workload { name, body, .. }) => {
+                let b = match body {
+                    WorkloadBody::Block(b) => Body::Block(b, off),
+                    WorkloadBody::Expr(e) => Body::Expr(e),
+                };
+                bodies.entry(&name.name).or_insert(b);
+            }
+            ItemKind::Process(p) => {
+                bodies
+                    .entry(&p.name.name)
+                    .or_insert(Body::Block(&p.body, off));
+            }
+            _ => {}
+        }
+    }
+    let mut diags = Vec::new();
+    for node in &parse.file.items {
+        let ItemKind::Schedule(s) = &node.item.kind else {
+            continue;
+        };
+        let off = node.range.start;
+        // Key axes of this file that some loop iterates (the others are E0608 already).
+        let mut keyed: Vec<(&Directive, &Ident)> = Vec::new();
+        for (d, k, _) in key_exprs(s) {
+            let mut names = Vec::new();
+            key_names(k, &mut names);
+            for n in names {
+                if axes_of_file.contains(n.name.as_str()) && iterated.contains(&n.name) {
+                    keyed.push((d, n));
+                }
+            }
+        }
+        if keyed.is_empty() {
+            continue;
+        }
+        // The tasks the schedule's workload runs.
+        let mut all = Vec::new();
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut todo = vec![s.workload.name.as_str()];
+        while let Some(w) = todo.pop() {
+            if !seen.insert(w) {
+                continue;
+            }
+            match bodies.get(w) {
+                Some(Body::Block(b, boff)) => sites(b, *boff, &mut Vec::new(), false, &mut all),
+                Some(Body::Expr(e)) => {
+                    let mut names = Vec::new();
+                    composed(e, &mut names);
+                    todo.extend(names.into_iter().rev());
+                }
+                None => {}
+            }
+        }
+        all.sort_by_key(|t| t.span.start);
+        for (d, n) in keyed {
+            let outside: Vec<&Site> = all.iter().filter(|t| !t.axes.contains(&n.name)).collect();
+            let Some(first) = outside.first() else {
+                continue;
+            };
+            let others = match outside.len() - 1 {
+                0 => String::new(),
+                1 => " (and 1 other task)".to_string(),
+                k => format!(" (and {k} other tasks)"),
+            };
+            let mut diag = Diagnostic::new(
+                "E0608",
+                format!(
+                    "the schedule's key uses axis `{}`, but task `{}` of `{}` is not inside a loop over it{others}",
+                    n.name, first.kernel, s.workload.name
+                ),
+                Label::new(
+                    fname.clone(),
+                    n.span.shift(off),
+                    format!("`.{}` reads the loop over `{}`", d.name.name, n.name),
+                ),
+            )
+            .with_label(Label::new(
+                fname.clone(),
+                first.span,
+                format!("not inside a loop over `{}`", n.name),
+            ))
+            .with_note(format!(
+                "a task's key reads the variable of the loop over `{}` around it; this task has none, so it would fail when it runs (E0810)",
+                n.name
+            ));
+            if first.in_consume {
+                diag = diag.with_note(
+                    "a `consume` binds the token's values, not axes: a task in its body is inside only the `for` loops around it",
+                );
+            }
+            diags.push(diag.with_help(format!(
+                "key by an axis every task of `{}` is inside, or put the task inside a loop over `{}`",
+                s.workload.name, n.name
+            )));
+        }
+    }
+    diags
+}

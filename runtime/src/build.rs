@@ -92,9 +92,19 @@ impl Builder {
     /// `tensormap_pool` entries (1 to [`MAX_POOL`]) and `streams` streams (0: none; at most
     /// [`MAX_STREAMS`]).
     pub fn new(window: u32, tensormap_pool: u32, streams: usize) -> Result<Builder, RuntimeError> {
-        if !(1..=MAX_WINDOW).contains(&window) || !(1..=MAX_POOL).contains(&tensormap_pool) {
+        if window == 0 || tensormap_pool == 0 {
             return api(format!(
-                "task_window must be 1 to {MAX_WINDOW} and tensormap_pool 1 to {MAX_POOL}; found {window} and {tensormap_pool}"
+                "task_window and tensormap_pool must be ≥ 1; found {window} and {tensormap_pool}"
+            ));
+        }
+        if window > MAX_WINDOW {
+            return api(format!(
+                "task_window({window}) is above the largest window, {MAX_WINDOW}"
+            ));
+        }
+        if tensormap_pool > MAX_POOL {
+            return api(format!(
+                "tensormap_pool {tensormap_pool} is above the largest pool, {MAX_POOL}"
             ));
         }
         if streams > MAX_STREAMS as usize {

@@ -843,17 +843,12 @@ impl Runtime {
     pub fn new(mut cfg: Config) -> Result<Runtime, RuntimeError> {
         cfg.max_cycles = cfg.max_cycles.min(MAX_CYCLES);
         let p = &cfg.policies;
-        if p.task_window == 0 || cfg.tensormap_pool == 0 || cfg.deplist_pool == 0 {
-            return api("task_window, tensormap_pool and deplist_pool must be ≥ 1".into());
+        // The task window and the tensor map's pool are the builder's to check (below).
+        if cfg.deplist_pool == 0 {
+            return api("deplist_pool must be ≥ 1".into());
         }
         if cfg.ready_queue == 0 {
             return api("ready_queue must be ≥ 1".into());
-        }
-        if p.task_window > MAX_WINDOW {
-            return api(format!(
-                "task_window({}) is above the largest window, {MAX_WINDOW}",
-                p.task_window
-            ));
         }
         if let (Dispatch::RoundRobin(n), TimingSemantics::V9) = (p.dispatch, cfg.arch.timing) {
             if n > MAX_STREAMS {
@@ -862,12 +857,6 @@ impl Runtime {
                     cfg.arch.name
                 ));
             }
-        }
-        if cfg.tensormap_pool > MAX_POOL {
-            return api(format!(
-                "tensormap_pool {} is above the largest pool, {MAX_POOL}",
-                cfg.tensormap_pool
-            ));
         }
         // A loaded model has at most `MAX_CORES` (checked with the file); one built by hand
         // may not.
@@ -898,8 +887,8 @@ impl Runtime {
         if p.dispatch == Dispatch::RoundRobin(0) {
             return api("round_robin(n) needs n ≥ 1".into());
         }
-        // The builder checks the streams (at most `MAX_STREAMS`) before anything sized by
-        // them, v9's workers included, is allocated.
+        // The builder checks the window, the pool and the streams (at most `MAX_STREAMS`)
+        // before anything sized by them, v9's workers included, is allocated.
         let streams = p.streams.map(|s| s.0 as usize).unwrap_or(0);
         let build = Builder::new(p.task_window, cfg.tensormap_pool, streams)?;
         let window = p.task_window as u64;

@@ -1355,8 +1355,21 @@ fn huge_windows_clamp_the_pool_and_bad_pools_are_refused() {
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("accepted a pool above the maximum"),
     }
-    let cfg = Config::new(arch("ascend910b")).with_window(MAX_WINDOW + 1);
-    assert!(matches!(Runtime::new(cfg), Err(RuntimeError::Api(_))));
+    // The runtime and a builder used alone refuse bad windows and pools with one message.
+    let refused = |window: u32, pool: u32, want: &str| {
+        let mut cfg = Config::new(arch("ascend910b")).with_window(window);
+        cfg.tensormap_pool = pool;
+        for got in [Runtime::new(cfg).err(), Builder::new(window, pool, 0).err()] {
+            match got {
+                Some(RuntimeError::Api(m)) => assert!(m.contains(want), "{m}"),
+                other => panic!("{window}, {pool}: {other:?}"),
+            }
+        }
+    };
+    refused(MAX_WINDOW + 1, 64, "above the largest window");
+    refused(0, 64, "must be ≥ 1");
+    refused(64, 0, "must be ≥ 1");
+    refused(64, MAX_POOL + 1, "above the largest pool");
 }
 
 /// A process that never finishes: one task a step, each after the last.

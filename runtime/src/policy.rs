@@ -10,7 +10,7 @@ use wsp_arch::capabilities::{self, Backend};
 pub enum Dispatch {
     /// Task `i` of a class (in emission order) goes to core `i mod n` (n capped by the class count).
     RoundRobin(u32),
-    /// Core `key mod count`.
+    /// Core `key mod count` (`affinity(key)`, and `by(expr)`'s custom key).
     Affinity,
     /// Core `hash(key) mod count`.
     Hash,
@@ -107,6 +107,17 @@ pub const REGISTRY: &[PolicyInfo] = &[
         capability: "dispatch.affinity",
         parse: |a, p| {
             none(a, "affinity")?;
+            p.dispatch = Dispatch::Affinity;
+            Ok(())
+        },
+    },
+    PolicyInfo {
+        directive: "dispatch",
+        form: "by",
+        capability: "dispatch.by",
+        // A custom key: the task's key is its core, modulo the class's count, as `affinity`.
+        parse: |a, p| {
+            none(a, "by")?;
             p.dispatch = Dispatch::Affinity;
             Ok(())
         },

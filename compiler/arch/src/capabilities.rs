@@ -199,11 +199,7 @@ pub const MATRIX: &[Capability] = &[
         Schedule,
         "dispatch.by",
         ".dispatch(by(expr))",
-        [
-            u("the simulator's runtime has no dispatch-by-expression policy; write `.dispatch(affinity(expr))`, which places task on core `expr mod n`"),
-            e(),
-            e(),
-        ],
+        [e(), e(), e()],
     ),
     cap(Schedule, "ready.fifo", ".ready(fifo)", [e(), e(), e()]),
     cap(

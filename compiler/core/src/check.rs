@@ -1926,9 +1926,10 @@ fn schedule(c: &mut Checker, s: &Schedule) {
 /// this file that no loop of its workloads or processes iterates: a task's key reads the
 /// coordinate of the loop over that axis the task is inside, so every task would fail.
 fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
-    for (d, key, affinity) in crate::keys::key_exprs(s) {
+    for k in crate::keys::key_exprs(s) {
+        let (d, affinity) = (k.directive, k.affinity);
         let mut used = Vec::new();
-        crate::keys::key_names(key, &mut used);
+        crate::keys::key_names(k.expr, &mut used);
         // `affinity(x)` of a non-axis is E0606 already (`policy_args`).
         for n in used {
             match c.scope.get(&n.name).map(|s| s.symbol.clone()) {
@@ -1967,7 +1968,8 @@ fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
                     from: None
                 })
             );
-            if !local_axis || iterated.contains(&n.name) {
+            // A key a later directive of its name overrides (W0601) is never read.
+            if !local_axis || iterated.contains(&n.name) || !k.effective {
                 continue;
             }
             c.diags.push(

@@ -17,21 +17,41 @@ use wsp_syntax::ast::{Workload, WorkloadBody};
 
 use crate::db::{parse_file, Db, File};
 
+/// A key expression of a schedule directive.
+pub(crate) struct KeyExpr<'a> {
+    pub directive: &'a Directive,
+    pub expr: &'a Expr,
+    /// The key of `affinity(...)`.
+    pub affinity: bool,
+    /// Its directive is the last of its name (W0601: the last one applies), so the run reads
+    /// this key.
+    pub effective: bool,
+}
+
 /// The key expressions of a schedule's directives: `stream_by(e)`, and the argument of
-/// `affinity`, `hash`, `by` (dispatch) and `priority` (ready), with whether it is `affinity`.
-pub(crate) fn key_exprs(s: &Schedule) -> Vec<(&Directive, &Expr, bool)> {
+/// `affinity`, `hash`, `by` (dispatch) and `priority` (ready).
+pub(crate) fn key_exprs(s: &Schedule) -> Vec<KeyExpr<'_>> {
     let mut out = Vec::new();
-    for d in &s.directives {
+    for (i, d) in s.directives.iter().enumerate() {
+        let effective = !s.directives[i + 1..]
+            .iter()
+            .any(|l| l.name.name == d.name.name);
+        let key = |expr, affinity| KeyExpr {
+            directive: d,
+            expr,
+            affinity,
+            effective,
+        };
         let Some(arg) = d.args.first().map(|a| &a.value) else {
             continue;
         };
         match (d.name.name.as_str(), &arg.kind) {
-            ("stream_by", _) => out.push((d, arg, false)),
+            ("stream_by", _) => out.push(key(arg, false)),
             ("dispatch" | "ready", ExprKind::Call { callee, args, .. }) => {
                 if let ExprKind::Name(p) = &callee.kind {
                     if matches!(p.name.as_str(), "affinity" | "hash" | "by" | "priority") {
                         if let Some(k) = args.first() {
-                            out.push((d, &k.value, p.name == "affinity"));
+                            out.push(key(&k.value, p.name == "affinity"));
                         }
                     }
                 }
@@ -164,12 +184,12 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         let off = node.range.start;
         // Key axes of this file that some loop iterates (the others are E0608 already).
         let mut keyed: Vec<(&Directive, &Ident)> = Vec::new();
-        for (d, k, _) in key_exprs(s) {
+        for k in key_exprs(s).into_iter().filter(|k| k.effective) {
             let mut names = Vec::new();
-            key_names(k, &mut names);
+            key_names(k.expr, &mut names);
             for n in names {
                 if axes_of_file.contains(n.name.as_str()) && iterated.contains(&n.name) {
-                    keyed.push((d, n));
+                    keyed.push((k.directive, n));
                 }
             }
         }

@@ -413,24 +413,17 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), Strin
                 pol.apply(name, &[n])?;
             }
             ("stream_by", Some(v)) => keys.stream = Some(key_of(p, v)?),
-            ("dispatch" | "timing" | "ready", Some(DirValue::Ident { name: form })) => {
-                pol.apply(form, &[])?;
-            }
-            ("dispatch" | "timing" | "ready", Some(DirValue::Call { name: form, args })) => {
-                match form.as_str() {
-                    "affinity" | "hash" | "priority" => {
-                        let v = args.first().map(|a| &a.value).ok_or_else(|| {
-                            format!("`{form}(...)` needs a key expression")
-                        })?;
-                        pol.apply(form, &[])?;
-                        let k = Some(key_of(p, v)?);
-                        match form.as_str() {
-                            "priority" => keys.priority = k,
-                            _ => keys.dispatch = k,
-                        }
-                    }
-                    _ => pol.apply(form, &int_args(p, form, args)?)?,
+            (
+                "dispatch" | "timing" | "ready",
+                Some(v @ (DirValue::Ident { .. } | DirValue::Call { .. })),
+            ) => {
+                // The last directive of a name applies (W0601), its key with it.
+                match name.as_str() {
+                    "dispatch" => keys.dispatch = None,
+                    "ready" => keys.priority = None,
+                    _ => {}
                 }
+                policy(p, &mut pol, &mut keys, v)?;
             }
             _ => {
                 return Err(format!(
@@ -440,6 +433,39 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), Strin
             }
         }
     }
+    streams_and_keys(s, pol, keys)
+}
+
+/// One `.dispatch`, `.timing` or `.ready` policy into `pol`, and its key into `keys`.
+fn policy(p: &Program, pol: &mut Policies, keys: &mut Keys, v: &DirValue) -> Result<(), String> {
+    match v {
+        DirValue::Ident { name: form } => pol.apply(form, &[])?,
+        DirValue::Call { name: form, args } => match form.as_str() {
+            "affinity" | "hash" | "by" | "priority" => {
+                let v = args
+                    .first()
+                    .map(|a| &a.value)
+                    .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
+                pol.apply(form, &[])?;
+                let k = Some(key_of(p, v)?);
+                match form.as_str() {
+                    "priority" => keys.priority = k,
+                    _ => keys.dispatch = k,
+                }
+            }
+            _ => pol.apply(form, &int_args(p, form, args)?)?,
+        },
+        _ => return Err("a policy is a name or a call".into()), // not reached: the caller matched
+    }
+    Ok(())
+}
+
+/// Checks the streams against their key: the schedule's policies and keys as the run uses them.
+fn streams_and_keys(
+    s: &Schedule,
+    pol: Policies,
+    mut keys: Keys,
+) -> Result<(Policies, Keys), String> {
     // Streams need a key to say which stream a task is on, and a key picks one only among
     // streams: neither is left to mean something silently.
     let stream_by = keys.stream.is_some();

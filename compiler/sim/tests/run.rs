@@ -326,7 +326,6 @@ workload w {{
 fn a_schedule_the_simulator_cannot_run_is_e0814_in_the_programs_words() {
     let src = |directives: &str| squares(2, &format!(".{directives}"));
     for (sched, msg) in [
-        ("dispatch(by(rows))", "takes integer counts, found `rows`"),
         ("streams(3)", "`.streams(3)` needs `.stream_by(expr)`"),
         ("stream_by(rows)", "`.stream_by(...)` needs `.streams(n)`"),
     ] {
@@ -673,4 +672,59 @@ schedule main = w{directives}
         &opts("ascend910b"),
     );
     assert!(ev.expect("runs").notes.is_empty());
+}
+
+/// The tasks each modelled core ran.
+fn per_core(r: &wsp_sim::SimRun) -> Vec<u64> {
+    r.stats.cores.iter().map(|c| c.tasks).collect()
+}
+
+#[test]
+fn dispatch_by_a_custom_key_places_tasks_on_key_mod_n() {
+    // `by(expr)` is a custom key: core `expr mod n`, as `affinity` over an axis. With every
+    // task keyed 1, one core runs them all; keyed by the row, they spread as `affinity(rows)`.
+    let o = opts("ascend910b");
+    let all_on_one = run(&squares(8, ".dispatch(by(rows * 0 + 1))"), &o).expect("runs");
+    let busy: Vec<u64> = per_core(&all_on_one)
+        .into_iter()
+        .filter(|n| *n > 0)
+        .collect();
+    assert_eq!(busy, vec![8], "{:?}", per_core(&all_on_one));
+    let by_rows = run(&squares(8, ".dispatch(by(rows))"), &o).expect("runs");
+    let affinity = run(&squares(8, ".dispatch(affinity(rows))"), &o).expect("runs");
+    assert_eq!(per_core(&by_rows), per_core(&affinity));
+    assert_eq!(by_rows.stats.total_cycles, affinity.stats.total_cycles);
+    assert_ne!(per_core(&by_rows), per_core(&all_on_one));
+}
+
+#[test]
+fn a_repeated_dispatch_or_ready_directive_drops_the_earlier_key() {
+    // W0601: the last directive applies, its key with it. The task after the loop is inside no
+    // loop over `rows`, so an overridden key over `rows` would fail it (E0810); the checker
+    // does not report it (E0608) either.
+    let src = |directives: &str| {
+        format!(
+            r#"
+axis rows = Dense[4]
+input X: f32[4, 8, 8] = random(seed: 4)
+output Y: f32[4, 8, 8]
+output Z: f32[4, 8, 8]
+kernel copy(x: in f32[8, 8], y: out f32[8, 8]) {{ y = x }}
+workload after {{
+    for i in P(rows) {{ copy[i](x: X[i], y: Y[i]) }}
+    copy[0](x: Y[0], y: Z[0])
+}}
+schedule main = after{directives}
+"#
+        )
+    };
+    let o = opts("ascend910b");
+    for d in [
+        ".dispatch(affinity(rows)).dispatch(round_robin(2))",
+        ".ready(priority(rows)).ready(fifo)",
+        ".dispatch(hash(rows)).dispatch(work_steal).streams(2).stream_by(1)",
+    ] {
+        let r = run(&src(d), &o).unwrap_or_else(|e| panic!("{d}: {e}"));
+        assert_eq!(r.stats.tasks, 5, "{d}");
+    }
 }

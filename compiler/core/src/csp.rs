@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
 use wsp_syntax::ast::{ExprKind, ItemKind, WorkloadBody};
 
-use crate::db::{parse_file, Db, File};
+use crate::db::{parse_file, Db, File, Symbol};
+use crate::resolve::{ImportTarget, Scoped};
 
 struct Proc {
     name: String,
@@ -59,7 +60,7 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     let mut diags = Vec::new();
-    competing_consumers(&parse.file.items, &fname, &procs, &mut diags);
+    competing_consumers(db, file, &fname, &procs, &mut diags);
     let producers = |ch: &str| -> Vec<usize> {
         (0..procs.len())
             .filter(|&i| procs[i].produces.iter().any(|(n, _)| n == ch))
@@ -160,14 +161,74 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     diags
 }
 
-/// E0506: in one `connect`, a channel consumed by two different processes.
+/// A process of a pipeline, as E0506 sees it: its name, and each channel it consumes as
+/// (the module that declares the channel, its name) with where to label it in this file.
+struct Member {
+    name: String,
+    consumes: Vec<((String, String), Span)>,
+}
+
+/// The module that declares channel `ch` as `file`'s scope sees it.
+fn channel_home(db: &dyn Db, file: File, ch: &str) -> String {
+    match crate::resolve::scope(db, file).get(ch) {
+        Some(Scoped { from: Some(m), .. }) => m.clone(),
+        _ => file.path(db).to_string(),
+    }
+}
+
+/// The pipeline member named `name` (a process of this file, or one it imports), labelled at
+/// its `consumes` declarations when local and at `operand` when imported.
+fn member(db: &dyn Db, file: File, procs: &[Proc], name: &str, operand: Span) -> Option<Member> {
+    if let Some(p) = procs.iter().find(|p| p.name == name) {
+        return Some(Member {
+            name: name.to_string(),
+            consumes: p
+                .consumes
+                .iter()
+                .map(|(c, span)| ((channel_home(db, file, c), c.clone()), *span))
+                .collect(),
+        });
+    }
+    let Some(Scoped {
+        symbol: Symbol::Process,
+        from: Some(module),
+    }) = crate::resolve::scope(db, file).get(name)
+    else {
+        return None;
+    };
+    let m = crate::resolve::imports_of(db, file)
+        .iter()
+        .find_map(|(path, t)| match t {
+            ImportTarget::Loaded(m) if path == module => Some(*m),
+            _ => None,
+        })?;
+    parse_file(db, m)
+        .file
+        .items
+        .iter()
+        .find_map(|n| match &n.item.kind {
+            ItemKind::Process(p) if p.name.name == name => Some(Member {
+                name: name.to_string(),
+                consumes: p
+                    .consumes
+                    .iter()
+                    .map(|c| ((channel_home(db, m, &c.name), c.name.clone()), operand))
+                    .collect(),
+            }),
+            _ => None,
+        })
+}
+
+/// E0506: in one `connect`, a channel consumed by two different processes (of this file or
+/// imported).
 fn competing_consumers(
-    items: &[wsp_syntax::ast::ItemNode],
+    db: &dyn Db,
+    file: File,
     fname: &FileName,
     procs: &[Proc],
     diags: &mut Vec<Diagnostic>,
 ) {
-    for node in items {
+    for node in &parse_file(db, file).file.items {
         let ItemKind::Workload(w) = &node.item.kind else {
             continue;
         };
@@ -179,7 +240,7 @@ fn competing_consumers(
         crate::tokens::find_connects(e, &mut connects);
         for (callee, args) in connects {
             // The pipeline's processes (a replicated one once), in operand order.
-            let mut members: Vec<usize> = Vec::new();
+            let mut members: Vec<Member> = Vec::new();
             for a in args {
                 let v = match &a.value.kind {
                     ExprKind::Call { callee, args, .. } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") => {
@@ -193,74 +254,52 @@ fn competing_consumers(
                 let ExprKind::Name(n) = &v.kind else {
                     continue;
                 };
-                // A process of another file (or none: E0101) is not this file's to judge.
-                let Some(i) = procs.iter().position(|p| p.name == n.name) else {
+                if members.iter().any(|m| m.name == n.name) {
                     continue;
-                };
-                if !members.contains(&i) {
-                    members.push(i);
+                }
+                // An unknown name is E0101, a non-process E0407.
+                if let Some(m) = member(db, file, procs, &n.name, v.span.shift(off)) {
+                    members.push(m);
                 }
             }
-            let mut seen: Vec<&str> = Vec::new();
-            for &i in &members {
-                for (ch, _) in &procs[i].consumes {
-                    if seen.contains(&ch.as_str()) {
+            let mut seen: Vec<&(String, String)> = Vec::new();
+            for m in &members {
+                for (ch, _) in &m.consumes {
+                    if seen.contains(&ch) {
                         continue;
                     }
                     seen.push(ch);
-                    let who: Vec<usize> = members
+                    let who: Vec<(&str, Span)> = members
                         .iter()
-                        .copied()
-                        .filter(|&j| procs[j].consumes.iter().any(|(c, _)| c == ch))
+                        .filter_map(|x| {
+                            let (_, at) = x.consumes.iter().find(|(c, _)| c == ch)?;
+                            Some((x.name.as_str(), *at))
+                        })
                         .collect();
                     if who.len() < 2 {
                         continue;
                     }
-                    diags.push(consumers_diag(fname, procs, ch, &who, callee.shift(off)));
+                    diags.push(consumers_diag(fname, &ch.1, &who, callee.shift(off)));
                 }
             }
         }
     }
 }
 
-fn consumers_diag(
-    fname: &FileName,
-    procs: &[Proc],
-    ch: &str,
-    who: &[usize],
-    connect: Span,
-) -> Diagnostic {
-    let names: Vec<String> = who
-        .iter()
-        .map(|&i| format!("`{}`", procs[i].name))
-        .collect();
+fn consumers_diag(fname: &FileName, ch: &str, who: &[(&str, Span)], connect: Span) -> Diagnostic {
+    let names: Vec<String> = who.iter().map(|(n, _)| format!("`{n}`")).collect();
     let listed = match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => names.join(""),
     };
-    let first = who[0];
-    let decl = |i: usize| {
-        procs[i]
-            .consumes
-            .iter()
-            .find(|(c, _)| c == ch)
-            .map_or(procs[i].span, |&(_, s)| s)
-    };
+    let (first, at) = who[0];
     let mut d = Diagnostic::new(
         "E0506",
         format!("channel `{ch}` is consumed by {listed} in one pipeline"),
-        Label::new(
-            fname.clone(),
-            decl(first),
-            format!("`{}` consumes `{ch}`", procs[first].name),
-        ),
+        Label::new(fname.clone(), at, format!("`{first}` consumes `{ch}`")),
     );
-    for &i in &who[1..] {
-        d = d.with_label(Label::new(
-            fname.clone(),
-            decl(i),
-            format!("and so does `{}`", procs[i].name),
-        ));
+    for &(n, at) in &who[1..] {
+        d = d.with_label(Label::new(fname.clone(), at, format!("and so does `{n}`")));
     }
     d.with_label(Label::new(fname.clone(), connect, "in this pipeline"))
         .with_note(

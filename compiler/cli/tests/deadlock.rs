@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use wsp_core::Workspace;
-use wsp_diagnostics::Diagnostic;
+use wsp_diagnostics::{Diagnostic, FileName};
 
 #[derive(Debug, PartialEq)]
 enum Verdict {
@@ -400,4 +400,72 @@ fn a_run_deadlock_gets_the_static_depths_for_its_param_values() {
     );
     // The depth it names completes.
     assert!(!runtime_deadlocks(&prog(8), "dyn_depths8", None));
+}
+
+/// A pipeline built from stages of another file: the static verdict and its depths follow the
+/// imports (the fix edits the file that declares each channel), and agree with `wsp run`.
+#[test]
+fn a_pipeline_across_files_is_decided_and_fixed_where_its_channels_are_declared() {
+    let dir = scratch().join("across");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let stages = "axis tiles = Dense[6]
+input X: f32[6, 4, 4] = random(seed: 3)
+channel c: Channel[depth: 1]
+process split produces c, d {
+    for i in P.seq(tiles) { send c, i }
+    for i in P.seq(tiles) { send d, i }
+}
+channel d: Channel[depth: 1]
+";
+    let main = "import stages.{c, d, split, X}
+output Z: f32[6, 4, 4]
+kernel keep(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }
+process join consumes c, d {
+    consume d as i {
+        consume c as j { keep[j](src: X[j], dst: Z[j]) }
+    }
+}
+workload w = connect(split, join)
+";
+    let check = |stages: &str, main: &str| {
+        let mut ws = Workspace::new();
+        let (sp, mp) = (dir.join("stages.wsp"), dir.join("main.wsp"));
+        let (sp, mp) = (sp.to_string_lossy(), mp.to_string_lossy());
+        ws.set_file(&sp, stages.to_string());
+        ws.set_file(&mp, main.to_string());
+        let diags = ws.check(&mp);
+        assert!(diags.iter().all(|d| !d.code.starts_with('E')), "{diags:#?}");
+        diags.into_iter().find(|d| d.code.starts_with("W050"))
+    };
+    // `wsp run` of main.wsp as written in `dir`, with these stages: its deadlock report.
+    std::fs::write(dir.join("main.wsp"), main).expect("write");
+    let run = |stages: &str| {
+        std::fs::write(dir.join("stages.wsp"), stages).expect("write");
+        runtime_report(main, "main", Some(&dir))
+    };
+    let d = check(stages, main).expect("a verdict");
+    assert_eq!(d.code, "W0504", "{d:#?}");
+    // Every blocked process is in stages.wsp or main.wsp; the primary label is main's.
+    assert!(d.primary.file.as_str().ends_with("main.wsp"), "{d:#?}");
+    assert!(
+        d.secondary
+            .iter()
+            .any(|l| l.file.as_str().ends_with("stages.wsp")),
+        "{d:#?}"
+    );
+    let report = run(stages).expect("`wsp run` deadlocks too");
+    let help = d.help.as_deref().unwrap_or_default();
+    assert!(report.contains(&format!(" (W0504): {help}")), "{report}");
+    // The fix raises both channels, in stages.wsp where they are declared.
+    let fix = &d.fixes[0];
+    assert!(
+        fix.edits
+            .iter()
+            .all(|e| e.file.as_str().ends_with("stages.wsp")),
+        "{fix:#?}"
+    );
+    let sp = FileName::new(dir.join("stages.wsp").to_string_lossy().as_ref());
+    let fixed = fix.apply_to(&sp, stages);
+    assert!(check(&fixed, main).is_none(), "still deadlocks:\n{fixed}");
+    assert!(run(&fixed).is_none(), "`wsp run` deadlocks:\n{fixed}");
 }

@@ -13,8 +13,12 @@
 //! A deadlock is W0504, with the blocked sites, the channel fills and the smallest total
 //! increase of depths that completes (or the fact that no depth helps: even unbounded channels
 //! deadlock). A pipeline whose counts are not static (Ragged / Sparse / DenseDyn axes, `P.sel`,
-//! `when`, params, processes of other files) or too large to simulate is W0505, once per
-//! `connect`.
+//! `when`, params) or too large to simulate is W0505, once per `connect`.
+//!
+//! A pipeline's processes, channels and axes may come from other files: each is lowered in the
+//! file that declares it, with that file's constants, and a channel is one channel under every
+//! name that imports it. Labels and quick fixes point into the file of what they name; the
+//! primary label stays in the analysed file.
 //!
 //! The deadlock verdict is a warning rather than an error so that the program still lowers
 //! and runs: `wsp run` then reports the same deadlock as E0811 (exit 3).
@@ -24,27 +28,26 @@ use std::collections::{BTreeMap, VecDeque};
 use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label, Span};
 use wsp_syntax::ast::{Block, Expr, ExprKind, ItemKind, StmtKind};
 
-use crate::db::{parse_file, Db, File};
+use crate::db::{parse_file, Db, File, Symbol};
+use crate::resolve::Scoped;
 
 /// Budget of abstract steps for one `connect` (all simulations, including the depth search).
 const STEP_BUDGET: u64 = 1_000_000;
 
+/// A place in one of the program's files: the file (an index into the analysis's files, the
+/// analysed one first) and an absolute span in it.
+#[derive(Clone, Copy, Debug)]
+struct At {
+    file: usize,
+    span: Span,
+}
+
 #[derive(Clone, Debug)]
 enum Node {
     Task,
-    Send {
-        ch: usize,
-        span: Span,
-    },
-    Loop {
-        count: u64,
-        body: Vec<Node>,
-    },
-    Consume {
-        ch: usize,
-        span: Span,
-        body: Vec<Node>,
-    },
+    Send { ch: usize, at: At },
+    Loop { count: u64, body: Vec<Node> },
+    Consume { ch: usize, at: At, body: Vec<Node> },
 }
 
 struct Chan {
@@ -52,9 +55,10 @@ struct Chan {
     depth: u64,
     /// A constant depth out of range: an error of its own (E0505), nothing to decide.
     invalid: bool,
-    /// Where a quick fix writes a new depth `n` (absolute span): replace the span with
-    /// `{prefix}{n}{suffix}`.
+    /// Where a quick fix writes a new depth `n` (absolute span in file `fix_file`): replace the
+    /// span with `{prefix}{n}{suffix}`.
     fix_at: (Span, &'static str, &'static str),
+    fix_file: usize,
 }
 
 struct Proc {
@@ -63,14 +67,26 @@ struct Proc {
     body: Vec<Node>,
 }
 
-/// Why a pipeline cannot be decided: a span (absolute) and a reason.
-struct Undecidable(Span, String);
+/// Why a pipeline cannot be decided: where, and a reason.
+struct Undecidable(At, String);
 
+/// What a process body of one file sees: the file, the item's offset, the file's constants, and
+/// the axes and channels visible there (its own and those it imports).
 struct Ctx<'a> {
+    file: usize,
     off: u32,
     consts: &'a BTreeMap<String, i64>,
     axes: &'a BTreeMap<String, Result<u64, String>>,
     chans: &'a BTreeMap<String, usize>,
+}
+
+impl Ctx<'_> {
+    fn at(&self, span: Span) -> At {
+        At {
+            file: self.file,
+            span: span.shift(self.off),
+        }
+    }
 }
 
 /// A non-negative integer constant expression, folded as everywhere else in the checker.
@@ -81,7 +97,7 @@ fn const_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<u64> {
 fn lower_block(b: &Block, cx: &Ctx) -> Result<Vec<Node>, Undecidable> {
     let mut out = Vec::new();
     for s in &b.stmts {
-        let span = s.span.shift(cx.off);
+        let span = cx.at(s.span);
         match &s.kind {
             StmtKind::For { iter, body, .. } => {
                 let count = trip_count(iter, cx)?;
@@ -94,32 +110,20 @@ fn lower_block(b: &Block, cx: &Ctx) -> Result<Vec<Node>, Undecidable> {
                     "a `when` chooses its branch from data at run time".into(),
                 ))
             }
-            StmtKind::Send { channel, value } => {
+            StmtKind::Send { channel, .. } => {
+                let at = cx.at(channel.span);
                 let ch = *cx.chans.get(&channel.name).ok_or_else(|| {
-                    Undecidable(
-                        channel.span.shift(cx.off),
-                        format!("channel `{}` is not declared in this file", channel.name),
-                    )
+                    Undecidable(at, format!("`{}` is not a declared channel", channel.name))
                 })?;
-                let _ = value;
-                out.push(Node::Send {
-                    ch,
-                    span: channel.span.shift(cx.off),
-                });
+                out.push(Node::Send { ch, at });
             }
             StmtKind::Consume { channel, body, .. } => {
+                let at = cx.at(channel.span);
                 let ch = *cx.chans.get(&channel.name).ok_or_else(|| {
-                    Undecidable(
-                        channel.span.shift(cx.off),
-                        format!("channel `{}` is not declared in this file", channel.name),
-                    )
+                    Undecidable(at, format!("`{}` is not a declared channel", channel.name))
                 })?;
                 let body = lower_block(body, cx)?;
-                out.push(Node::Consume {
-                    ch,
-                    span: channel.span.shift(cx.off),
-                    body,
-                });
+                out.push(Node::Consume { ch, at, body });
             }
             StmtKind::Expr(e) if matches!(e.kind, ExprKind::Call { .. }) => out.push(Node::Task),
             // Other statements are not channel actions (and are rejected in process bodies by
@@ -132,19 +136,19 @@ fn lower_block(b: &Block, cx: &Ctx) -> Result<Vec<Node>, Undecidable> {
 
 /// The number of iterations of a process `for` loop, when static.
 fn trip_count(iter: &Expr, cx: &Ctx) -> Result<u64, Undecidable> {
-    let span = iter.span.shift(cx.off);
+    let span = cx.at(iter.span);
     let axis = |e: &Expr| -> Result<u64, Undecidable> {
         match &e.kind {
             ExprKind::Name(n) => match cx.axes.get(&n.name) {
                 Some(Ok(v)) => Ok(*v),
-                Some(Err(why)) => Err(Undecidable(e.span.shift(cx.off), why.clone())),
+                Some(Err(why)) => Err(Undecidable(cx.at(e.span), why.clone())),
                 None => Err(Undecidable(
-                    e.span.shift(cx.off),
-                    format!("`{}` is not an axis of this file", n.name),
+                    cx.at(e.span),
+                    format!("`{}` is not a declared axis", n.name),
                 )),
             },
             _ => Err(Undecidable(
-                e.span.shift(cx.off),
+                cx.at(e.span),
                 "the loop runs over a nested (Ragged or Sparse) axis row whose length is data"
                     .into(),
             )),
@@ -204,29 +208,19 @@ fn trip_count(iter: &Expr, cx: &Ctx) -> Result<u64, Undecidable> {
 #[derive(Clone)]
 struct Thread<'a> {
     frames: Vec<Frame<'a>>,
-    pending: Option<(usize, Span)>,
+    pending: Option<(usize, At)>,
     /// A rendezvous send waiting for its token (channel, serial, the send) to be taken.
-    awaiting: Option<(usize, u64, Span)>,
-    blocked: Option<(usize, Span, bool)>,
+    awaiting: Option<(usize, u64, At)>,
+    blocked: Option<(usize, At, bool)>,
     sent: Vec<u64>,
     received: Vec<u64>,
 }
 
 #[derive(Clone)]
 enum Frame<'a> {
-    Block {
-        nodes: &'a [Node],
-        pc: usize,
-    },
-    Loop {
-        left: u64,
-        body: &'a [Node],
-    },
-    Consume {
-        ch: usize,
-        span: Span,
-        body: &'a [Node],
-    },
+    Block { nodes: &'a [Node], pc: usize },
+    Loop { left: u64, body: &'a [Node] },
+    Consume { ch: usize, at: At, body: &'a [Node] },
 }
 
 #[derive(Clone)]
@@ -246,7 +240,7 @@ enum Step {
 struct Wait {
     thread: usize,
     ch: usize,
-    span: Span,
+    at: At,
     /// `true`: waiting to send (full, or for a rendezvous); `false`: waiting on an empty channel.
     sending: bool,
 }
@@ -295,16 +289,16 @@ fn step(th: &mut Thread, chans: &mut [ChanState], depths: &[u64]) -> Step {
                 *pc += 1;
                 match n {
                     Node::Task => return Step::Progress,
-                    Node::Send { ch, span } => {
-                        try_send(th, chans, depths, *ch, *span);
+                    Node::Send { ch, at } => {
+                        try_send(th, chans, depths, *ch, *at);
                         return Step::Progress;
                     }
                     Node::Loop { count, body } => {
                         th.frames.push(Frame::Loop { left: *count, body })
                     }
-                    Node::Consume { ch, span, body } => th.frames.push(Frame::Consume {
+                    Node::Consume { ch, at, body } => th.frames.push(Frame::Consume {
                         ch: *ch,
-                        span: *span,
+                        at: *at,
                         body,
                     }),
                 }
@@ -318,8 +312,8 @@ fn step(th: &mut Thread, chans: &mut [ChanState], depths: &[u64]) -> Step {
                 let body: &[Node] = body;
                 th.frames.push(Frame::Block { nodes: body, pc: 0 });
             }
-            Frame::Consume { ch, span, body } => {
-                let (c, span, body): (usize, Span, &[Node]) = (*ch, *span, body);
+            Frame::Consume { ch, at, body } => {
+                let (c, span, body): (usize, At, &[Node]) = (*ch, *at, body);
                 match chans[c].queue.pop_front() {
                     Some(_) => {
                         th.received[c] += 1;
@@ -339,13 +333,7 @@ fn step(th: &mut Thread, chans: &mut [ChanState], depths: &[u64]) -> Step {
     }
 }
 
-fn try_send(
-    th: &mut Thread,
-    chans: &mut [ChanState],
-    depths: &[u64],
-    c: usize,
-    span: Span,
-) -> bool {
+fn try_send(th: &mut Thread, chans: &mut [ChanState], depths: &[u64], c: usize, span: At) -> bool {
     let depth = depths[c];
     let ch = &mut chans[c];
     if ch.queue.len() as u64 >= depth.max(1) {
@@ -428,10 +416,10 @@ fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) ->
                 .enumerate()
                 .filter(|(i, _)| !done[*i])
                 .filter_map(|(i, t)| {
-                    t.blocked.map(|(ch, span, sending)| Wait {
+                    t.blocked.map(|(ch, at, sending)| Wait {
                         thread: i,
                         ch,
-                        span,
+                        at,
                         sending,
                     })
                 })
@@ -471,15 +459,165 @@ pub fn pipeline_tokens_bound(
 }
 
 fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<Diagnostic> {
-    let parse = parse_file(db, file);
-    let fname = FileName::new(file.path(db).as_str());
-    let mut axes: BTreeMap<String, Result<u64, String>> = BTreeMap::new();
-    let mut chan_idx: BTreeMap<String, usize> = BTreeMap::new();
+    // The analysed file first, then every file it imports (each once).
+    let files = crate::lower::program_files(db, file);
+    let names: Vec<FileName> = files
+        .iter()
+        .map(|f| FileName::new(f.path(db).as_str()))
+        .collect();
+    let index: BTreeMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.path(db).as_str(), i))
+        .collect();
+    let consts_of = |i: usize| {
+        if i == 0 {
+            consts
+        } else {
+            crate::db::const_values(db, files[i])
+        }
+    };
+    // Each file's own axes and channels, evaluated with its constants; every channel of the
+    // program once, in `chans`.
     let mut chans: Vec<Chan> = Vec::new();
-    let mut params: Vec<String> = Vec::new();
-    for node in &parse.file.items {
+    let own: Vec<Decls> = (0..files.len())
+        .map(|fi| file_decls(db, files[fi], fi, consts_of(fi), &mut chans))
+        .collect();
+    // What each file sees: its own declarations and those it imports, by the name it uses.
+    let visible: Vec<Decls> = files
+        .iter()
+        .enumerate()
+        .map(|(fi, f)| {
+            let mut v = Decls::default();
+            for (name, Scoped { symbol, from }) in crate::resolve::scope(db, *f) {
+                let home = match from {
+                    Some(p) => match index.get(p.as_str()) {
+                        Some(&h) => h,
+                        None => continue,
+                    },
+                    None => fi,
+                };
+                match symbol {
+                    Symbol::Channel => {
+                        if let Some(&c) = own[home].chans.get(name) {
+                            v.chans.insert(name.clone(), c);
+                        }
+                    }
+                    Symbol::Axis(_) => {
+                        if let Some(a) = own[home].axes.get(name) {
+                            v.axes.insert(name.clone(), a.clone());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            v
+        })
+        .collect();
+    // The processes the analysed file names, each lowered in its own file, with its failure.
+    let mut procs: BTreeMap<String, Result<Proc, Undecidable>> = BTreeMap::new();
+    for (name, scoped) in crate::resolve::scope(db, file) {
+        let Scoped {
+            symbol: Symbol::Process,
+            from,
+        } = scoped
+        else {
+            continue;
+        };
+        let Some(home) = from
+            .as_ref()
+            .map_or(Some(0), |p| index.get(p.as_str()).copied())
+        else {
+            continue;
+        };
+        let found = parse_file(db, files[home])
+            .file
+            .items
+            .iter()
+            .find_map(|node| match &node.item.kind {
+                ItemKind::Process(p) if &p.name.name == name => Some((node.range.start, p)),
+                _ => None,
+            });
+        let Some((off, p)) = found else {
+            continue;
+        };
+        let seen = &visible[home];
+        let cx = Ctx {
+            file: home,
+            off,
+            consts: consts_of(home),
+            axes: &seen.axes,
+            chans: &seen.chans,
+        };
+        let lowered = lower_block(&p.body, &cx).map(|body| Proc {
+            name: name.clone(),
+            produces: p
+                .produces
+                .iter()
+                .filter_map(|c| seen.chans.get(&c.name).copied())
+                .collect(),
+            body,
+        });
+        procs.insert(name.clone(), lowered);
+    }
+    let params: Vec<String> = parse_file(db, file)
+        .file
+        .items
+        .iter()
+        .filter_map(|node| match &node.item.kind {
+            ItemKind::Param(p) => Some(p.name.name.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut diags = Vec::new();
+    for node in &parse_file(db, file).file.items {
+        let ItemKind::Workload(w) = &node.item.kind else {
+            continue;
+        };
+        let wsp_syntax::ast::WorkloadBody::Expr(e) = &w.body else {
+            continue;
+        };
+        let off = node.range.start;
+        let mut connects = Vec::new();
+        find_connects(e, &mut connects);
+        for (call_span, args) in connects {
+            let span = call_span.shift(off);
+            let d = analyse_connect(
+                &names,
+                &w.name.name,
+                span,
+                args,
+                off,
+                &procs,
+                &chans,
+                consts,
+                &params,
+            );
+            diags.extend(d);
+        }
+    }
+    diags
+}
+
+/// A file's axes (their sizes, or why they are not static) and channels (their index in the
+/// program's), by name.
+#[derive(Default)]
+struct Decls {
+    axes: BTreeMap<String, Result<u64, String>>,
+    chans: BTreeMap<String, usize>,
+}
+
+/// File `fi`'s own axes and channels, evaluated with its constants; its channels join `chans`.
+fn file_decls(
+    db: &dyn Db,
+    file: File,
+    fi: usize,
+    consts: &BTreeMap<String, i64>,
+    chans: &mut Vec<Chan>,
+) -> Decls {
+    let mut own = Decls::default();
+    for node in &parse_file(db, file).file.items {
         match &node.item.kind {
-            ItemKind::Param(p) => params.push(p.name.name.clone()),
             ItemKind::Axis(a) => {
                 let v = match &a.ctor.kind {
                     ExprKind::Index { base, indices }
@@ -511,7 +649,7 @@ fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<D
                     }
                     _ => Err(format!("the size of axis `{}` is not static", a.name.name)),
                 };
-                axes.insert(a.name.name.clone(), v);
+                own.axes.insert(a.name.name.clone(), v);
             }
             ItemKind::Channel(c) => {
                 let off = node.range.start;
@@ -542,69 +680,36 @@ fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<D
                         (Span::new(at, at), ": Channel[depth: ", "]")
                     }
                 };
-                if !chan_idx.contains_key(&c.name.name) {
-                    chan_idx.insert(c.name.name.clone(), chans.len());
+                if !own.chans.contains_key(&c.name.name) {
+                    own.chans.insert(c.name.name.clone(), chans.len());
                     chans.push(Chan {
                         name: c.name.name.clone(),
                         depth,
                         invalid,
                         fix_at,
+                        fix_file: fi,
                     });
                 }
             }
             _ => {}
         }
     }
-    // Processes: lowered lazily, with their failure.
-    let mut procs: BTreeMap<String, Result<Proc, Undecidable>> = BTreeMap::new();
-    for node in &parse.file.items {
-        if let ItemKind::Process(p) = &node.item.kind {
-            let cx = Ctx {
-                off: node.range.start,
-                consts,
-                axes: &axes,
-                chans: &chan_idx,
-            };
-            let lowered = lower_block(&p.body, &cx).map(|body| Proc {
-                name: p.name.name.clone(),
-                produces: p
-                    .produces
-                    .iter()
-                    .filter_map(|c| chan_idx.get(&c.name).copied())
-                    .collect(),
-                body,
-            });
-            procs.entry(p.name.name.clone()).or_insert(lowered);
+    own
+}
+
+/// Marks the channels that `nodes` send on or consume.
+fn mark_channels(nodes: &[Node], used: &mut [bool]) {
+    for n in nodes {
+        match n {
+            Node::Task => {}
+            Node::Send { ch, .. } => used[*ch] = true,
+            Node::Loop { body, .. } => mark_channels(body, used),
+            Node::Consume { ch, body, .. } => {
+                used[*ch] = true;
+                mark_channels(body, used);
+            }
         }
     }
-    let mut diags = Vec::new();
-    for node in &parse.file.items {
-        let ItemKind::Workload(w) = &node.item.kind else {
-            continue;
-        };
-        let wsp_syntax::ast::WorkloadBody::Expr(e) = &w.body else {
-            continue;
-        };
-        let off = node.range.start;
-        let mut connects = Vec::new();
-        find_connects(e, &mut connects);
-        for (call_span, args) in connects {
-            let span = call_span.shift(off);
-            let d = analyse_connect(
-                &fname,
-                &w.name.name,
-                span,
-                args,
-                off,
-                &procs,
-                &chans,
-                consts,
-                &params,
-            );
-            diags.extend(d);
-        }
-    }
-    diags
 }
 
 /// The `connect(...)` calls of a workload expression: the callee's span and the operands.
@@ -622,7 +727,7 @@ pub(crate) fn find_connects<'a>(e: &'a Expr, out: &mut Vec<(Span, &'a [wsp_synta
 
 #[allow(clippy::too_many_arguments)]
 fn analyse_connect(
-    fname: &FileName,
+    names: &[FileName],
     wname: &str,
     span: Span,
     args: &[wsp_syntax::ast::Arg],
@@ -632,14 +737,19 @@ fn analyse_connect(
     consts: &BTreeMap<String, i64>,
     params: &[String],
 ) -> Option<Diagnostic> {
-    let undecidable = |at: Span, why: String| {
+    let fname = &names[0];
+    let here = |span: Span| At {
+        file: 0,
+        span: span.shift(off),
+    };
+    let undecidable = |at: At, why: String| {
         Some(
             Diagnostic::new(
                 "W0505",
                 format!("cannot decide statically whether `{wname}` completes or deadlocks"),
                 Label::new(fname.clone(), span, "pipeline not decided statically"),
             )
-            .with_label(Label::new(fname.clone(), at, why.clone()))
+            .with_label(Label::new(names[at.file].clone(), at.span, why.clone()))
             .with_note(format!(
                 "the static deadlock check counts tokens when every trip count is a constant; here {why}"
             ))
@@ -678,7 +788,7 @@ fn analyse_connect(
                         }
                         _ => "the replica count is not a constant".to_string(),
                     };
-                    return undecidable(at.shift(off), why);
+                    return undecidable(here(at), why);
                 };
                 // A count out of range is an error of its own (E0407): nothing to decide.
                 if n == 0 || n > crate::check::MAX_PROCESSES as u64 {
@@ -690,15 +800,15 @@ fn analyse_connect(
         };
         let ExprKind::Name(pn) = &name_e.kind else {
             return undecidable(
-                name_e.span.shift(off),
+                here(name_e.span),
                 "a `connect` operand is not a process name".into(),
             );
         };
         match procs.get(&pn.name) {
             None => {
                 return undecidable(
-                    pn.span.shift(off),
-                    format!("process `{}` is not declared in this file", pn.name),
+                    here(pn.span),
+                    format!("`{}` is not a declared process", pn.name),
                 )
             }
             Some(Err(Undecidable(at, why))) => {
@@ -707,7 +817,7 @@ fn analyse_connect(
             Some(Ok(p)) => {
                 if reps > 4096 {
                     return undecidable(
-                        name_e.span.shift(off),
+                        here(name_e.span),
                         format!("{reps} replicas are too many to simulate"),
                     );
                 }
@@ -726,21 +836,30 @@ fn analyse_connect(
             }
         }
     }
-    if chans.iter().any(|c| c.invalid) {
+    let procs_only: Vec<&Proc> = inst.iter().map(|(p, _)| *p).collect();
+    // The channels the pipeline uses decide it; the program's others do not matter here.
+    let mut used = vec![false; chans.len()];
+    for p in &procs_only {
+        for &c in &p.produces {
+            used[c] = true;
+        }
+        mark_channels(&p.body, &mut used);
+    }
+    let mut in_use = chans.iter().zip(&used).filter(|(_, u)| **u).map(|(c, _)| c);
+    if in_use.clone().any(|c| c.invalid) {
         return None;
     }
-    if let Some(c) = chans.iter().find(|c| c.depth == u64::MAX) {
+    if let Some(c) = in_use.find(|c| c.depth == u64::MAX) {
         return undecidable(
-            span,
+            At { file: 0, span },
             format!("the depth of channel `{}` is not a constant", c.name),
         );
     }
-    let procs_only: Vec<&Proc> = inst.iter().map(|(p, _)| *p).collect();
     let depths: Vec<u64> = chans.iter().map(|c| c.depth).collect();
     let mut budget = STEP_BUDGET;
     let too_large = || {
         undecidable(
-            span,
+            At { file: 0, span },
             format!(
                 "the pipeline takes more than {STEP_BUDGET} abstract steps, too large to decide"
             ),
@@ -799,14 +918,27 @@ fn analyse_connect(
             )
         }
     };
-    let first = waits.first()?;
+    waits.first()?;
+    // The primary label is in the analysed file: its first blocked site there, or else the
+    // `connect` (every blocked process is in another file).
+    let label = |w: &Wait| Label::new(names[w.at.file].clone(), w.at.span, describe(w));
+    let primary = waits.iter().position(|w| w.at.file == 0);
     let mut d = Diagnostic::new(
         "W0504",
         format!("the pipeline `{wname}` deadlocks"),
-        Label::new(fname.clone(), first.span, describe(first)),
+        match primary {
+            Some(i) => label(&waits[i]),
+            None => Label::new(
+                fname.clone(),
+                span,
+                "deadlocks: its blocked processes are declared in other files",
+            ),
+        },
     );
-    for w in &waits[1..] {
-        d = d.with_label(Label::new(fname.clone(), w.span, describe(w)));
+    for (i, w) in waits.iter().enumerate() {
+        if Some(i) != primary {
+            d = d.with_label(label(w));
+        }
     }
     d = d.with_note("counted statically with the declared channel depths; `wsp run` reports this deadlock as E0811");
     // Unbounded channels: does any depth help?
@@ -869,7 +1001,7 @@ fn analyse_connect(
             .map(|c| {
                 let (span, prefix, suffix) = chans[c].fix_at;
                 Edit {
-                    file: fname.clone(),
+                    file: names[chans[c].fix_file].clone(),
                     span,
                     replacement: format!("{prefix}{}{suffix}", ds[c]),
                 }
@@ -969,6 +1101,51 @@ workload w = connect(split, replicate(join, H - 1))
         assert!(
             d[0].1.contains("`a` depth 4 (now 1), `b` depth 3 (now 1)"),
             "{d:?}"
+        );
+    }
+
+    /// A pipeline whose processes all live in another file: decided there, with the primary
+    /// label on the analysed file's `connect` and the blocked sites labelled in their file.
+    #[test]
+    fn a_pipeline_of_imported_processes_is_labelled_in_both_files() {
+        let stages = "axis tiles = Dense[4]
+channel a: Channel[depth: 1]
+channel b: Channel[depth: 1]
+process split produces a, b {
+    for i in P.seq(tiles) { send a, i }
+    for i in P.seq(tiles) { send b, i }
+}
+process join consumes a, b {
+    consume b as i {
+        consume a as j { send_nothing(j) }
+    }
+}
+";
+        let mut ws = crate::Workspace::new();
+        ws.set_file("stages.wsp", stages.to_string());
+        ws.set_file(
+            "main.wsp",
+            "import stages.{split, join}\nworkload w = connect(split, join)\n".to_string(),
+        );
+        let main = ws.file_handle("main.wsp").expect("file");
+        let d = pipeline_tokens(ws.db(), main);
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].code, "W0504", "{d:#?}");
+        assert_eq!(d[0].primary.file.as_str(), "main.wsp");
+        assert!(d[0].primary.message.contains("other files"), "{d:#?}");
+        assert_eq!(d[0].secondary.len(), 2, "{d:#?}");
+        assert!(
+            d[0].secondary
+                .iter()
+                .all(|l| l.file.as_str() == "stages.wsp"),
+            "{d:#?}"
+        );
+        assert!(
+            d[0].fixes[0]
+                .edits
+                .iter()
+                .all(|e| e.file.as_str() == "stages.wsp"),
+            "{d:#?}"
         );
     }
 

@@ -60,7 +60,7 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     let mut diags = Vec::new();
-    competing_consumers(db, file, &fname, &procs, &mut diags);
+    pipeline_members(db, file, &fname, &mut diags);
     let producers = |ch: &str| -> Vec<usize> {
         (0..procs.len())
             .filter(|&i| procs[i].produces.iter().any(|(n, _)| n == ch))
@@ -161,11 +161,20 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     diags
 }
 
-/// A process of a pipeline, as E0506 sees it: its name, and each channel it consumes as
-/// (the module that declares the channel, its name) with where to label it in this file.
+/// A process of a pipeline, as E0506 and E0507 see it: its name, each channel it consumes as
+/// (the module that declares the channel, its name) with where to label it in this file, the
+/// channels it produces, and its tensor accesses.
 struct Member {
     name: String,
     consumes: Vec<((String, String), Span)>,
+    produces: Vec<(String, String)>,
+    accesses: crate::races::ProcAccesses,
+    /// The process's item offset when it is this file's; `None`: imported (labelled at
+    /// `operand`).
+    local: Option<u32>,
+    operand: Span,
+    /// Run as more than one instance (`replicate(p, n)` with n ≠ 1, or named twice).
+    replicated: bool,
 }
 
 /// The module that declares channel `ch` as `file`'s scope sees it.
@@ -178,56 +187,63 @@ fn channel_home(db: &dyn Db, file: File, ch: &str) -> String {
 
 /// The pipeline member named `name` (a process of this file, or one it imports), labelled at
 /// its `consumes` declarations when local and at `operand` when imported.
-fn member(db: &dyn Db, file: File, procs: &[Proc], name: &str, operand: Span) -> Option<Member> {
-    if let Some(p) = procs.iter().find(|p| p.name == name) {
-        return Some(Member {
-            name: name.to_string(),
-            consumes: p
-                .consumes
-                .iter()
-                .map(|(c, span)| ((channel_home(db, file, c), c.clone()), *span))
-                .collect(),
-        });
-    }
-    let Some(Scoped {
-        symbol: Symbol::Process,
-        from: Some(module),
-    }) = crate::resolve::scope(db, file).get(name)
-    else {
-        return None;
+fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> {
+    let home = match crate::resolve::scope(db, file).get(name) {
+        Some(Scoped {
+            symbol: Symbol::Process,
+            from: None,
+        }) => file,
+        Some(Scoped {
+            symbol: Symbol::Process,
+            from: Some(module),
+        }) => crate::resolve::imports_of(db, file)
+            .iter()
+            .find_map(|(path, t)| match t {
+                ImportTarget::Loaded(m) if path == module => Some(*m),
+                _ => None,
+            })?,
+        _ => return None,
     };
-    let m = crate::resolve::imports_of(db, file)
-        .iter()
-        .find_map(|(path, t)| match t {
-            ImportTarget::Loaded(m) if path == module => Some(*m),
-            _ => None,
-        })?;
-    parse_file(db, m)
+    let local = home == file;
+    let (off, p) = parse_file(db, home)
         .file
         .items
         .iter()
         .find_map(|n| match &n.item.kind {
-            ItemKind::Process(p) if p.name.name == name => Some(Member {
-                name: name.to_string(),
-                consumes: p
-                    .consumes
-                    .iter()
-                    .map(|c| ((channel_home(db, m, &c.name), c.name.clone()), operand))
-                    .collect(),
-            }),
+            ItemKind::Process(p) if p.name.name == name => Some((n.range.start, p)),
             _ => None,
-        })
+        })?;
+    let key = |c: &str| (channel_home(db, home, c), c.to_string());
+    Some(Member {
+        name: name.to_string(),
+        consumes: p
+            .consumes
+            .iter()
+            .map(|c| {
+                (
+                    key(&c.name),
+                    if local { c.span.shift(off) } else { operand },
+                )
+            })
+            .collect(),
+        produces: p.produces.iter().map(|c| key(&c.name)).collect(),
+        accesses: crate::races::process_accesses(
+            home.path(db),
+            &p.body,
+            crate::resolve::scope(db, home),
+            crate::db::const_values(db, home),
+            crate::races::axis_sizes(db, home),
+        ),
+        local: local.then_some(off),
+        operand,
+        replicated: false,
+    })
 }
 
 /// E0506: in one `connect`, a channel consumed by two different processes (of this file or
-/// imported).
-fn competing_consumers(
-    db: &dyn Db,
-    file: File,
-    fname: &FileName,
-    procs: &[Proc],
-    diags: &mut Vec<Diagnostic>,
-) {
+/// imported). E0507: two instances of its processes that no channel orders race on a tensor.
+fn pipeline_members(db: &dyn Db, file: File, fname: &FileName, diags: &mut Vec<Diagnostic>) {
+    let consts = crate::db::const_values(db, file);
     for node in &parse_file(db, file).file.items {
         let ItemKind::Workload(w) = &node.item.kind else {
             continue;
@@ -242,26 +258,36 @@ fn competing_consumers(
             // The pipeline's processes (a replicated one once), in operand order.
             let mut members: Vec<Member> = Vec::new();
             for a in args {
-                let v = match &a.value.kind {
-                    ExprKind::Call { callee, args, .. } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") => {
+                let (v, many) = match &a.value.kind {
+                    ExprKind::Call { callee, args, .. } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") =>
+                    {
                         match args.first() {
-                            Some(p) => &p.value,
+                            // A count of 1 is one instance; a param may be more.
+                            Some(p) => (
+                                &p.value,
+                                args.get(1).is_none_or(|n| {
+                                    crate::types::eval_int(&n.value, consts) != Some(1)
+                                }),
+                            ),
                             None => continue,
                         }
                     }
-                    _ => &a.value,
+                    _ => (&a.value, false),
                 };
                 let ExprKind::Name(n) = &v.kind else {
                     continue;
                 };
-                if members.iter().any(|m| m.name == n.name) {
+                if let Some(m) = members.iter_mut().find(|m| m.name == n.name) {
+                    m.replicated = true;
                     continue;
                 }
                 // An unknown name is E0101, a non-process E0407.
-                if let Some(m) = member(db, file, procs, &n.name, v.span.shift(off)) {
+                if let Some(mut m) = member(db, file, &n.name, v.span.shift(off)) {
+                    m.replicated = many;
                     members.push(m);
                 }
             }
+            let connect = callee.shift(off);
             let mut seen: Vec<&(String, String)> = Vec::new();
             for m in &members {
                 for (ch, _) in &m.consumes {
@@ -279,11 +305,119 @@ fn competing_consumers(
                     if who.len() < 2 {
                         continue;
                     }
-                    diags.push(consumers_diag(fname, &ch.1, &who, callee.shift(off)));
+                    diags.push(consumers_diag(fname, &ch.1, &who, connect));
+                }
+            }
+            races_between(fname, &members, connect, diags);
+        }
+    }
+}
+
+/// The most distinct processes of one pipeline that E0507 judges.
+const MAX_RACE_MEMBERS: usize = 4096;
+
+/// E0507: accesses of two instances of a pipeline's processes that may overlap, one writing,
+/// when neither process sends to the other through the pipeline's channels (directly or
+/// through other processes): nothing orders them, so which comes first depends on the
+/// processes' clocks. Processes a channel path connects may be ordered by their tokens and are
+/// not judged here; replicas of one process are, each on its own tokens.
+fn races_between(fname: &FileName, members: &[Member], connect: Span, diags: &mut Vec<Diagnostic>) {
+    let n = members.len();
+    // The token paths are a matrix over the pipeline's distinct processes: beyond
+    // `MAX_RACE_MEMBERS` of them the check is not made (language.md says so).
+    if n > MAX_RACE_MEMBERS {
+        return;
+    }
+    // reach[i][j]: a token path from member i to member j.
+    let feeds = |i: usize, j: usize| {
+        members[i]
+            .produces
+            .iter()
+            .any(|c| members[j].consumes.iter().any(|(d, _)| d == c))
+    };
+    let succ: Vec<Vec<usize>> = (0..n)
+        .map(|i| (0..n).filter(|&j| feeds(i, j)).collect())
+        .collect();
+    let mut reach = vec![vec![false; n]; n];
+    for (i, row) in reach.iter_mut().enumerate() {
+        let mut stack = vec![i];
+        while let Some(x) = stack.pop() {
+            for &j in &succ[x] {
+                if !row[j] {
+                    row[j] = true;
+                    stack.push(j);
                 }
             }
         }
     }
+    for i in 0..n {
+        for j in i..n {
+            let (a, b) = (&members[i], &members[j]);
+            let same = i == j;
+            // Two processes that consume one channel are E0506 already.
+            let compete = || {
+                a.consumes
+                    .iter()
+                    .any(|(c, _)| b.consumes.iter().any(|(d, _)| d == c))
+            };
+            if (same && (!a.replicated || reach[i][i]))
+                || (!same && (reach[i][j] || reach[j][i] || compete()))
+            {
+                continue;
+            }
+            if let Some((x, y)) = crate::races::process_conflict(&a.accesses, &b.accesses, same) {
+                diags.push(race_diag(fname, (a, x), (b, y), connect));
+            }
+        }
+    }
+}
+
+fn race_diag(
+    fname: &FileName,
+    (a, x): (&Member, &crate::races::Access),
+    (b, y): (&Member, &crate::races::Access),
+    connect: Span,
+) -> Diagnostic {
+    let label = |m: &Member, acc: &crate::races::Access, what: &str| match m.local {
+        Some(off) => Label::new(fname.clone(), acc.span.shift(off), what.to_string()),
+        None => Label::new(
+            fname.clone(),
+            m.operand,
+            format!("{what} (`{}` is imported)", m.name),
+        ),
+    };
+    let same = std::ptr::eq(a, b);
+    let (msg, first, second, help) = if same {
+        (
+            format!(
+                "replicas of `{}` race on `{}` in one pipeline",
+                a.name, x.text
+            ),
+            format!("one replica of `{}` accesses `{}`", a.name, x.text),
+            format!("while another accesses `{}`", y.text),
+            "index what each replica writes by the token it received (`Y[i]` in `consume c as i`), so that each token's region is its own, or run one instance".to_string(),
+        )
+    } else {
+        (
+            format!(
+                "processes `{}` and `{}` race on `{}` in one pipeline",
+                a.name, b.name, x.text
+            ),
+            format!("`{}` accesses `{}`", a.name, x.text),
+            format!("and `{}` accesses `{}`", b.name, y.text),
+            format!(
+                "give each process its own region, or order them: let `{}` consume a channel that `{}` produces (a token sent after the access) or the other way round",
+                b.name, a.name
+            ),
+        )
+    };
+    let mut d = Diagnostic::new("E0507", msg, label(a, x, &first));
+    if !same || x.span != y.span {
+        d = d.with_label(label(b, y, &second));
+    }
+    d.with_label(Label::new(fname.clone(), connect, "in this pipeline"))
+        .with_note("one of the accesses writes, and no channel token orders them: which comes first depends on the processes' clocks, so on the architecture model and the schedule, and so would the outputs")
+        .with_help(help)
 }
 
 fn consumers_diag(fname: &FileName, ch: &str, who: &[(&str, Span)], connect: Span) -> Diagnostic {

@@ -132,12 +132,15 @@ enum Ix {
 }
 
 #[derive(Clone, Debug)]
-struct Access {
+pub(crate) struct Access {
     tensor: String,
     write: bool,
     dims: Vec<Ix>,
-    text: String,
-    span: Span,
+    /// Each dimension's index interval over the loop domains where the access is made.
+    ivs: Vec<Interval>,
+    pub(crate) text: String,
+    /// Item-relative.
+    pub(crate) span: Span,
 }
 
 /// Inclusive integer interval; `None` bounds are unbounded.
@@ -224,6 +227,8 @@ struct Collector<'a> {
     in_when: usize,
     /// View indices that leave their tensor's bounds: (index span, message, note).
     oob: Vec<(Span, String, String)>,
+    /// The variables `consume c as ...` binds (tokens received).
+    tokens: Vec<String>,
 }
 
 impl Collector<'_> {
@@ -254,10 +259,20 @@ impl Collector<'_> {
                     ExprKind::Call { args, .. } => args.iter().map(|a| &a.value).collect(),
                     _ => Vec::new(),
                 };
+                // `for i in a..b` with constant bounds: a to b − 1.
+                let range = match &iter.kind {
+                    ExprKind::Range { start, end } => {
+                        let lo = start.as_ref().map_or(Some(0), |e| eval_int(e, self.consts));
+                        let hi = end.as_ref().and_then(|e| eval_int(e, self.consts));
+                        Some((lo, hi.and_then(|h| h.checked_sub(1))))
+                    }
+                    _ => None,
+                };
                 for (i, v) in vars.iter().enumerate() {
                     let d = args
                         .get(i)
                         .map(|a| self.axis_domain(a))
+                        .or(range)
                         .unwrap_or((Some(0), None));
                     self.dom.insert(v.name.clone(), d);
                     self.inner.push(v.name.clone());
@@ -277,7 +292,14 @@ impl Collector<'_> {
                 }
                 self.in_when -= 1;
             }
-            StmtKind::Consume { body, .. } => self.block(body),
+            StmtKind::Consume { bindings, body, .. } => {
+                for b in bindings {
+                    // A token's value is whatever was sent: any index.
+                    self.dom.insert(b.name.clone(), (None, None));
+                    self.tokens.push(b.name.clone());
+                }
+                self.block(body);
+            }
             StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => self.task(e),
             _ => {}
         }
@@ -341,10 +363,12 @@ impl Collector<'_> {
                     self.bounds(tensor, shape, idx, &dims);
                 }
             }
+            let ivs = dims.iter().map(|d| dim_interval(d, &self.dom)).collect();
             self.out.push(Access {
                 tensor: tensor.name.clone(),
                 write,
                 dims,
+                ivs,
                 text: crate::types::expr_text(&a.value),
                 span: a.value.span,
             });
@@ -424,8 +448,69 @@ impl<'a> Collector<'a> {
             out: Vec::new(),
             in_when: 0,
             oob: Vec::new(),
+            tokens: Vec::new(),
         }
     }
+}
+
+/// A process body's tensor accesses, for the race check between the processes of one
+/// pipeline (E0507). Tensors are named by the file that declares them and their name there.
+pub(crate) struct ProcAccesses {
+    accesses: Vec<((String, String), Access)>,
+    /// Its loop variables and received tokens: they differ from one replica to another.
+    varying: Vec<String>,
+    tokens: Vec<String>,
+}
+
+/// The accesses of process body `body` of file `here` (its scope, constants and axis sizes).
+pub(crate) fn process_accesses(
+    here: &str,
+    body: &Block,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    axis_sizes: &BTreeMap<String, D>,
+) -> ProcAccesses {
+    let mut cx = Collector::new(scope, consts, axis_sizes);
+    cx.block(body);
+    let home = |t: &str| {
+        let from = scope.get(t).and_then(|s| s.from.clone());
+        (from.unwrap_or_else(|| here.to_string()), t.to_string())
+    };
+    let mut varying = cx.inner.clone();
+    varying.extend(cx.tokens.iter().cloned());
+    ProcAccesses {
+        accesses: cx.out.into_iter().map(|a| (home(&a.tensor), a)).collect(),
+        varying,
+        tokens: cx.tokens,
+    }
+}
+
+/// Whether some dimension's intervals (each over its own process's loops) are disjoint.
+fn disjoint_ivs(a: &Access, b: &Access) -> bool {
+    a.ivs.iter().zip(&b.ivs).any(|(x, y)| disjoint(*x, *y))
+}
+
+/// The first pair of accesses by which two processes that nothing orders may race (one writes
+/// a region the other touches): `a`'s and `b`'s. With `replicas`, `a` and `b` are the same
+/// process run as several replicas, each on its own tokens: an access indexed by a received
+/// token (the same form in both, over that token alone) is then each replica's own.
+pub(crate) fn process_conflict<'a>(
+    a: &'a ProcAccesses,
+    b: &'a ProcAccesses,
+    replicas: bool,
+) -> Option<(&'a Access, &'a Access)> {
+    for (ka, x) in &a.accesses {
+        for (kb, y) in &b.accesses {
+            if ka != kb || !(x.write || y.write) || disjoint_ivs(x, y) {
+                continue;
+            }
+            if replicas && a.tokens.iter().any(|t| separated(x, y, t, &a.varying)) {
+                continue;
+            }
+            return Some((x, y));
+        }
+    }
+    None
 }
 
 /// Race diagnostics of one workload body (item-relative spans).

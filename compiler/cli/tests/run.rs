@@ -829,3 +829,96 @@ fn bad_axis_data_points_at_the_axis() {
         assert_eq!(j["error"]["location"]["column"].to_string(), col, "{name}");
     }
 }
+
+/// Writes `files` (name, text) into a fresh directory.
+fn files(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let d = tempdir(name);
+    for (f, src) in files {
+        std::fs::write(d.join(f), src).expect("write");
+    }
+    d
+}
+
+/// A module's names resolve in that module: an axis whose size is a constant its module
+/// imports keeps that size in a program that declares the same name (the run used the root's
+/// `N`), and imported constants fold wherever a constant is needed (channel depths, replica
+/// counts, schedule arguments; they were E0505, E0407 and E0606).
+#[test]
+fn imported_constants_keep_their_module_values() {
+    let d = files(
+        "imported-consts",
+        &[
+            ("consts.wsp", "const N = 4\nconst R = 2\nconst D = 8\n"),
+            ("ax.wsp", "import consts.{N}\naxis tiles = Dense[N]\n"),
+            (
+                "main.wsp",
+                "import ax.{tiles}
+import consts.{R, D}
+const N = 2
+input X: f32[4, 4, 4] = random(seed: 1)
+output Y: f32[4, 4, 4]
+output Z: f32[4, 4, 4]
+kernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }
+channel c: Channel[depth: D]
+process src produces c { for i in P.seq(tiles) { send c, i } }
+process sink consumes c { consume c as i { copy[i](src: X[i], dst: Z[i]) } }
+workload each { for i in P(tiles) { copy[i](src: X[i], dst: Y[i]) } }
+workload piped = connect(src, replicate(sink, R))
+workload both = sequential(each, piped)
+schedule main = both.dispatch(round_robin(D)).task_window(D)
+expect tasks == 8
+expect close(Y, X)
+expect close(Z, X)
+",
+            ),
+        ],
+    );
+    let out = wsp(&d, &["check", "main.wsp"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = wsp(&d, &["run", "main.wsp"]);
+    let so = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{so}\n{}", text(&out.stderr));
+    assert!(so.contains("expects       3/3 hold"), "{so}");
+}
+
+/// `wsp run` runs what the file it is given sees: not a schedule of a module it imports
+/// (which ran the module's workload), and its own schedule shadows an imported one of the same
+/// name; only the file's own `expect`s are checked.
+#[test]
+fn a_run_ignores_the_schedules_and_expects_of_imported_modules() {
+    let module = "axis t = Dense[2]
+input X: f32[2, 4, 4] = random(seed: 1)
+output Y: f32[2, 4, 4]
+kernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }
+workload mw { for i in P(t) { copy[i](src: X[i], dst: Y[i]) } }
+schedule s = mw.dispatch(round_robin(2))
+expect tasks == 99
+";
+    let mine = "output Z: f32[2, 4, 4]
+workload w { for i in P(t) { copy[i](src: X[i], dst: Z[i]) } }
+expect close(Z, X)
+expect tasks == 2
+";
+    let d = files(
+        "imported-schedules",
+        &[
+            ("m.wsp", module),
+            ("named.wsp", &format!("import m.{{t, X, copy}}\n{mine}")),
+            (
+                "whole.wsp",
+                &format!("import m\n{mine}schedule s = w.dispatch(round_robin(1))\n"),
+            ),
+        ],
+    );
+    for f in ["named.wsp", "whole.wsp"] {
+        let out = wsp(&d, &["run", f]);
+        let so = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{f}: {so}\n{}",
+            text(&out.stderr)
+        );
+        assert!(so.contains("expects       2/2 hold"), "{f}: {so}");
+    }
+}

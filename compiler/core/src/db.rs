@@ -321,16 +321,97 @@ pub fn axis_kind(ctor: &ast::Expr) -> String {
     }
 }
 
-/// The folded integer values of the file's constants (in order; a constant may use earlier ones).
+/// The folded integer values of the constants a file sees: those it imports (by name, or every
+/// constant of a module imported whole; the first import of a name wins) and its own (in order;
+/// a constant may use earlier ones and imported ones; its own shadow imported ones).
+///
+/// Modules may import each other, so this does not ask the same query of the modules it
+/// imports (a cycle of queries): it folds the constants of every file the import graph
+/// reaches from `file`, over and over, until no more of them fold.
 #[salsa::tracked(returns(ref))]
 pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
-    let mut out = BTreeMap::new();
-    for node in &parse_file(db, file).file.items {
-        if let ItemKind::Const(c) = &node.item.kind {
-            if let Some(v) = crate::types::eval_int(&c.value, &out) {
-                out.insert(c.name.name.clone(), v);
+    use crate::resolve::{imports_of, ImportTarget};
+    let files = crate::lower::program_files(db, file);
+    let index = |f: File| files.iter().position(|g| *g == f);
+    // Each file's imports as (the module's index, the names it takes; `None`: all).
+    let imports: Vec<Vec<(usize, Option<Vec<String>>)>> = files
+        .iter()
+        .map(|f| {
+            let targets = imports_of(db, *f);
+            parse_file(db, *f)
+                .file
+                .items
+                .iter()
+                .filter_map(|n| match &n.item.kind {
+                    ItemKind::Import(imp) => Some(imp),
+                    _ => None,
+                })
+                .zip(targets)
+                .filter_map(|(imp, (_, t))| match t {
+                    ImportTarget::Loaded(m) => Some((
+                        index(*m)?,
+                        imp.names
+                            .as_ref()
+                            .map(|ns| ns.iter().map(|n| n.name.clone()).collect()),
+                    )),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    // Own constants: what each file's constants fold to with what it sees so far.
+    let mut own: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new(); files.len()];
+    let mut seen = vec![BTreeMap::new(); files.len()];
+    // Values only ever appear (a constant folds once what it uses is known), so this ends;
+    // the bound is a guard.
+    for _ in 0..=files.len() {
+        let mut changed = false;
+        for (fi, f) in files.iter().enumerate() {
+            let mut env: BTreeMap<String, i64> = BTreeMap::new();
+            for (m, names) in &imports[fi] {
+                let take = |k: &String, v: &i64, env: &mut BTreeMap<String, i64>| {
+                    env.entry(k.clone()).or_insert(*v);
+                };
+                match names {
+                    Some(ns) => {
+                        for n in ns {
+                            if let Some(v) = own[*m].get(n) {
+                                take(n, v, &mut env);
+                            }
+                        }
+                    }
+                    None => own[*m].iter().for_each(|(k, v)| take(k, v, &mut env)),
+                }
+            }
+            let consts: Vec<&ast::ConstDecl> = parse_file(db, *f)
+                .file
+                .items
+                .iter()
+                .filter_map(|n| match &n.item.kind {
+                    ItemKind::Const(c) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            // Own constants shadow imported ones (folded or not), wherever they stand.
+            for c in &consts {
+                env.remove(&c.name.name);
+            }
+            let mut mine = BTreeMap::new();
+            for c in consts {
+                if let Some(v) = crate::types::eval_int(&c.value, &env) {
+                    env.insert(c.name.name.clone(), v);
+                    mine.insert(c.name.name.clone(), v);
+                }
+            }
+            if mine != own[fi] || env != seen[fi] {
+                own[fi] = mine;
+                seen[fi] = env;
+                changed = true;
             }
         }
+        if !changed {
+            break;
+        }
     }
-    out
+    seen.swap_remove(0)
 }

@@ -1149,6 +1149,32 @@ process join consumes a, b {
         );
     }
 
+    /// An imported axis whose size is a constant its own file imports is static: decided
+    /// (W0504 here), not W0505.
+    #[test]
+    fn an_axis_sized_by_a_constant_of_a_third_file_is_static() {
+        let mut ws = crate::Workspace::new();
+        ws.set_file("consts.wsp", "const N = 4\n".to_string());
+        ws.set_file(
+            "chans.wsp",
+            "import consts.{N}\naxis tiles = Dense[N]\nchannel c: Channel[depth: 0]\n".to_string(),
+        );
+        ws.set_file(
+            "main.wsp",
+            "import chans.{c, tiles}
+process p produces c {
+    for i in P.seq(tiles) { send c, i }
+}
+workload w = connect(p)
+"
+            .to_string(),
+        );
+        let main = ws.file_handle("main.wsp").expect("file");
+        let d = pipeline_tokens(ws.db(), main);
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].code, "W0504", "{d:#?}");
+    }
+
     #[test]
     fn compositions_enumerate_all_bounded_splits() {
         let caps = [2, 1, 3];

@@ -108,6 +108,10 @@ pub struct Program {
     pub schedules: Vec<Schedule>,
     #[serde(default)]
     pub expects: Vec<Expect>,
+    /// The workloads the program's root file sees (its own and those it imports), which
+    /// `wsp run` chooses from when there is no schedule; empty: every workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<WorkloadId>,
 }
 
 impl Program {
@@ -125,6 +129,7 @@ impl Program {
             processes: Vec::new(),
             schedules: Vec::new(),
             expects: Vec::new(),
+            entries: Vec::new(),
         }
     }
 
@@ -249,9 +254,15 @@ impl Program {
         if let Some(s) = self.schedule_by_name("main") {
             return Ok((Some(s), pick(s)?));
         }
-        match (self.schedules.as_slice(), self.workloads.len()) {
+        // Without a schedule, the workload the root file sees (when it sees one).
+        let (count, only) = match self.entries.as_slice() {
+            [] => (self.workloads.len(), WorkloadId(0)),
+            e => (e.len(), e[0]),
+        };
+        match (self.schedules.as_slice(), count) {
             ([s], _) => Ok((Some(s), pick(s)?)),
-            ([], 1) => Ok((None, WorkloadId(0))),
+            ([], 1) if self.workloads.get(only.index()).is_some() => Ok((None, only)),
+            ([], 1) => Err(format!("the program's entry workload #{} does not exist", only.0)),
             ([], 0) => Err("the program has no workload to run".into()),
             ([], n) => Err(format!(
                 "the program has {n} workloads and no schedule; add `schedule main = <workload>`"

@@ -71,9 +71,23 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         }
         return Err(diags);
     }
-    let mut l = Lowerer::new(FileName::new(root.path(db).as_str()));
-    let cur = l.cur.clone();
     let files = wsp_core::lower::program_files(db, root);
+    // For each file, the file (by index) each imported name comes from.
+    let from: Vec<BTreeMap<String, u32>> = files
+        .iter()
+        .map(|f| {
+            wsp_core::resolve::scope(db, *f)
+                .iter()
+                .filter_map(|(name, sc)| {
+                    let path = sc.from.as_ref()?;
+                    let i = files.iter().position(|g| g.path(db) == path)?;
+                    Some((name.clone(), i as u32))
+                })
+                .collect()
+        })
+        .collect();
+    let mut l = Lowerer::new(FileName::new(root.path(db).as_str()), Rc::new(from));
+    let cur = l.cur.clone();
     let file_index = |id: ItemId| {
         let f = id.file(db);
         files.iter().position(|g| *g == f).unwrap_or(0) as u32
@@ -135,6 +149,18 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
     if !errs.is_empty() {
         return Err(errs);
     }
+    // The workloads the root file sees: what runs when there is no schedule.
+    let mut entries: Vec<w::WorkloadId> = Vec::new();
+    for (name, decls) in &l.workloads.map {
+        for (f, id) in decls {
+            cur.set(*f);
+            if l.root_sees(name) {
+                entries.push(*id);
+            }
+        }
+    }
+    entries.sort_by_key(|id| id.0);
+    l.p.entries = entries;
     // Imported modules bring all their kernels; the program keeps the ones it calls.
     l.p.retain_called_kernels();
     let problems = wsp_ir::check::validate_program(&l.p);
@@ -160,7 +186,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
 /// rest of the program does not lower. `None` when the kernel is not in the file or does not
 /// lower.
 pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
-    let mut l = Lowerer::new(FileName::new(file.path(db).as_str()));
+    let mut l = Lowerer::new(FileName::new(file.path(db).as_str()), Rc::default());
     let nodes = &wsp_core::db::parse_file(db, file).file.items;
     for n in nodes {
         if matches!(n.item.kind, ItemKind::Const(_) | ItemKind::Param(_)) {
@@ -197,18 +223,18 @@ struct Lowerer {
 }
 
 impl Lowerer {
-    fn new(file: FileName) -> Lowerer {
+    fn new(file: FileName, from: Rc<Vec<BTreeMap<String, u32>>>) -> Lowerer {
         let cur = Rc::new(Cell::new(0));
         Lowerer {
             p: wsp_ir::Program::new(),
-            consts: Scoped::new(&cur),
-            params: Scoped::new(&cur),
-            axes: Scoped::new(&cur),
-            tensors: Scoped::new(&cur),
-            kernels: Scoped::new(&cur),
-            workloads: Scoped::new(&cur),
-            channels: Scoped::new(&cur),
-            processes: Scoped::new(&cur),
+            consts: Scoped::new(&cur, &from),
+            params: Scoped::new(&cur, &from),
+            axes: Scoped::new(&cur, &from),
+            tensors: Scoped::new(&cur, &from),
+            kernels: Scoped::new(&cur, &from),
+            workloads: Scoped::new(&cur, &from),
+            channels: Scoped::new(&cur, &from),
+            processes: Scoped::new(&cur, &from),
             file,
             offset: 0,
             cur,
@@ -218,18 +244,22 @@ impl Lowerer {
 
 /// Names of the program's files, each declaration tagged with its file. A name resolves to
 /// the declaration of the file being lowered when it has one (a module's own items shadow
-/// imported ones, and a module's kernels see the module's own constants), else to the first
-/// declaration in program order (root first). The checker has already resolved every name;
-/// this only picks the right one of several files' declarations of the same name.
+/// imported ones, and a module's kernels see the module's own constants), else to the
+/// declaration of the file it imports the name from, else to the first declaration in program
+/// order (root first). The checker has already resolved every name; this only picks the right
+/// one of several files' declarations of the same name.
 struct Scoped<V> {
     cur: Rc<Cell<u32>>,
+    /// Per file: the file each imported name comes from.
+    from: Rc<Vec<BTreeMap<String, u32>>>,
     map: BTreeMap<String, Vec<(u32, V)>>,
 }
 
 impl<V> Scoped<V> {
-    fn new(cur: &Rc<Cell<u32>>) -> Scoped<V> {
+    fn new(cur: &Rc<Cell<u32>>, from: &Rc<Vec<BTreeMap<String, u32>>>) -> Scoped<V> {
         Scoped {
             cur: cur.clone(),
+            from: from.clone(),
             map: BTreeMap::new(),
         }
     }
@@ -246,9 +276,11 @@ impl<V> Scoped<V> {
     fn get(&self, name: &str) -> Option<&V> {
         let entries = self.map.get(name)?;
         let f = self.cur.get();
+        let home = self.from.get(f as usize).and_then(|m| m.get(name));
         entries
             .iter()
             .find(|(g, _)| *g == f)
+            .or_else(|| entries.iter().find(|(g, _)| Some(g) == home))
             .or_else(|| entries.iter().min_by_key(|(g, _)| *g))
             .map(|(_, v)| v)
     }
@@ -274,6 +306,13 @@ fn dtype(name: &ast::Ident) -> Option<DType> {
 }
 
 impl Lowerer {
+    /// Whether the root file sees the item `name` of the file being lowered: the root's own,
+    /// or one the root imports from that file.
+    fn root_sees(&self, name: &str) -> bool {
+        let f = self.cur.get();
+        f == 0 || self.consts.from.first().and_then(|m| m.get(name)) == Some(&f)
+    }
+
     /// `span` of the item being lowered, as a file-relative range for the IR.
     fn src_span(&self, span: Span) -> w::SrcSpan {
         let s = span.shift(self.offset);
@@ -334,6 +373,10 @@ impl Lowerer {
                 self.p.workloads.push(lw);
                 Ok(())
             }
+            // A program runs the schedules its root file sees (its own and those it imports)
+            // and checks the root's expectations, not those of the modules it imports.
+            ItemKind::Schedule(s) if !self.root_sees(&s.name.name) => Ok(()),
+            ItemKind::Expect(_) if self.cur.get() != 0 => Ok(()),
             ItemKind::Schedule(s) => self.schedule(s),
             ItemKind::Expect(e) => self.expect(e),
             ItemKind::Channel(c) => self.channel(c),

@@ -174,8 +174,8 @@ pub fn main(a: Args) -> ExitCode {
     };
 
     // The architecture model.
-    let sched = match program.select_run(a.schedule.as_deref()) {
-        Ok((s, _)) => s,
+    let (sched, ran) = match program.select_run(a.schedule.as_deref()) {
+        Ok(x) => x,
         Err(m) => return usage(m),
     };
     // `--arch` (loaded with the checks above), else the schedule's target (`cpu_sim` names
@@ -235,7 +235,7 @@ pub fn main(a: Args) -> ExitCode {
             // bound to this run's values, names the smallest depths that complete, which the
             // runtime (seeing one stuck state) cannot.
             let (static_help, bound_text) = match &e {
-                SimError::Deadlock(..) => deadlock_static_help(&ws, root, &program, &opts.set),
+                SimError::Deadlock(..) => deadlock_static_help(&ws, root, &program, ran, &opts.set),
                 _ => (Vec::new(), String::new()),
             };
             if a.stats.is_some() {
@@ -608,14 +608,32 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// The help of the static deadlock analysis (W0504) for `root`'s pipelines with its params
-/// bound to a run's values (defaults, then `--set`), and how those values read (" with n = 8").
+/// The help of the static deadlock analysis (W0504) for the pipelines of `root` that workload
+/// `ran` runs (itself, or the workloads it composes), with its params bound to a run's values
+/// (defaults, then `--set`), and how those values read (" with n = 8").
 fn deadlock_static_help(
     ws: &wsp_core::Workspace,
     root: &str,
     program: &wsp_ir::Program,
+    ran: wsp_ir::WorkloadId,
     set: &[(String, String)],
 ) -> (Vec<String>, String) {
+    // The names of the workloads the run ran.
+    let mut names = std::collections::BTreeSet::new();
+    let mut stack = vec![ran];
+    while let Some(w) = stack.pop() {
+        let Some(wl) = program.workloads.get(w.index()) else {
+            continue;
+        };
+        if !names.insert(wl.name.clone()) {
+            continue;
+        }
+        if let wsp_ir::WorkloadBody::Sequential { parts }
+        | wsp_ir::WorkloadBody::Combine { parts } = &wl.body
+        {
+            stack.extend(parts.iter().copied());
+        }
+    }
     let mut bound = std::collections::BTreeMap::new();
     if let Ok(vals) = wsp_ir::data::resolve_params(program, set) {
         for (p, v) in program.params.iter().zip(vals) {
@@ -630,7 +648,7 @@ fn deadlock_static_help(
         }
     }
     let help: Vec<String> = ws
-        .pipeline_tokens_bound(root, &bound)
+        .pipeline_tokens_bound(root, &bound, &names)
         .into_iter()
         .filter(|d| d.code == "W0504")
         .filter_map(|d| d.help)

@@ -922,3 +922,36 @@ expect tasks == 2
         assert!(so.contains("expects       2/2 hold"), "{f}: {so}");
     }
 }
+
+/// After a deadlock, the report adds the static depths of the pipelines that ran, not those of
+/// the file's other pipelines.
+#[test]
+fn a_deadlock_report_names_only_the_pipelines_that_ran() {
+    let d = program(
+        "deadlock-ran",
+        "axis tiles = Dense[4]
+input X: f32[4, 4, 4] = random(seed: 1)
+output Y: f32[4, 4, 4]
+kernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }
+channel a: Channel[depth: 1]
+channel b: Channel[depth: 1]
+channel z: Channel[depth: 0]
+process split produces a, b {
+    for i in P.seq(tiles) { send a, i }
+    for i in P.seq(tiles) { send b, i }
+}
+process join consumes a, b {
+    consume b as i { consume a as j { copy[j](src: X[j], dst: Y[j]) } }
+}
+process lone produces z { for i in P.seq(tiles) { send z, i } }
+workload w = connect(split, join)
+workload v = connect(lone)
+schedule s = v
+",
+    );
+    let out = wsp(&d, &["run", "p.wsp"]);
+    let se = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{se}");
+    assert!(se.contains("`z` depth 4 (now 0)"), "{se}");
+    assert!(!se.contains("`a` depth"), "{se}");
+}

@@ -197,16 +197,17 @@ impl Workspace {
         check_file(&self.db, file)
     }
 
-    /// The static deadlock analysis of the file's pipelines with its params bound to a run's
-    /// values (see [`tokens::pipeline_tokens_bound`]): W0504 when a pipeline deadlocks,
-    /// with the smallest channel depths that complete in its help.
+    /// The static deadlock analysis of the file's pipelines in the workloads named `only`,
+    /// with its params bound to a run's values (see [`tokens::pipeline_tokens_bound`]): W0504
+    /// when a pipeline deadlocks, with the smallest channel depths that complete in its help.
     pub fn pipeline_tokens_bound(
         &self,
         path: &str,
         params: &std::collections::BTreeMap<String, i64>,
+        only: &std::collections::BTreeSet<String>,
     ) -> Vec<Diagnostic> {
         match self.file(path) {
-            Some(f) => tokens::pipeline_tokens_bound(&self.db, f, params),
+            Some(f) => tokens::pipeline_tokens_bound(&self.db, f, params, only),
             None => Vec::new(),
         }
     }

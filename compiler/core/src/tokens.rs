@@ -440,7 +440,7 @@ fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) ->
 /// Static deadlock diagnostics of one file's `connect` workloads (absolute spans).
 #[salsa::tracked(returns(ref))]
 pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
-    tokens_with(db, file, crate::db::const_values(db, file))
+    tokens_with(db, file, crate::db::const_values(db, file), None)
 }
 
 /// The same analysis with the values a run gives the file's params (`wsp run` after a
@@ -450,15 +450,22 @@ pub fn pipeline_tokens_bound(
     db: &dyn Db,
     file: File,
     params: &BTreeMap<String, i64>,
+    only: &std::collections::BTreeSet<String>,
 ) -> Vec<Diagnostic> {
     let mut consts = crate::db::const_values(db, file).clone();
     for (k, v) in params {
         consts.insert(k.clone(), *v);
     }
-    tokens_with(db, file, &consts)
+    tokens_with(db, file, &consts, Some(only))
 }
 
-fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<Diagnostic> {
+/// The analysis of `file`'s `connect` workloads (those named in `only`, when given).
+fn tokens_with(
+    db: &dyn Db,
+    file: File,
+    consts: &BTreeMap<String, i64>,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> Vec<Diagnostic> {
     // The analysed file first, then every file it imports (each once).
     let files = crate::lower::program_files(db, file);
     let names: Vec<FileName> = files
@@ -577,6 +584,9 @@ fn tokens_with(db: &dyn Db, file: File, consts: &BTreeMap<String, i64>) -> Vec<D
         let wsp_syntax::ast::WorkloadBody::Expr(e) = &w.body else {
             continue;
         };
+        if only.is_some_and(|o| !o.contains(&w.name.name)) {
+            continue;
+        }
         let off = node.range.start;
         let mut connects = Vec::new();
         find_connects(e, &mut connects);

@@ -881,9 +881,9 @@ expect close(Z, X)
     assert!(so.contains("expects       3/3 hold"), "{so}");
 }
 
-/// `wsp run` runs what the file it is given sees: not a schedule of a module it imports
-/// (which ran the module's workload), and its own schedule shadows an imported one of the same
-/// name; only the file's own `expect`s are checked.
+/// `wsp run` runs the given file's own schedule or workload, not a schedule of a module it
+/// imports (which ran the module's workload, even before the file's own schedule when the
+/// module's was `main`); only the file's own `expect`s are checked.
 #[test]
 fn a_run_ignores_the_schedules_and_expects_of_imported_modules() {
     let module = "axis t = Dense[2]
@@ -891,7 +891,7 @@ input X: f32[2, 4, 4] = random(seed: 1)
 output Y: f32[2, 4, 4]
 kernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }
 workload mw { for i in P(t) { copy[i](src: X[i], dst: Y[i]) } }
-schedule s = mw.dispatch(round_robin(2))
+schedule main = mw.dispatch(round_robin(2))
 expect tasks == 99
 ";
     let mine = "output Z: f32[2, 4, 4]

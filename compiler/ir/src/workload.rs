@@ -108,8 +108,8 @@ pub struct Program {
     pub schedules: Vec<Schedule>,
     #[serde(default)]
     pub expects: Vec<Expect>,
-    /// The workloads the program's root file sees (its own and those it imports), which
-    /// `wsp run` chooses from when there is no schedule; empty: every workload.
+    /// The root file's own workloads and those it imports by name, which `wsp run` chooses
+    /// from when there is no schedule; empty: every workload.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<WorkloadId>,
 }

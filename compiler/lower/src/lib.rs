@@ -86,7 +86,21 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
                 .collect()
         })
         .collect();
+    // The names the root imports by name (`import m.{a, b}`), with the file they come from: a
+    // module imported whole brings no schedule or entry workload of its own.
+    let named: BTreeMap<String, u32> = wsp_core::db::parse_file(db, root)
+        .file
+        .items
+        .iter()
+        .filter_map(|n| match &n.item.kind {
+            ItemKind::Import(imp) => imp.names.as_ref(),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|n| Some((n.name.clone(), *from.first()?.get(&n.name)?)))
+        .collect();
     let mut l = Lowerer::new(FileName::new(root.path(db).as_str()), Rc::new(from));
+    l.root_named = named;
     let cur = l.cur.clone();
     let file_index = |id: ItemId| {
         let f = id.file(db);
@@ -220,6 +234,8 @@ struct Lowerer {
     offset: u32,
     /// The index (in program order, root first) of the file whose item is being lowered.
     cur: Rc<Cell<u32>>,
+    /// The names the root file imports by name, with the index of the file each comes from.
+    root_named: BTreeMap<String, u32>,
 }
 
 impl Lowerer {
@@ -238,6 +254,7 @@ impl Lowerer {
             file,
             offset: 0,
             cur,
+            root_named: BTreeMap::new(),
         }
     }
 }
@@ -306,11 +323,11 @@ fn dtype(name: &ast::Ident) -> Option<DType> {
 }
 
 impl Lowerer {
-    /// Whether the root file sees the item `name` of the file being lowered: the root's own,
-    /// or one the root imports from that file.
+    /// Whether item `name` of the file being lowered is one of the root file's entry points:
+    /// the root's own, or one the root imports by name from that file.
     fn root_sees(&self, name: &str) -> bool {
         let f = self.cur.get();
-        f == 0 || self.consts.from.first().and_then(|m| m.get(name)) == Some(&f)
+        f == 0 || self.root_named.get(name) == Some(&f)
     }
 
     /// `span` of the item being lowered, as a file-relative range for the IR.
@@ -373,8 +390,8 @@ impl Lowerer {
                 self.p.workloads.push(lw);
                 Ok(())
             }
-            // A program runs the schedules its root file sees (its own and those it imports)
-            // and checks the root's expectations, not those of the modules it imports.
+            // A program runs the root file's own schedules and those it imports by name, and
+            // checks the root's expectations, not those of the modules it imports.
             ItemKind::Schedule(s) if !self.root_sees(&s.name.name) => Ok(()),
             ItemKind::Expect(_) if self.cur.get() != 0 => Ok(()),
             ItemKind::Schedule(s) => self.schedule(s),

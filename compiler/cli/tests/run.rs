@@ -842,7 +842,8 @@ fn files(name: &str, files: &[(&str, &str)]) -> PathBuf {
 /// A module's names resolve in that module: an axis whose size is a constant its module
 /// imports keeps that size in a program that declares the same name (the run used the root's
 /// `N`), and imported constants fold wherever a constant is needed (channel depths, replica
-/// counts, schedule arguments; they were E0505, E0407 and E0606).
+/// counts, schedule arguments; they were E0505, E0407 and E0606), in constants of the file
+/// too (`const M = R * 2` did not lower).
 #[test]
 fn imported_constants_keep_their_module_values() {
     let d = files(
@@ -855,6 +856,8 @@ fn imported_constants_keep_their_module_values() {
                 "import ax.{tiles}
 import consts.{R, D}
 const N = 2
+const M = R * 2
+axis quad = Dense[M]
 input X: f32[4, 4, 4] = random(seed: 1)
 output Y: f32[4, 4, 4]
 output Z: f32[4, 4, 4]
@@ -862,7 +865,7 @@ kernel copy(src: in f32[4, 4], dst: out f32[4, 4]) { dst = src }
 channel c: Channel[depth: D]
 process src produces c { for i in P.seq(tiles) { send c, i } }
 process sink consumes c { consume c as i { copy[i](src: X[i], dst: Z[i]) } }
-workload each { for i in P(tiles) { copy[i](src: X[i], dst: Y[i]) } }
+workload each { for i in P(quad) { copy[i](src: X[i], dst: Y[i]) } }
 workload piped = connect(src, replicate(sink, R))
 workload both = sequential(each, piped)
 schedule main = both.dispatch(round_robin(D)).task_window(D)

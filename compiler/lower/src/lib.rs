@@ -147,17 +147,30 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
             )
         },
     ];
-    for pass in passes {
-        for (id, it) in &items {
-            if !pass(&it.kind) {
-                continue;
+    for (k, pass) in passes.iter().enumerate() {
+        let mut todo: Vec<&(ItemId, ast::Item)> =
+            items.iter().filter(|(_, it)| pass(&it.kind)).collect();
+        loop {
+            let mut failed = Vec::new();
+            let mut failures = Vec::new();
+            for x in &todo {
+                let (id, it) = x;
+                l.file = FileName::new(id.file(db).path(db).as_str());
+                l.offset = item_offset(db, *id);
+                cur.set(file_index(*id));
+                if let Err(d) = l.item(it) {
+                    failed.push(*x);
+                    failures.push(d);
+                }
             }
-            l.file = FileName::new(id.file(db).path(db).as_str());
-            l.offset = item_offset(db, *id);
-            cur.set(file_index(*id));
-            if let Err(d) = l.item(it) {
-                errs.push(d);
+            // Constants may use constants of modules that come later in program order (a
+            // module's constant from an imported one): those go again once the others have
+            // values, until no more of them lower.
+            if k > 0 || failed.is_empty() || failed.len() == todo.len() {
+                errs.extend(failures);
+                break;
             }
+            todo = failed;
         }
     }
     if !errs.is_empty() {

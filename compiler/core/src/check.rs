@@ -1088,6 +1088,22 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                 c.dtype(t);
             }
             c.expr(&d.value);
+            if let Some(via) = const_cycles(db, file).get(&d.name.name) {
+                let path = via.join(" → ");
+                c.diags.push(
+                    Diagnostic::new(
+                        "E0213",
+                        format!(
+                            "constant `{}` has no value: it depends on itself",
+                            d.name.name
+                        ),
+                        c.label(d.value.span, format!("{} → {path}", d.name.name)),
+                    )
+                    .with_help(
+                        "a constant is folded from literals and earlier constants; break the cycle",
+                    ),
+                );
+            }
         }
         ItemKind::Param(d) => {
             c.dtype(&d.ty);
@@ -2475,6 +2491,80 @@ pub fn add_import_fixes(db: &dyn Db, file: File, diags: &mut [Diagnostic]) {
             });
         }
     }
+}
+
+/// The file's constants that depend on themselves, each with the names through which it does
+/// (following constants into the modules they are imported from). A query of its own, so that
+/// an edit elsewhere in the file re-runs no constant's check.
+#[salsa::tracked(returns(ref))]
+fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<String>> {
+    crate::db::parse_file(db, file)
+        .file
+        .items
+        .iter()
+        .filter_map(|n| match &n.item.kind {
+            ItemKind::Const(c) => {
+                const_cycle(db, file, &c.name.name).map(|p| (c.name.name.clone(), p))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names through which constant `name` of `file` depends on itself (following constants
+/// into the modules they are imported from), or `None` when it does not.
+fn const_cycle(db: &dyn Db, file: File, name: &str) -> Option<Vec<String>> {
+    // The expression of constant `n` as `f` sees it: the file that declares it and its value.
+    let decl = |f: File, n: &str| -> Option<(File, Expr)> {
+        let home = match scope(db, f).get(n) {
+            Some(Scoped {
+                symbol: Symbol::Const,
+                from: None,
+            }) => f,
+            Some(Scoped {
+                symbol: Symbol::Const,
+                from: Some(m),
+            }) => crate::resolve::imports_of(db, f)
+                .iter()
+                .find_map(|(p, t)| match t {
+                    crate::resolve::ImportTarget::Loaded(x) if p == m => Some(*x),
+                    _ => None,
+                })?,
+            _ => return None,
+        };
+        crate::db::parse_file(db, home)
+            .file
+            .items
+            .iter()
+            .find_map(|node| match &node.item.kind {
+                ItemKind::Const(c) if c.name.name == n => Some((home, c.value.clone())),
+                _ => None,
+            })
+    };
+    let start = (file.path(db).clone(), name.to_string());
+    let (home, value) = decl(file, name)?;
+    // Depth first over (file, constant), with the path of names that led there.
+    let mut stack = vec![(home, value, vec![])];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some((f, e, path)) = stack.pop() {
+        let names = std::cell::RefCell::new(Vec::new());
+        crate::types::names_any(&e, &|n| {
+            names.borrow_mut().push(n.to_string());
+            false
+        });
+        for n in names.into_inner() {
+            let Some((g, v)) = decl(f, &n) else { continue };
+            let mut p = path.clone();
+            p.push(n.clone());
+            if (g.path(db).clone(), n.clone()) == start {
+                return Some(p);
+            }
+            if seen.insert((g.path(db).clone(), n.clone())) {
+                stack.push((g, v, p));
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -169,6 +169,10 @@ struct Member {
     consumes: Vec<((String, String), Span)>,
     produces: Vec<(String, String)>,
     accesses: crate::races::ProcAccesses,
+    /// Its `send`s (channel, the token components distinct from one send to the next) and its
+    /// `consume`s (channel, the names bound), by channel key.
+    sends: Vec<((String, String), Vec<usize>)>,
+    binds: Vec<((String, String), Vec<String>)>,
     /// The process's item offset when it is this file's; `None`: imported (labelled at
     /// `operand`).
     local: Option<u32>,
@@ -214,6 +218,23 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
             _ => None,
         })?;
     let key = |c: &str| (channel_home(db, home, c), c.to_string());
+    let accesses = crate::races::process_accesses(
+        home.path(db),
+        &p.body,
+        crate::resolve::scope(db, home),
+        crate::db::const_values(db, home),
+        crate::races::axis_sizes(db, home),
+    );
+    let sends = accesses
+        .sends
+        .iter()
+        .map(|(c, d)| (key(c), d.clone()))
+        .collect();
+    let binds = accesses
+        .consumes
+        .iter()
+        .map(|(c, b)| (key(c), b.clone()))
+        .collect();
     Some(Member {
         name: name.to_string(),
         consumes: p
@@ -227,13 +248,9 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
             })
             .collect(),
         produces: p.produces.iter().map(|c| key(&c.name)).collect(),
-        accesses: crate::races::process_accesses(
-            home.path(db),
-            &p.body,
-            crate::resolve::scope(db, home),
-            crate::db::const_values(db, home),
-            crate::races::axis_sizes(db, home),
-        ),
+        accesses,
+        sends,
+        binds,
         local: local.then_some(off),
         operand,
         replicated: false,
@@ -365,11 +382,42 @@ fn races_between(fname: &FileName, members: &[Member], connect: Span, diags: &mu
             {
                 continue;
             }
-            if let Some((x, y)) = crate::races::process_conflict(&a.accesses, &b.accesses, same) {
+            let distinct = if same {
+                distinct_tokens(members, a)
+            } else {
+                Vec::new()
+            };
+            if let Some((x, y)) =
+                crate::races::process_conflict(&a.accesses, &b.accesses, same, &distinct)
+            {
                 diags.push(race_diag(fname, (a, x), (b, y), connect));
             }
         }
     }
+}
+
+/// The names replicated member `m` binds to token components that differ from one token to
+/// the next, so that each replica's tokens differ there: its channel has one producer in the
+/// pipeline, run as one instance, with one `send` on it, whose component at that position is
+/// the variable of the one loop around the send (see `races::Collector::send`).
+fn distinct_tokens(members: &[Member], m: &Member) -> Vec<String> {
+    let mut out = Vec::new();
+    for (ch, binds) in &m.binds {
+        let producers: Vec<&Member> = members.iter().filter(|p| p.produces.contains(ch)).collect();
+        let [p] = producers.as_slice() else { continue };
+        if p.replicated || std::ptr::eq(*p, m) {
+            continue;
+        }
+        let sends: Vec<&Vec<usize>> = p
+            .sends
+            .iter()
+            .filter(|(c, _)| c == ch)
+            .map(|(_, d)| d)
+            .collect();
+        let [d] = sends.as_slice() else { continue };
+        out.extend(d.iter().filter_map(|&k| binds.get(k).cloned()));
+    }
+    out
 }
 
 fn race_diag(

@@ -229,6 +229,17 @@ struct Collector<'a> {
     oob: Vec<(Span, String, String)>,
     /// The variables `consume c as ...` binds (tokens received).
     tokens: Vec<String>,
+    /// Variables of the loops around the current statement, innermost last, and how many
+    /// `consume` bodies it is in.
+    loops: Vec<Vec<String>>,
+    in_consume: usize,
+    /// Each `send c, value`: the channel and the components of its token that differ from one
+    /// execution of the send to the next (see [`Collector::send`]).
+    sends: Vec<(String, Vec<usize>)>,
+    /// Each `consume c as ...`: the channel and the names it binds.
+    consumes: Vec<(String, Vec<String>)>,
+    /// Every name a loop or a `consume` binds, once per binding.
+    bound: Vec<String>,
 }
 
 impl Collector<'_> {
@@ -276,8 +287,12 @@ impl Collector<'_> {
                         .unwrap_or((Some(0), None));
                     self.dom.insert(v.name.clone(), d);
                     self.inner.push(v.name.clone());
+                    self.bound.push(v.name.clone());
                 }
+                self.loops
+                    .push(vars.iter().map(|v| v.name.clone()).collect());
                 self.block(body);
+                self.loops.pop();
             }
             StmtKind::When {
                 branches,
@@ -292,15 +307,30 @@ impl Collector<'_> {
                 }
                 self.in_when -= 1;
             }
-            StmtKind::Consume { bindings, body, .. } => {
+            StmtKind::Consume {
+                channel,
+                bindings,
+                body,
+            } => {
                 for b in bindings {
                     // A token's value is whatever was sent: any index.
                     self.dom.insert(b.name.clone(), (None, None));
                     self.tokens.push(b.name.clone());
+                    self.bound.push(b.name.clone());
                 }
+                self.consumes.push((
+                    channel.name.clone(),
+                    bindings.iter().map(|b| b.name.clone()).collect(),
+                ));
+                self.in_consume += 1;
                 self.block(body);
+                self.in_consume -= 1;
             }
-            StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => self.task(e),
+            StmtKind::Send { channel, value } => {
+                self.send(&channel.name, value);
+                self.task(value);
+            }
+            StmtKind::Expr(e) => self.task(e),
             _ => {}
         }
     }
@@ -377,6 +407,31 @@ impl Collector<'_> {
 }
 
 impl Collector<'_> {
+    /// Records a `send` on `channel`: which components of its token (the task's coordinates,
+    /// a tuple's values, or the one value) are distinct from one execution of the send to the
+    /// next. That is known when the send runs once per iteration of a single one-variable loop
+    /// and of nothing else (no outer loop, not in a `consume` body): the components that are
+    /// that loop's variable.
+    fn send(&mut self, channel: &str, value: &Expr) {
+        let comps: Vec<&Expr> = match &value.kind {
+            ExprKind::Call {
+                coords: Some(c), ..
+            } => c.iter().collect(),
+            ExprKind::Tuple(xs) => xs.iter().collect(),
+            _ => vec![value],
+        };
+        let distinct = match self.loops.as_slice() {
+            [only] if only.len() == 1 && self.in_consume == 0 => comps
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| matches!(&e.kind, ExprKind::Name(n) if n.name == only[0]))
+                .map(|(k, _)| k)
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.sends.push((channel.to_string(), distinct));
+    }
+
     /// Records every view index of `tensor` whose range over the loop domains provably leaves
     /// the dimension (only when the dimension's size and the index's range are known).
     fn bounds(&mut self, tensor: &Ident, shape: &[D], idx: &[Expr], dims: &[Ix]) {
@@ -449,6 +504,11 @@ impl<'a> Collector<'a> {
             in_when: 0,
             oob: Vec::new(),
             tokens: Vec::new(),
+            loops: Vec::new(),
+            in_consume: 0,
+            sends: Vec::new(),
+            consumes: Vec::new(),
+            bound: Vec::new(),
         }
     }
 }
@@ -459,7 +519,12 @@ pub(crate) struct ProcAccesses {
     accesses: Vec<((String, String), Access)>,
     /// Its loop variables and received tokens: they differ from one replica to another.
     varying: Vec<String>,
-    tokens: Vec<String>,
+    /// Each `send`: the channel (as named in the process's file) and the components of its
+    /// token that differ from one execution to the next.
+    pub(crate) sends: Vec<(String, Vec<usize>)>,
+    /// Each `consume`: the channel and the names it binds, when no other binding in the body
+    /// reuses one of them (a reused name may index by another variable).
+    pub(crate) consumes: Vec<(String, Vec<String>)>,
 }
 
 /// The accesses of process body `body` of file `here` (its scope, constants and axis sizes).
@@ -478,10 +543,18 @@ pub(crate) fn process_accesses(
     };
     let mut varying = cx.inner.clone();
     varying.extend(cx.tokens.iter().cloned());
+    let once = |n: &String| cx.bound.iter().filter(|b| *b == n).count() == 1;
+    let consumes = cx
+        .consumes
+        .iter()
+        .filter(|(_, bs)| bs.iter().all(once))
+        .cloned()
+        .collect();
     ProcAccesses {
         accesses: cx.out.into_iter().map(|a| (home(&a.tensor), a)).collect(),
         varying,
-        tokens: cx.tokens,
+        sends: cx.sends,
+        consumes,
     }
 }
 
@@ -493,18 +566,20 @@ fn disjoint_ivs(a: &Access, b: &Access) -> bool {
 /// The first pair of accesses by which two processes that nothing orders may race (one writes
 /// a region the other touches): `a`'s and `b`'s. With `replicas`, `a` and `b` are the same
 /// process run as several replicas, each on its own tokens: an access indexed by a received
-/// token (the same form in both, over that token alone) is then each replica's own.
+/// token that differs from one token to the next (`distinct`; the same form in both, over that
+/// token alone) is then each replica's own.
 pub(crate) fn process_conflict<'a>(
     a: &'a ProcAccesses,
     b: &'a ProcAccesses,
     replicas: bool,
+    distinct: &[String],
 ) -> Option<(&'a Access, &'a Access)> {
     for (ka, x) in &a.accesses {
         for (kb, y) in &b.accesses {
             if ka != kb || !(x.write || y.write) || disjoint_ivs(x, y) {
                 continue;
             }
-            if replicas && a.tokens.iter().any(|t| separated(x, y, t, &a.varying)) {
+            if replicas && distinct.iter().any(|t| separated(x, y, t, &a.varying)) {
                 continue;
             }
             return Some((x, y));

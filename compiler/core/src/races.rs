@@ -438,13 +438,6 @@ impl Collector<'_> {
         for (j, ((ix, e), d)) in dims.iter().zip(idx).zip(shape).enumerate() {
             let D::K(size) = d else { continue };
             let (lo, hi) = dim_interval(ix, &self.dom);
-            let bad_lo = lo.filter(|l| *l < 0);
-            let bad_hi = hi.filter(|h| *h >= *size);
-            let reach = match (bad_lo, bad_hi) {
-                (Some(l), _) => l,
-                (None, Some(h)) => h,
-                (None, None) => continue,
-            };
             let vars: BTreeSet<&String> = match ix {
                 Ix::Point(Some(a)) => a.coef.keys().collect(),
                 Ix::Range(s, e) => s
@@ -453,6 +446,20 @@ impl Collector<'_> {
                     .flat_map(|a| a.coef.keys())
                     .collect(),
                 _ => BTreeSet::new(),
+            };
+            // Every variable bounded, the forms known, and still no bound: the index leaves
+            // the 64-bit range for some iteration.
+            let overflows = !vars.is_empty()
+                && matches!(ix, Ix::Point(Some(_)) | Ix::Range(Some(_), Some(_)))
+                && vars
+                    .iter()
+                    .all(|v| matches!(self.dom.get(*v), Some((Some(_), Some(_)))))
+                && (lo.is_none() || hi.is_none());
+            let reach = match (lo.filter(|l| *l < 0), hi.filter(|h| *h >= *size)) {
+                (Some(l), _) => l.to_string(),
+                (None, Some(h)) => h.to_string(),
+                (None, None) if overflows => "beyond the 64-bit integer range".to_string(),
+                (None, None) => continue,
             };
             let ranges: Vec<String> = vars
                 .iter()

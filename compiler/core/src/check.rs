@@ -1677,14 +1677,25 @@ fn composition(c: &mut Checker, e: &Expr) {
                 v = &rargs[0].value;
             }
         }
-        let ExprKind::Name(id) = &v.kind else {
-            c.expr(v);
-            continue;
-        };
         let (expected, plural) = if want_process {
             ("a process", "processes")
         } else {
             ("a workload", "workloads")
+        };
+        let ExprKind::Name(id) = &v.kind else {
+            if !matches!(v.kind, ExprKind::Call { .. }) {
+                // A literal or arithmetic: not an item at all.
+                c.diags.push(
+                    Diagnostic::new(
+                        "E0407",
+                        format!("`{form}` takes {plural}, but this is not the name of one"),
+                        c.label(v.span, format!("expected {expected}")),
+                    )
+                    .with_help(format!("name {expected} declared in this file or imported")),
+                );
+            }
+            c.expr(v);
+            continue;
         };
         match c.scope.get(&id.name).map(|s| &s.symbol) {
             Some(Symbol::Process) if want_process => {}

@@ -808,19 +808,13 @@ fn analyse_connect(
             }
             _ => (&a.value, 1),
         };
+        // An operand that is not a process is an error of its own (E0101, E0407): nothing to
+        // decide.
         let ExprKind::Name(pn) = &name_e.kind else {
-            return undecidable(
-                here(name_e.span),
-                "a `connect` operand is not a process name".into(),
-            );
+            return None;
         };
         match procs.get(&pn.name) {
-            None => {
-                return undecidable(
-                    here(pn.span),
-                    format!("`{}` is not a declared process", pn.name),
-                )
-            }
+            None => return None,
             Some(Err(Undecidable(at, why))) => {
                 return undecidable(*at, format!("in process `{}`, {why}", pn.name))
             }

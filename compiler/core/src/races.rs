@@ -168,10 +168,10 @@ fn dim_interval(ix: &Ix, dom: &BTreeMap<String, Interval>) -> Interval {
         Ix::Range(Some(s), Some(e)) => {
             let (l, _) = interval(s, dom);
             let (_, h) = interval(e, dom);
-            (l, h.map(|h| h - 1))
+            (l, h.and_then(|h| h.checked_sub(1)))
         }
         Ix::Range(Some(s), None) => (interval(s, dom).0, None),
-        Ix::Range(None, Some(e)) => (Some(0), interval(e, dom).1.map(|h| h - 1)),
+        Ix::Range(None, Some(e)) => (Some(0), interval(e, dom).1.and_then(|h| h.checked_sub(1))),
         _ => (None, None),
     }
 }

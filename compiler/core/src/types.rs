@@ -934,7 +934,7 @@ fn slice_fix(
                 _ => {
                     let a = eval_int(s, consts)?;
                     eval_int(end, consts)?;
-                    (end.span, (a + want).to_string())
+                    (end.span, a.checked_add(want)?.to_string())
                 }
             },
         };
@@ -950,7 +950,8 @@ fn slice_fix(
 /// `end - start` for affine bounds that differ by a constant (`i*64 .. i*64 + 64` → 64).
 fn extent(s: &Expr, e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
     if let (Some(a), Some(b)) = (eval_int(s, consts), eval_int(e, consts)) {
-        return Some(b - a);
+        // A span beyond 64 bits has no extent (and fits no tile).
+        return b.checked_sub(a);
     }
     if let ExprKind::Binary {
         op: BinOp::Add,

@@ -907,11 +907,20 @@ expect tasks == 2
         &[
             ("m.wsp", module),
             ("named.wsp", &format!("import m.{{t, X, copy}}\n{mine}")),
+            ("kernel_only.wsp", "import m.{copy}\n"),
             (
                 "whole.wsp",
                 &format!("import m\n{mine}schedule s = w.dispatch(round_robin(1))\n"),
             ),
         ],
+    );
+    // A file that imports a kernel only has no workload of its own to run.
+    let out = wsp(&d, &["run", "kernel_only.wsp"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("no workload to run"),
+        "{}",
+        text(&out.stderr)
     );
     for f in ["named.wsp", "whole.wsp"] {
         let out = wsp(&d, &["run", f]);

@@ -109,9 +109,9 @@ pub struct Program {
     #[serde(default)]
     pub expects: Vec<Expect>,
     /// The root file's own workloads and those it imports by name, which `wsp run` chooses
-    /// from when there is no schedule; empty: every workload.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub entries: Vec<WorkloadId>,
+    /// from when there is no schedule; `None` (an IR written without it): every workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<WorkloadId>>,
 }
 
 impl Program {
@@ -129,7 +129,7 @@ impl Program {
             processes: Vec::new(),
             schedules: Vec::new(),
             expects: Vec::new(),
-            entries: Vec::new(),
+            entries: None,
         }
     }
 
@@ -255,9 +255,9 @@ impl Program {
             return Ok((Some(s), pick(s)?));
         }
         // Without a schedule, the workload the root file sees (when it sees one).
-        let (count, only) = match self.entries.as_slice() {
-            [] => (self.workloads.len(), WorkloadId(0)),
-            e => (e.len(), e[0]),
+        let (count, only) = match &self.entries {
+            None => (self.workloads.len(), WorkloadId(0)),
+            Some(e) => (e.len(), e.first().copied().unwrap_or(WorkloadId(0))),
         };
         match (self.schedules.as_slice(), count) {
             ([s], _) => Ok((Some(s), pick(s)?)),

@@ -187,7 +187,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         }
     }
     entries.sort_by_key(|id| id.0);
-    l.p.entries = entries;
+    l.p.entries = Some(entries);
     // Imported modules bring all their kernels; the program keeps the ones it calls.
     l.p.retain_called_kernels();
     let problems = wsp_ir::check::validate_program(&l.p);

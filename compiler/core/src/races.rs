@@ -238,8 +238,10 @@ struct Collector<'a> {
     sends: Vec<(String, Vec<usize>)>,
     /// Each `consume c as ...`: the channel and the names it binds.
     consumes: Vec<(String, Vec<String>)>,
-    /// Every name a loop or a `consume` binds, once per binding.
+    /// Every name a loop, a `consume` or a `let` binds, once per binding, and those `let`
+    /// binds.
     bound: Vec<String>,
+    lets: Vec<String>,
 }
 
 impl Collector<'_> {
@@ -331,6 +333,12 @@ impl Collector<'_> {
                 self.task(value);
             }
             StmtKind::Expr(e) => self.task(e),
+            StmtKind::Let { names, .. } => {
+                for n in names {
+                    self.bound.push(n.name.clone());
+                    self.lets.push(n.name.clone());
+                }
+            }
             _ => {}
         }
     }
@@ -420,13 +428,16 @@ impl Collector<'_> {
             ExprKind::Tuple(xs) => xs.iter().collect(),
             _ => vec![value],
         };
+        // A `let` of the loop variable's name before the send may give it another value.
         let distinct = match self.loops.as_slice() {
-            [only] if only.len() == 1 && self.in_consume == 0 => comps
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| matches!(&e.kind, ExprKind::Name(n) if n.name == only[0]))
-                .map(|(k, _)| k)
-                .collect(),
+            [only] if only.len() == 1 && self.in_consume == 0 && !self.lets.contains(&only[0]) => {
+                comps
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| matches!(&e.kind, ExprKind::Name(n) if n.name == only[0]))
+                    .map(|(k, _)| k)
+                    .collect()
+            }
             _ => Vec::new(),
         };
         self.sends.push((channel.to_string(), distinct));
@@ -516,6 +527,7 @@ impl<'a> Collector<'a> {
             sends: Vec::new(),
             consumes: Vec::new(),
             bound: Vec::new(),
+            lets: Vec::new(),
         }
     }
 }

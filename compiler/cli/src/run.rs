@@ -373,6 +373,28 @@ fn stage_files(
     staged: &mut Vec<Staged>,
 ) -> Result<(), String> {
     if let (Some(dir), false) = (&a.out_dir, a.timing_only) {
+        // One file a name: two outputs of one name (a file's own and an imported module's)
+        // would overwrite each other.
+        let outputs: Vec<&wsp_ir::TensorDecl> = p
+            .tensors
+            .iter()
+            .filter(|d| d.kind == wsp_ir::TensorKind::Output)
+            .collect();
+        for (i, d) in outputs.iter().enumerate() {
+            if let Some(e) = outputs[..i].iter().find(|e| e.name == d.name) {
+                let file = |t: &wsp_ir::TensorDecl| {
+                    t.at.as_ref()
+                        .map_or_else(|| "?".to_string(), |s| s.file.clone())
+                };
+                return Err(format!(
+                    "two outputs are named `{}` ({} and {}): `--out-dir` writes one `{}.npy`; rename one of them",
+                    d.name,
+                    file(e),
+                    file(d),
+                    d.name
+                ));
+            }
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
         for (decl, t) in p.tensors.iter().zip(&run.tensors) {

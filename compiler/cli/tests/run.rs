@@ -967,3 +967,35 @@ schedule s = v
     assert!(se.contains("`z` depth 4 (now 0)"), "{se}");
     assert!(!se.contains("`a` depth"), "{se}");
 }
+
+/// Two outputs of one name (the file's own and an imported module's) cannot both be `NAME.npy`
+/// in `--out-dir`: a usage error naming both files, and nothing written.
+#[test]
+fn outputs_of_one_name_in_two_files_are_refused_by_out_dir() {
+    let lib = "const N = 3
+axis rows = Dense[N]
+input X: f32[N, 8] = random(seed: 1)
+output Y: f32[N, 8]
+kernel cp(src: in f32[1, 8], dst: out f32[1, 8]) { dst = src }
+workload lw { for i in P(rows) { cp[i](src: X[i], dst: Y[i]) } }
+";
+    let main = "import lib.{lw}
+const N = 7
+axis rows = Dense[N]
+input X: f32[N, 8] = random(seed: 2)
+output Y: f32[N, 8]
+kernel cp(src: in f32[1, 8], dst: out f32[1, 8]) { dst = src }
+workload own { for i in P(rows) { cp[i](src: X[i], dst: Y[i]) } }
+workload both = sequential(own, lw)
+schedule main = both
+";
+    let d = files("same-output", &[("lib.wsp", lib), ("main.wsp", main)]);
+    let out = wsp(&d, &["run", "main.wsp", "--out-dir", "o"]);
+    let se = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{se}");
+    assert!(se.contains("two outputs are named `Y`"), "{se}");
+    assert!(!d.join("o").exists(), "a directory was left behind");
+    // Without `--out-dir` the run is fine.
+    let out = wsp(&d, &["run", "main.wsp"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

@@ -4,11 +4,13 @@
 //! executed abstractly: tokens carry no values, only their number matters. A process body
 //! becomes a tree of actions — tasks, sends, and `consume` loops whose bodies run once per
 //! received token until the channel is closed and empty — and `for` loops over constant Dense
-//! axes or constant ranges repeat their bodies. The simulation follows the reference semantics
-//! of `wsp run` (compiler/ir/src/exec.rs): a deterministic round-robin of process steps, one
-//! visible action (task, send, receive) per step, channels bounded by their depth (depth 0: the
-//! sender waits until its token is taken), a channel closes when every producer of it has
-//! finished, and the run deadlocks when a whole round makes no progress.
+//! axes or constant ranges repeat their bodies. The simulation follows how `wsp run`'s runtime
+//! schedules processes (`Runtime::run_processes`): the lowest-numbered process that can move
+//! takes one step, one visible action (task, send, receive), then the choice starts again from
+//! the first; channels are bounded by their depth (depth 0: the sender waits until its token is
+//! taken), a channel closes when every producer of it has finished, and the run deadlocks when
+//! no process can move. (Stepping round-robin instead disagreed with `wsp run` on cycles where
+//! one process both takes and gives back a channel's tokens that another also produces.)
 //!
 //! A deadlock is W0504, with the blocked sites, the channel fills and the smallest total
 //! increase of depths that completes (or the fact that no depth helps: even unbounded channels
@@ -380,6 +382,8 @@ fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) ->
     }
     let mut done = vec![false; threads.len()];
     loop {
+        // As `wsp run` schedules them: one step of the lowest-numbered process that can take
+        // one, then again from the first (a blocked process's step changes nothing).
         let mut progressed = false;
         for (i, th) in threads.iter_mut().enumerate() {
             if done[i] {
@@ -399,6 +403,9 @@ fn simulate(procs: &[&Proc], nchans: usize, depths: &[u64], budget: &mut u64) ->
                         chans[c].live_producers = chans[c].live_producers.saturating_sub(1);
                     }
                 }
+            }
+            if progressed {
+                break;
             }
         }
         if done.iter().all(|d| *d) {

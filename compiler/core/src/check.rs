@@ -2184,6 +2184,41 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             }
         }
     }
+    // A name imported one by one from two modules: which one it means would depend on the
+    // order of the imports (the file's own item of that name shadows both).
+    let mut imported: BTreeMap<&str, (&str, Span)> = BTreeMap::new();
+    for (node, (path, _)) in parse
+        .file
+        .items
+        .iter()
+        .filter(|n| matches!(n.item.kind, ItemKind::Import(_)))
+        .zip(imports_of(db, file))
+    {
+        let ItemKind::Import(imp) = &node.item.kind else {
+            continue;
+        };
+        for n in imp.names.iter().flatten() {
+            let span = n.span.shift(node.range.start);
+            if first.contains_key(n.name.as_str()) {
+                continue;
+            }
+            match imported.get(n.name.as_str()) {
+                Some((p, prev)) if *p != path.as_str() => diags.push(
+                    Diagnostic::new(
+                        "E0102",
+                        format!("`{}` is imported from two modules", n.name),
+                        Label::new(fname.clone(), span, "imported again here"),
+                    )
+                    .with_label(Label::new(fname.clone(), *prev, "first imported here"))
+                    .with_help("import the name from one module, or declare it here"),
+                ),
+                Some(_) => {}
+                None => {
+                    imported.insert(n.name.as_str(), (path.as_str(), span));
+                }
+            }
+        }
+    }
     // Names used outside the imports (by token, so a local of the same name counts as a use:
     // an unused-import warning is never wrong, at worst missing).
     let text = file.text(db);

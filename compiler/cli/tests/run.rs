@@ -908,12 +908,24 @@ expect tasks == 2
             ("m.wsp", module),
             ("named.wsp", &format!("import m.{{t, X, copy}}\n{mine}")),
             ("kernel_only.wsp", "import m.{copy}\n"),
+            ("entry.wsp", "import m.{main}\n"),
             (
                 "whole.wsp",
                 &format!("import m\n{mine}schedule s = w.dispatch(round_robin(1))\n"),
             ),
         ],
     );
+    // A schedule imported by name is the file's to run, and no unused import.
+    let out = wsp(&d, &["check", "entry.wsp"]);
+    assert!(
+        !text(&out.stderr).contains("W0103"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = wsp(&d, &["run", "entry.wsp"]);
+    let so = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{so}\n{}", text(&out.stderr));
+    assert!(so.contains("schedule `main`"), "{so}");
     // A file that imports a kernel only has no workload of its own to run.
     let out = wsp(&d, &["run", "kernel_only.wsp"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));

@@ -2267,7 +2267,13 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 if let Some(names) = &imp.names {
                     let theirs = crate::db::own_symbols(db, *m);
                     for (i, n) in names.iter().enumerate() {
-                        if theirs.contains_key(&n.name) && !used.contains(n.name.as_str()) {
+                        // A schedule or workload imported by name is one `wsp run` may run.
+                        let entry = matches!(
+                            theirs.get(&n.name),
+                            Some(Symbol::Schedule | Symbol::Workload)
+                        );
+                        if theirs.contains_key(&n.name) && !entry && !used.contains(n.name.as_str())
+                        {
                             diags.push(unused_import(&fname, node, names, i));
                         }
                         let at = Label::new(fname.clone(), n.span.shift(off), "imported here");

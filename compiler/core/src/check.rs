@@ -2576,12 +2576,7 @@ fn const_cycle(db: &dyn Db, file: File, name: &str) -> Option<Vec<String>> {
             Some(Scoped {
                 symbol: Symbol::Const,
                 from: Some(m),
-            }) => crate::resolve::imports_of(db, f)
-                .iter()
-                .find_map(|(p, t)| match t {
-                    crate::resolve::ImportTarget::Loaded(x) if p == m => Some(*x),
-                    _ => None,
-                })?,
+            }) => crate::resolve::imported_file(db, f, m)?,
             _ => return None,
         };
         crate::db::parse_file(db, home)

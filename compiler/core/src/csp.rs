@@ -18,7 +18,7 @@ use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
 use wsp_syntax::ast::{ExprKind, ItemKind, WorkloadBody};
 
 use crate::db::{parse_file, Db, File, Symbol};
-use crate::resolve::{ImportTarget, Scoped};
+use crate::resolve::Scoped;
 
 struct Proc {
     name: String,
@@ -200,12 +200,7 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
         Some(Scoped {
             symbol: Symbol::Process,
             from: Some(module),
-        }) => crate::resolve::imports_of(db, file)
-            .iter()
-            .find_map(|(path, t)| match t {
-                ImportTarget::Loaded(m) if path == module => Some(*m),
-                _ => None,
-            })?,
+        }) => crate::resolve::imported_file(db, file, module)?,
         _ => return None,
     };
     let local = home == file;

@@ -95,6 +95,14 @@ pub fn scope(db: &dyn Db, file: File) -> BTreeMap<String, Scoped> {
     out
 }
 
+/// The loaded module that `file` imports as `module` (a path, as [`Scoped::from`] gives it).
+pub fn imported_file(db: &dyn Db, file: File, module: &str) -> Option<File> {
+    imports_of(db, file).iter().find_map(|(p, t)| match t {
+        ImportTarget::Loaded(m) if p == module => Some(*m),
+        _ => None,
+    })
+}
+
 /// Files imported by `file` (resolved paths), loaded or not.
 #[salsa::tracked(returns(ref))]
 pub fn imports_of(db: &dyn Db, file: File) -> Vec<(String, ImportTarget)> {

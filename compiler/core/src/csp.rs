@@ -173,6 +173,9 @@ struct Member {
     /// `consume`s (channel, the names bound), by channel key.
     sends: Vec<((String, String), Vec<usize>)>,
     binds: Vec<((String, String), Vec<String>)>,
+    /// Its sends and consumes by channel key: how many values a token it sends carries, or how
+    /// many names a `consume` binds, and where (absolute, in the process's file).
+    shapes: Vec<TokenShape>,
     /// The process's item offset when it is this file's; `None`: imported (labelled at
     /// `operand`).
     local: Option<u32>,
@@ -230,7 +233,13 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
         .iter()
         .map(|(c, b)| (key(c), b.clone()))
         .collect();
+    let mut shapes = Vec::new();
+    token_shapes(&p.body, off, &mut shapes);
+    for s in &mut shapes {
+        s.ch = key(&s.ch.1);
+    }
     Some(Member {
+        shapes,
         name: name.to_string(),
         consumes: p
             .consumes
@@ -321,6 +330,119 @@ fn pipeline_members(db: &dyn Db, file: File, fname: &FileName, diags: &mut Vec<D
                 }
             }
             races_between(fname, &members, connect, diags);
+            token_arity(fname, &members, connect, diags);
+        }
+    }
+}
+
+/// A `send` (how many values its token carries) or a `consume` (how many names it binds) on a
+/// channel, by key once the member is built.
+struct TokenShape {
+    ch: (String, String),
+    send: bool,
+    n: usize,
+    at: Span,
+}
+
+/// The sends and consumes of a process body (item offset `off`), channels by name.
+fn token_shapes(b: &wsp_syntax::ast::Block, off: u32, out: &mut Vec<TokenShape>) {
+    use wsp_syntax::ast::StmtKind;
+    for st in &b.stmts {
+        match &st.kind {
+            StmtKind::Send { channel, value } => out.push(TokenShape {
+                ch: (String::new(), channel.name.clone()),
+                send: true,
+                n: match &value.kind {
+                    ExprKind::Call {
+                        coords: Some(c), ..
+                    } => c.len(),
+                    ExprKind::Tuple(xs) => xs.len(),
+                    _ => 1,
+                },
+                at: st.span.shift(off),
+            }),
+            StmtKind::Consume {
+                channel,
+                bindings,
+                body,
+            } => {
+                out.push(TokenShape {
+                    ch: (String::new(), channel.name.clone()),
+                    send: false,
+                    n: bindings.len(),
+                    at: bindings
+                        .first()
+                        .zip(bindings.last())
+                        .map_or(channel.span, |(a, z)| a.span.cover(z.span))
+                        .shift(off),
+                });
+                token_shapes(body, off, out);
+            }
+            StmtKind::For { body, .. } | StmtKind::Section { body, .. } => {
+                token_shapes(body, off, out)
+            }
+            StmtKind::When {
+                branches,
+                otherwise,
+            } => {
+                for (_, bb) in branches {
+                    token_shapes(bb, off, out);
+                }
+                if let Some(bb) = otherwise {
+                    token_shapes(bb, off, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// E0508: in one pipeline, a `consume` that binds more names than a token sent on its channel
+/// carries (the run would stop at that token).
+fn token_arity(fname: &FileName, members: &[Member], connect: Span, diags: &mut Vec<Diagnostic>) {
+    let at = |m: &Member, s: &TokenShape| if m.local.is_some() { s.at } else { m.operand };
+    for c in members {
+        for recv in c.shapes.iter().filter(|s| !s.send) {
+            let short = members.iter().find_map(|p| {
+                p.shapes
+                    .iter()
+                    .find(|s| s.send && s.ch == recv.ch && s.n < recv.n)
+                    .map(|s| (p, s))
+            });
+            let Some((p, send)) = short else { continue };
+            let ch = &recv.ch.1;
+            let values = |n: usize| {
+                if n == 1 {
+                    "1 value".to_string()
+                } else {
+                    format!("{n} values")
+                }
+            };
+            diags.push(
+                Diagnostic::new(
+                    "E0508",
+                    format!(
+                        "`{}` binds {} names to a token of `{ch}`, but `{}` sends tokens of {}",
+                        c.name,
+                        recv.n,
+                        p.name,
+                        values(send.n)
+                    ),
+                    Label::new(fname.clone(), at(c, recv), format!("{} names", recv.n)),
+                )
+                .with_label(Label::new(
+                    fname.clone(),
+                    at(p, send),
+                    format!("a token of {}", values(send.n)),
+                ))
+                .with_label(Label::new(fname.clone(), connect, "in this pipeline"))
+                .with_note("a token carries the values sent (`send c, (i, j)`: 2) or the coordinates of the task sent (`send c, k[i](...)`: 1); a `consume` may bind fewer names, never more")
+                .with_help(format!(
+                    "bind at most {} name{} in this `consume`, or send more values",
+                    send.n,
+                    if send.n == 1 { "" } else { "s" }
+                )),
+            );
         }
     }
 }

@@ -12,7 +12,7 @@
 //! architecture model and the schedule, and the two bodies differ: the outputs would too.
 //! Replicas of one process run the same body, so they may share a channel.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
 use wsp_syntax::ast::{ExprKind, ItemKind, WorkloadBody};
@@ -60,7 +60,9 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     let mut diags = Vec::new();
-    pipeline_members(db, file, &fname, &mut diags);
+    // Channels of this file that imported processes of its pipelines produce or consume (a
+    // module of stages that imports the file's channel): (produced, consumed) by name.
+    let (imp_prod, imp_cons) = pipeline_members(db, file, &fname, &mut diags);
     let producers = |ch: &str| -> Vec<usize> {
         (0..procs.len())
             .filter(|&i| procs[i].produces.iter().any(|(n, _)| n == ch))
@@ -74,6 +76,9 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     for (ch, ch_span) in &channels {
         let prods = producers(ch);
         let cons = consumers(ch);
+        if imp_prod.contains(ch) || imp_cons.contains(ch) {
+            continue;
+        }
         if prods.is_empty() {
             if let Some(&c) = cons.first() {
                 let Some((_, span)) = procs[c].consumes.iter().find(|(n, _)| n == ch) else {
@@ -263,7 +268,14 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
 
 /// E0506: in one `connect`, a channel consumed by two different processes (of this file or
 /// imported). E0507: two instances of its processes that no channel orders race on a tensor.
-fn pipeline_members(db: &dyn Db, file: File, fname: &FileName, diags: &mut Vec<Diagnostic>) {
+fn pipeline_members(
+    db: &dyn Db,
+    file: File,
+    fname: &FileName,
+    diags: &mut Vec<Diagnostic>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let here = file.path(db).as_str();
+    let (mut imp_prod, mut imp_cons) = (BTreeSet::new(), BTreeSet::new());
     let consts = crate::db::const_values(db, file);
     for node in &parse_file(db, file).file.items {
         let ItemKind::Workload(w) = &node.item.kind else {
@@ -331,8 +343,14 @@ fn pipeline_members(db: &dyn Db, file: File, fname: &FileName, diags: &mut Vec<D
             }
             races_between(fname, &members, connect, diags);
             token_arity(fname, &members, connect, diags);
+            for m in members.iter().filter(|m| m.local.is_none()) {
+                let mine = |(f, c): &(String, String)| (f == here).then(|| c.clone());
+                imp_prod.extend(m.produces.iter().filter_map(mine));
+                imp_cons.extend(m.consumes.iter().filter_map(|(k, _)| mine(k)));
+            }
         }
     }
+    (imp_prod, imp_cons)
 }
 
 /// A `send` (how many values its token carries) or a `consume` (how many names it binds) on a

@@ -166,9 +166,10 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     diags
 }
 
-/// A process of a pipeline, as E0506 and E0507 see it: its name, each channel it consumes as
-/// (the module that declares the channel, its name) with where to label it in this file, the
-/// channels it produces, and its tensor accesses.
+/// A process of a pipeline, as the pipeline checks see it (E0506–E0508, and W0501/W0502 for
+/// the channels an imported process uses): its name, each channel it consumes as (the module
+/// that declares the channel, its name) with where to label it in this file, the channels it
+/// produces, its tensor accesses, and its sends and consumes.
 struct Member {
     name: String,
     consumes: Vec<((String, String), Span)>,
@@ -266,8 +267,10 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
     })
 }
 
-/// E0506: in one `connect`, a channel consumed by two different processes (of this file or
-/// imported). E0507: two instances of its processes that no channel orders race on a tensor.
+/// The checks of each `connect` of the file, over its processes (the file's and imported
+/// ones): E0506, a channel consumed by two different processes; E0507, two instances that no
+/// channel orders race on a tensor; E0508, a `consume` binding more names than a token carries.
+/// Returns the file's channels that imported members produce and consume (by name).
 fn pipeline_members(
     db: &dyn Db,
     file: File,

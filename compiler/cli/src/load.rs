@@ -84,9 +84,16 @@ pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
             }
         }
     }
-    // Load imported files until the import graph is closed.
+    // Load imported files until the import graph is closed. A module that does not exist
+    // stays missing (the checker says it cannot find it, E0103); one that exists but cannot
+    // be read is unreadable.
+    let mut absent = std::collections::BTreeSet::new();
     loop {
-        let missing = ws.unloaded_imports();
+        let missing: Vec<String> = ws
+            .unloaded_imports()
+            .into_iter()
+            .filter(|m| !absent.contains(m))
+            .collect();
         if missing.is_empty() {
             break;
         }
@@ -94,6 +101,9 @@ pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
             match std::fs::read(&m).map(String::from_utf8) {
                 Ok(Ok(t)) => ws.set_file(&m, t),
                 Ok(Err(_)) => ws.set_unreadable(&m, "not valid UTF-8".into()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    absent.insert(m);
+                }
                 Err(e) => ws.set_unreadable(&m, e.to_string()),
             }
         }

@@ -98,7 +98,10 @@ fn directories_are_walked_and_imports_loaded() {
     .unwrap();
     let o = wsp(&d, &["check", "sub/main.wsp"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("E0103"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("E0103"), "{err}");
+    // Said as a module not found, not as a file that could not be read.
+    assert!(err.contains("cannot find module `nolib`"), "{err}");
 }
 
 #[test]

@@ -2187,7 +2187,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     // A name imported one by one from two modules: which one it means would depend on the
     // order of the imports (the file's own item of that name shadows both).
     let mut imported: BTreeMap<&str, (&str, Span)> = BTreeMap::new();
-    for (node, (path, _)) in parse
+    for (node, (path, target)) in parse
         .file
         .items
         .iter()
@@ -2197,9 +2197,14 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         let ItemKind::Import(imp) = &node.item.kind else {
             continue;
         };
+        // Only names a loaded module has are imported (the others are E0103/E0104).
+        let ImportTarget::Loaded(m) = target else {
+            continue;
+        };
+        let theirs = crate::db::own_symbols(db, *m);
         for n in imp.names.iter().flatten() {
             let span = n.span.shift(node.range.start);
-            if first.contains_key(n.name.as_str()) {
+            if first.contains_key(n.name.as_str()) || !theirs.contains_key(&n.name) {
                 continue;
             }
             match imported.get(n.name.as_str()) {

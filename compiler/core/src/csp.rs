@@ -449,7 +449,7 @@ fn token_arity(fname: &FileName, members: &[Member], connect: Span, diags: &mut 
                         p.name,
                         values(send.n)
                     ),
-                    Label::new(fname.clone(), at(c, recv), format!("{} names", recv.n)),
+                    Label::new(fname.clone(), at(c, recv), format!("binds {} names", recv.n)),
                 )
                 .with_label(Label::new(
                     fname.clone(),

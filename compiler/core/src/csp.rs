@@ -280,6 +280,18 @@ fn pipeline_members(
     let here = file.path(db).as_str();
     let (mut imp_prod, mut imp_cons) = (BTreeSet::new(), BTreeSet::new());
     let consts = crate::db::const_values(db, file);
+    // Channels some process of this file consumes (by key).
+    let consumed_here: BTreeSet<(String, String)> = parse_file(db, file)
+        .file
+        .items
+        .iter()
+        .filter_map(|n| match &n.item.kind {
+            ItemKind::Process(p) => Some(&p.consumes),
+            _ => None,
+        })
+        .flatten()
+        .map(|c| (channel_home(db, file, &c.name), c.name.clone()))
+        .collect();
     for node in &parse_file(db, file).file.items {
         let ItemKind::Workload(w) = &node.item.kind else {
             continue;
@@ -291,8 +303,10 @@ fn pipeline_members(
         let mut connects = Vec::new();
         crate::tokens::find_connects(e, &mut connects);
         for (callee, args) in connects {
-            // The pipeline's processes (a replicated one once), in operand order.
+            // The pipeline's processes (a replicated one once), in operand order; `whole`: every
+            // operand is one (else the pipeline has errors of its own).
             let mut members: Vec<Member> = Vec::new();
+            let mut whole = true;
             for a in args {
                 let (v, many) = match &a.value.kind {
                     ExprKind::Call { callee, args, .. } if matches!(&callee.kind, ExprKind::Name(n) if n.name == "replicate") =>
@@ -305,12 +319,16 @@ fn pipeline_members(
                                     crate::types::eval_int(&n.value, consts) != Some(1)
                                 }),
                             ),
-                            None => continue,
+                            None => {
+                                whole = false;
+                                continue;
+                            }
                         }
                     }
                     _ => (&a.value, false),
                 };
                 let ExprKind::Name(n) = &v.kind else {
+                    whole = false;
                     continue;
                 };
                 if let Some(m) = members.iter_mut().find(|m| m.name == n.name) {
@@ -318,9 +336,12 @@ fn pipeline_members(
                     continue;
                 }
                 // An unknown name is E0101, a non-process E0407.
-                if let Some(mut m) = member(db, file, &n.name, v.span.shift(off)) {
-                    m.replicated = many;
-                    members.push(m);
+                match member(db, file, &n.name, v.span.shift(off)) {
+                    Some(mut m) => {
+                        m.replicated = many;
+                        members.push(m);
+                    }
+                    None => whole = false,
                 }
             }
             let connect = callee.shift(off);
@@ -346,6 +367,9 @@ fn pipeline_members(
             }
             races_between(fname, &members, connect, diags);
             token_arity(fname, &members, connect, diags);
+            if whole {
+                left_behind(fname, &members, connect, &consumed_here, diags);
+            }
             for m in members.iter().filter(|m| m.local.is_none()) {
                 let mine = |(f, c): &(String, String)| (f == here).then(|| c.clone());
                 imp_prod.extend(m.produces.iter().filter_map(mine));
@@ -462,6 +486,45 @@ fn token_arity(fname: &FileName, members: &[Member], connect: Span, diags: &mut 
                     "bind at most {} name{} in this `consume`, or send more values",
                     send.n,
                     if send.n == 1 { "" } else { "s" }
+                )),
+            );
+        }
+    }
+}
+
+/// W0506: a channel that a process of the pipeline produces and none of its processes consumes,
+/// when another process of the file does (else it is W0502): the pipeline leaves its tokens in
+/// the channel, and a later pipeline that uses it starts with them.
+fn left_behind(
+    fname: &FileName,
+    members: &[Member],
+    connect: Span,
+    consumed_here: &BTreeSet<(String, String)>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let mut seen = BTreeSet::new();
+    for p in members {
+        for ch in &p.produces {
+            let consumed = members
+                .iter()
+                .any(|m| m.consumes.iter().any(|(c, _)| c == ch));
+            if consumed || !consumed_here.contains(ch) || !seen.insert(ch.clone()) {
+                continue;
+            }
+            diags.push(
+                Diagnostic::new(
+                    "W0506",
+                    format!(
+                        "no process of this pipeline consumes `{}`, which `{}` produces",
+                        ch.1, p.name
+                    ),
+                    Label::new(fname.clone(), p.operand, format!("`{}` sends on `{}`", p.name, ch.1)),
+                )
+                .with_label(Label::new(fname.clone(), connect, "in this pipeline"))
+                .with_note("its tokens stay in the channel when the pipeline ends: a later pipeline that uses the channel starts with them, and its producers block once the channel is full")
+                .with_help(format!(
+                    "add a process that consumes `{}` to this `connect`, or do not produce it here",
+                    ch.1
                 )),
             );
         }

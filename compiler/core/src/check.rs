@@ -698,6 +698,7 @@ impl<'a> Checker<'a> {
             }
             StmtKind::For { vars, iter, body } => {
                 self.loop_iter(vars, iter);
+                self.bound_once(vars, "loop");
                 self.locals.push(BTreeMap::new());
                 vars.iter().for_each(|v| self.bind(&v.name, Local::Value));
                 self.block(body);
@@ -725,6 +726,7 @@ impl<'a> Checker<'a> {
                 body,
             } => {
                 self.channel_use(channel, false);
+                self.bound_once(bindings, "`consume`");
                 self.locals.push(BTreeMap::new());
                 bindings
                     .iter()
@@ -740,6 +742,23 @@ impl<'a> Checker<'a> {
             StmtKind::Section { body, .. } => self.block(body),
             StmtKind::Expr(e) => self.expr(e),
             StmtKind::Error => {}
+        }
+    }
+
+    /// E0102: one loop header or `consume` binding a name twice (the second would hide the
+    /// first).
+    fn bound_once(&mut self, names: &[Ident], what: &str) {
+        for (i, n) in names.iter().enumerate() {
+            if let Some(first) = names[..i].iter().find(|m| m.name == n.name) {
+                let d = Diagnostic::new(
+                    "E0102",
+                    format!("`{}` is bound twice in one {what}", n.name),
+                    self.label(n.span, "bound again here"),
+                )
+                .with_label(self.label(first.span, "first bound here"))
+                .with_help("give each variable its own name");
+                self.diags.push(d);
+            }
         }
     }
 

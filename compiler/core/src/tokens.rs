@@ -1081,16 +1081,9 @@ fn next_composition(caps: &[u64], out: &mut [u64]) -> bool {
 mod tests {
     use super::*;
 
-    /// Sizes, depths and replica counts fold like every other constant of the checker
-    /// (`2 * H`), so the pipeline is decided, not W0505.
-    #[test]
-    fn folded_constants_are_static_counts() {
-        let src = "const H = 2
-const N = 2 * H
-axis tiles = Dense[N - 1 + 1]
-channel a: Channel[depth: H - 1]
-channel b: Channel[depth: 1]
-process split produces a, b {
+    /// Two processes that deadlock with small depths: `split` fills `a` before it sends on
+    /// `b`, and `join` takes a token of `b` before it consumes `a`.
+    const SPLIT_JOIN: &str = "process split produces a, b {
     for i in P.seq(tiles) { send a, i }
     for i in P.seq(tiles) { send b, i }
 }
@@ -1099,10 +1092,23 @@ process join consumes a, b {
         consume a as j { send_nothing(j) }
     }
 }
-workload w = connect(split, replicate(join, H - 1))
 ";
+
+    /// Sizes, depths and replica counts fold like every other constant of the checker
+    /// (`2 * H`), so the pipeline is decided, not W0505.
+    #[test]
+    fn folded_constants_are_static_counts() {
+        let src = format!(
+            "const H = 2
+const N = 2 * H
+axis tiles = Dense[N - 1 + 1]
+channel a: Channel[depth: H - 1]
+channel b: Channel[depth: 1]
+{SPLIT_JOIN}workload w = connect(split, replicate(join, H - 1))
+"
+        );
         let mut ws = crate::Workspace::new();
-        ws.set_file("p.wsp", src.to_string());
+        ws.set_file("p.wsp", src);
         let d: Vec<_> = pipeline_tokens(ws.db(), ws.file_handle("p.wsp").expect("file"))
             .iter()
             .map(|d| (d.code.to_string(), d.help.clone().unwrap_or_default()))
@@ -1119,21 +1125,14 @@ workload w = connect(split, replicate(join, H - 1))
     /// label on the analysed file's `connect` and the blocked sites labelled in their file.
     #[test]
     fn a_pipeline_of_imported_processes_is_labelled_in_both_files() {
-        let stages = "axis tiles = Dense[4]
+        let stages = format!(
+            "axis tiles = Dense[4]
 channel a: Channel[depth: 1]
 channel b: Channel[depth: 1]
-process split produces a, b {
-    for i in P.seq(tiles) { send a, i }
-    for i in P.seq(tiles) { send b, i }
-}
-process join consumes a, b {
-    consume b as i {
-        consume a as j { send_nothing(j) }
-    }
-}
-";
+{SPLIT_JOIN}"
+        );
         let mut ws = crate::Workspace::new();
-        ws.set_file("stages.wsp", stages.to_string());
+        ws.set_file("stages.wsp", stages);
         ws.set_file(
             "main.wsp",
             "import stages.{split, join}\nworkload w = connect(split, join)\n".to_string(),

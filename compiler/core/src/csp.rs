@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
-use wsp_syntax::ast::{ExprKind, ItemKind, WorkloadBody};
+use wsp_syntax::ast::{Expr, ExprKind, ItemKind, WorkloadBody};
 
 use crate::db::{parse_file, Db, File, Symbol};
 use crate::resolve::Scoped;
@@ -175,13 +175,8 @@ struct Member {
     consumes: Vec<((String, String), Span)>,
     produces: Vec<(String, String)>,
     accesses: crate::races::ProcAccesses,
-    /// Its `send`s (channel, the token components distinct from one send to the next) and its
-    /// `consume`s (channel, the names bound), by channel key.
-    sends: Vec<((String, String), Vec<usize>)>,
-    binds: Vec<((String, String), Vec<String>)>,
-    /// Its sends and consumes by channel key: how many values a token it sends carries, or how
-    /// many names a `consume` binds, and where (absolute, in the process's file).
-    shapes: Vec<TokenShape>,
+    /// Its `send`s and `consume`s, by channel key.
+    uses: Vec<ChanUse>,
     /// The process's item offset when it is this file's; `None`: imported (labelled at
     /// `operand`).
     local: Option<u32>,
@@ -229,23 +224,11 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
         crate::db::const_values(db, home),
         crate::races::axis_sizes(db, home),
     );
-    let sends = accesses
-        .sends
-        .iter()
-        .map(|(c, d)| (key(c), d.clone()))
-        .collect();
-    let binds = accesses
-        .consumes
-        .iter()
-        .map(|(c, b)| (key(c), b.clone()))
-        .collect();
-    let mut shapes = Vec::new();
-    token_shapes(&p.body, off, &mut shapes);
-    for s in &mut shapes {
-        s.ch = key(&s.ch.1);
-    }
+    let mut walk = UseWalk::default();
+    walk.block(&p.body, off);
+    let uses = walk.finish(|c| key(c));
     Some(Member {
-        shapes,
+        uses,
         name: name.to_string(),
         consumes: p
             .consumes
@@ -259,8 +242,6 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
             .collect(),
         produces: p.produces.iter().map(|c| key(&c.name)).collect(),
         accesses,
-        sends,
-        binds,
         local: local.then_some(off),
         operand,
         replicated: false,
@@ -380,81 +361,164 @@ fn pipeline_members(
     (imp_prod, imp_cons)
 }
 
-/// A `send` (how many values its token carries) or a `consume` (how many names it binds) on a
-/// channel, by key once the member is built.
-struct TokenShape {
+/// A `send` or a `consume` of a process, on channel `ch` (by key once the member is built),
+/// at `at` (absolute, in the process's file).
+struct ChanUse {
     ch: (String, String),
-    send: bool,
-    n: usize,
+    kind: UseKind,
     at: Span,
 }
 
-/// The sends and consumes of a process body (item offset `off`), channels by name.
-fn token_shapes(b: &wsp_syntax::ast::Block, off: u32, out: &mut Vec<TokenShape>) {
-    use wsp_syntax::ast::StmtKind;
-    for st in &b.stmts {
-        match &st.kind {
-            StmtKind::Send { channel, value } => out.push(TokenShape {
-                ch: (String::new(), channel.name.clone()),
-                send: true,
-                n: match &value.kind {
-                    ExprKind::Call {
-                        coords: Some(c), ..
-                    } => c.len(),
-                    ExprKind::Tuple(xs) => xs.len(),
-                    _ => 1,
-                },
-                at: st.span.shift(off),
-            }),
-            StmtKind::Consume {
-                channel,
-                bindings,
-                body,
-            } => {
-                out.push(TokenShape {
-                    ch: (String::new(), channel.name.clone()),
-                    send: false,
-                    n: bindings.len(),
-                    at: bindings
-                        .first()
-                        .zip(bindings.last())
-                        .map_or(channel.span, |(a, z)| a.span.cover(z.span))
-                        .shift(off),
-                });
-                token_shapes(body, off, out);
-            }
-            StmtKind::For { body, .. } | StmtKind::Section { body, .. } => {
-                token_shapes(body, off, out)
-            }
-            StmtKind::When {
-                branches,
-                otherwise,
-            } => {
-                for (_, bb) in branches {
-                    token_shapes(bb, off, out);
+enum UseKind {
+    /// A token of `n` values, whose components at `distinct` differ from one execution of the
+    /// send to the next (see [`UseWalk::send`]).
+    Send { n: usize, distinct: Vec<usize> },
+    /// The names bound, and whether each of them is bound only there in the whole body (a
+    /// name bound again may stand for another variable).
+    Consume { names: Vec<String>, once: bool },
+}
+
+/// The walk of a process body that records its sends and consumes.
+#[derive(Default)]
+struct UseWalk {
+    uses: Vec<ChanUse>,
+    /// Variables of the loops around the current statement, innermost last; how many
+    /// `consume` bodies it is in; the names `let` bound so far; every name a loop, a `consume`
+    /// or a `let` binds, once per binding.
+    loops: Vec<Vec<String>>,
+    in_consume: usize,
+    lets: Vec<String>,
+    bound: Vec<String>,
+}
+
+impl UseWalk {
+    fn block(&mut self, b: &wsp_syntax::ast::Block, off: u32) {
+        use wsp_syntax::ast::StmtKind;
+        for st in &b.stmts {
+            match &st.kind {
+                StmtKind::Send { channel, value } => {
+                    self.send(&channel.name, value, st.span.shift(off))
                 }
-                if let Some(bb) = otherwise {
-                    token_shapes(bb, off, out);
+                StmtKind::Consume {
+                    channel,
+                    bindings,
+                    body,
+                } => {
+                    let names: Vec<String> = bindings.iter().map(|b| b.name.clone()).collect();
+                    self.bound.extend(names.iter().cloned());
+                    self.uses.push(ChanUse {
+                        ch: (String::new(), channel.name.clone()),
+                        kind: UseKind::Consume { names, once: false },
+                        at: bindings
+                            .first()
+                            .zip(bindings.last())
+                            .map_or(channel.span, |(a, z)| a.span.cover(z.span))
+                            .shift(off),
+                    });
+                    self.in_consume += 1;
+                    self.block(body, off);
+                    self.in_consume -= 1;
                 }
+                StmtKind::For { vars, body, .. } => {
+                    let names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
+                    self.bound.extend(names.iter().cloned());
+                    self.loops.push(names);
+                    self.block(body, off);
+                    self.loops.pop();
+                }
+                StmtKind::Section { body, .. } => self.block(body, off),
+                StmtKind::When {
+                    branches,
+                    otherwise,
+                } => {
+                    for (_, bb) in branches {
+                        self.block(bb, off);
+                    }
+                    if let Some(bb) = otherwise {
+                        self.block(bb, off);
+                    }
+                }
+                StmtKind::Let { names, .. } => {
+                    for n in names {
+                        self.bound.push(n.name.clone());
+                        self.lets.push(n.name.clone());
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
+    }
+
+    /// Records a `send` on `channel`: its token's components (the task's coordinates, a
+    /// tuple's values, or the one value), and which of them are distinct from one execution
+    /// of the send to the next. That is known when the send runs once per iteration of a
+    /// single one-variable loop and of nothing else (no outer loop, not in a `consume` body,
+    /// the variable not bound again by a `let` before it): the components that are that
+    /// loop's variable.
+    fn send(&mut self, channel: &str, value: &Expr, at: Span) {
+        let comps: Vec<&Expr> = match &value.kind {
+            ExprKind::Call {
+                coords: Some(c), ..
+            } => c.iter().collect(),
+            ExprKind::Tuple(xs) => xs.iter().collect(),
+            _ => vec![value],
+        };
+        let distinct = match self.loops.as_slice() {
+            [only] if only.len() == 1 && self.in_consume == 0 && !self.lets.contains(&only[0]) => {
+                comps
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| matches!(&e.kind, ExprKind::Name(n) if n.name == only[0]))
+                    .map(|(k, _)| k)
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        self.uses.push(ChanUse {
+            ch: (String::new(), channel.to_string()),
+            kind: UseKind::Send {
+                n: comps.len(),
+                distinct,
+            },
+            at,
+        });
+    }
+
+    /// The uses, channels keyed by `key` (of their name), with each consume's `once`.
+    fn finish(self, key: impl Fn(&str) -> (String, String)) -> Vec<ChanUse> {
+        let bound = self.bound;
+        self.uses
+            .into_iter()
+            .map(|mut u| {
+                u.ch = key(&u.ch.1);
+                if let UseKind::Consume { names, once } = &mut u.kind {
+                    *once = names
+                        .iter()
+                        .all(|n| bound.iter().filter(|b| *b == n).count() == 1);
+                }
+                u
+            })
+            .collect()
     }
 }
 
 /// E0508: in one pipeline, a `consume` that binds more names than a token sent on its channel
 /// carries (the run would stop at that token).
 fn token_arity(fname: &FileName, members: &[Member], connect: Span, diags: &mut Vec<Diagnostic>) {
-    let at = |m: &Member, s: &TokenShape| if m.local.is_some() { s.at } else { m.operand };
+    let at = |m: &Member, u: &ChanUse| if m.local.is_some() { u.at } else { m.operand };
     for c in members {
-        for recv in c.shapes.iter().filter(|s| !s.send) {
+        for recv in &c.uses {
+            let UseKind::Consume { names, .. } = &recv.kind else {
+                continue;
+            };
+            let bound = names.len();
             let short = members.iter().find_map(|p| {
-                p.shapes
-                    .iter()
-                    .find(|s| s.send && s.ch == recv.ch && s.n < recv.n)
-                    .map(|s| (p, s))
+                p.uses.iter().find_map(|u| match u.kind {
+                    UseKind::Send { n, .. } if u.ch == recv.ch && n < bound => Some((p, u, n)),
+                    _ => None,
+                })
             });
-            let Some((p, send)) = short else { continue };
+            let Some((p, send, n)) = short else { continue };
             let ch = &recv.ch.1;
             let values = |n: usize| {
                 if n == 1 {
@@ -467,25 +531,23 @@ fn token_arity(fname: &FileName, members: &[Member], connect: Span, diags: &mut 
                 Diagnostic::new(
                     "E0508",
                     format!(
-                        "`{}` binds {} names to a token of `{ch}`, but `{}` sends tokens of {}",
+                        "`{}` binds {bound} names to a token of `{ch}`, but `{}` sends tokens of {}",
                         c.name,
-                        recv.n,
                         p.name,
-                        values(send.n)
+                        values(n)
                     ),
-                    Label::new(fname.clone(), at(c, recv), format!("binds {} names", recv.n)),
+                    Label::new(fname.clone(), at(c, recv), format!("binds {bound} names")),
                 )
                 .with_label(Label::new(
                     fname.clone(),
                     at(p, send),
-                    format!("a token of {}", values(send.n)),
+                    format!("a token of {}", values(n)),
                 ))
                 .with_label(Label::new(fname.clone(), connect, "in this pipeline"))
                 .with_note("a token carries the values sent (`send c, (i, j)`: 2) or the coordinates of the task sent (`send c, k[i](...)`: 1); a `consume` may bind fewer names, never more")
                 .with_help(format!(
-                    "bind at most {} name{} in this `consume`, or send more values",
-                    send.n,
-                    if send.n == 1 { "" } else { "s" }
+                    "bind at most {n} name{} in this `consume`, or send more values",
+                    if n == 1 { "" } else { "s" }
                 )),
             );
         }
@@ -600,23 +662,31 @@ fn races_between(fname: &FileName, members: &[Member], connect: Span, diags: &mu
 /// The names replicated member `m` binds to token components that differ from one token to
 /// the next, so that each replica's tokens differ there: its channel has one producer in the
 /// pipeline, run as one instance, with one `send` on it, whose component at that position is
-/// the variable of the one loop around the send (see `races::Collector::send`).
+/// the variable of the one loop around the send (see [`UseWalk::send`]).
 fn distinct_tokens(members: &[Member], m: &Member) -> Vec<String> {
     let mut out = Vec::new();
-    for (ch, binds) in &m.binds {
-        let producers: Vec<&Member> = members.iter().filter(|p| p.produces.contains(ch)).collect();
+    for u in &m.uses {
+        let UseKind::Consume { names, once: true } = &u.kind else {
+            continue;
+        };
+        let producers: Vec<&Member> = members
+            .iter()
+            .filter(|p| p.produces.contains(&u.ch))
+            .collect();
         let [p] = producers.as_slice() else { continue };
         if p.replicated || std::ptr::eq(*p, m) {
             continue;
         }
         let sends: Vec<&Vec<usize>> = p
-            .sends
+            .uses
             .iter()
-            .filter(|(c, _)| c == ch)
-            .map(|(_, d)| d)
+            .filter_map(|s| match &s.kind {
+                UseKind::Send { distinct, .. } if s.ch == u.ch => Some(distinct),
+                _ => None,
+            })
             .collect();
         let [d] = sends.as_slice() else { continue };
-        out.extend(d.iter().filter_map(|&k| binds.get(k).cloned()));
+        out.extend(d.iter().filter_map(|&k| names.get(k).cloned()));
     }
     out
 }

@@ -229,19 +229,6 @@ struct Collector<'a> {
     oob: Vec<(Span, String, String)>,
     /// The variables `consume c as ...` binds (tokens received).
     tokens: Vec<String>,
-    /// Variables of the loops around the current statement, innermost last, and how many
-    /// `consume` bodies it is in.
-    loops: Vec<Vec<String>>,
-    in_consume: usize,
-    /// Each `send c, value`: the channel and the components of its token that differ from one
-    /// execution of the send to the next (see [`Collector::send`]).
-    sends: Vec<(String, Vec<usize>)>,
-    /// Each `consume c as ...`: the channel and the names it binds.
-    consumes: Vec<(String, Vec<String>)>,
-    /// Every name a loop, a `consume` or a `let` binds, once per binding, and those `let`
-    /// binds.
-    bound: Vec<String>,
-    lets: Vec<String>,
 }
 
 impl Collector<'_> {
@@ -289,12 +276,8 @@ impl Collector<'_> {
                         .unwrap_or((Some(0), None));
                     self.dom.insert(v.name.clone(), d);
                     self.inner.push(v.name.clone());
-                    self.bound.push(v.name.clone());
                 }
-                self.loops
-                    .push(vars.iter().map(|v| v.name.clone()).collect());
                 self.block(body);
-                self.loops.pop();
             }
             StmtKind::When {
                 branches,
@@ -309,36 +292,15 @@ impl Collector<'_> {
                 }
                 self.in_when -= 1;
             }
-            StmtKind::Consume {
-                channel,
-                bindings,
-                body,
-            } => {
+            StmtKind::Consume { bindings, body, .. } => {
                 for b in bindings {
                     // A token's value is whatever was sent: any index.
                     self.dom.insert(b.name.clone(), (None, None));
                     self.tokens.push(b.name.clone());
-                    self.bound.push(b.name.clone());
                 }
-                self.consumes.push((
-                    channel.name.clone(),
-                    bindings.iter().map(|b| b.name.clone()).collect(),
-                ));
-                self.in_consume += 1;
                 self.block(body);
-                self.in_consume -= 1;
             }
-            StmtKind::Send { channel, value } => {
-                self.send(&channel.name, value);
-                self.task(value);
-            }
-            StmtKind::Expr(e) => self.task(e),
-            StmtKind::Let { names, .. } => {
-                for n in names {
-                    self.bound.push(n.name.clone());
-                    self.lets.push(n.name.clone());
-                }
-            }
+            StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => self.task(e),
             _ => {}
         }
     }
@@ -415,34 +377,6 @@ impl Collector<'_> {
 }
 
 impl Collector<'_> {
-    /// Records a `send` on `channel`: which components of its token (the task's coordinates,
-    /// a tuple's values, or the one value) are distinct from one execution of the send to the
-    /// next. That is known when the send runs once per iteration of a single one-variable loop
-    /// and of nothing else (no outer loop, not in a `consume` body): the components that are
-    /// that loop's variable.
-    fn send(&mut self, channel: &str, value: &Expr) {
-        let comps: Vec<&Expr> = match &value.kind {
-            ExprKind::Call {
-                coords: Some(c), ..
-            } => c.iter().collect(),
-            ExprKind::Tuple(xs) => xs.iter().collect(),
-            _ => vec![value],
-        };
-        // A `let` of the loop variable's name before the send may give it another value.
-        let distinct = match self.loops.as_slice() {
-            [only] if only.len() == 1 && self.in_consume == 0 && !self.lets.contains(&only[0]) => {
-                comps
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| matches!(&e.kind, ExprKind::Name(n) if n.name == only[0]))
-                    .map(|(k, _)| k)
-                    .collect()
-            }
-            _ => Vec::new(),
-        };
-        self.sends.push((channel.to_string(), distinct));
-    }
-
     /// Records every view index of `tensor` whose range over the loop domains provably leaves
     /// the dimension (only when the dimension's size and the index's range are known).
     fn bounds(&mut self, tensor: &Ident, shape: &[D], idx: &[Expr], dims: &[Ix]) {
@@ -522,12 +456,6 @@ impl<'a> Collector<'a> {
             in_when: 0,
             oob: Vec::new(),
             tokens: Vec::new(),
-            loops: Vec::new(),
-            in_consume: 0,
-            sends: Vec::new(),
-            consumes: Vec::new(),
-            bound: Vec::new(),
-            lets: Vec::new(),
         }
     }
 }
@@ -538,12 +466,6 @@ pub(crate) struct ProcAccesses {
     accesses: Vec<((String, String), Access)>,
     /// Its loop variables and received tokens: they differ from one replica to another.
     varying: Vec<String>,
-    /// Each `send`: the channel (as named in the process's file) and the components of its
-    /// token that differ from one execution to the next.
-    pub(crate) sends: Vec<(String, Vec<usize>)>,
-    /// Each `consume`: the channel and the names it binds, when no other binding in the body
-    /// reuses one of them (a reused name may index by another variable).
-    pub(crate) consumes: Vec<(String, Vec<String>)>,
 }
 
 /// The accesses of process body `body` of file `here` (its scope, constants and axis sizes).
@@ -560,20 +482,11 @@ pub(crate) fn process_accesses(
         let from = scope.get(t).and_then(|s| s.from.clone());
         (from.unwrap_or_else(|| here.to_string()), t.to_string())
     };
-    let mut varying = cx.inner.clone();
-    varying.extend(cx.tokens.iter().cloned());
-    let once = |n: &String| cx.bound.iter().filter(|b| *b == n).count() == 1;
-    let consumes = cx
-        .consumes
-        .iter()
-        .filter(|(_, bs)| bs.iter().all(once))
-        .cloned()
-        .collect();
+    let mut varying = cx.inner;
+    varying.extend(cx.tokens);
     ProcAccesses {
         accesses: cx.out.into_iter().map(|a| (home(&a.tensor), a)).collect(),
         varying,
-        sends: cx.sends,
-        consumes,
     }
 }
 

@@ -2203,46 +2203,6 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             }
         }
     }
-    // A name imported one by one from two modules: which one it means would depend on the
-    // order of the imports (the file's own item of that name shadows both).
-    let mut imported: BTreeMap<&str, (&str, Span)> = BTreeMap::new();
-    for (node, (path, target)) in parse
-        .file
-        .items
-        .iter()
-        .filter(|n| matches!(n.item.kind, ItemKind::Import(_)))
-        .zip(imports_of(db, file))
-    {
-        let ItemKind::Import(imp) = &node.item.kind else {
-            continue;
-        };
-        // Only names a loaded module has are imported (the others are E0103/E0104).
-        let ImportTarget::Loaded(m) = target else {
-            continue;
-        };
-        let theirs = crate::db::own_symbols(db, *m);
-        for n in imp.names.iter().flatten() {
-            let span = n.span.shift(node.range.start);
-            if first.contains_key(n.name.as_str()) || !theirs.contains_key(&n.name) {
-                continue;
-            }
-            match imported.get(n.name.as_str()) {
-                Some((p, prev)) if *p != path.as_str() => diags.push(
-                    Diagnostic::new(
-                        "E0102",
-                        format!("`{}` is imported from two modules", n.name),
-                        Label::new(fname.clone(), span, "imported again here"),
-                    )
-                    .with_label(Label::new(fname.clone(), *prev, "first imported here"))
-                    .with_help("import the name from one module, or declare it here"),
-                ),
-                Some(_) => {}
-                None => {
-                    imported.insert(n.name.as_str(), (path.as_str(), span));
-                }
-            }
-        }
-    }
     // Names used outside the imports (by token, so a local of the same name counts as a use:
     // an unused-import warning is never wrong, at worst missing).
     let text = file.text(db);
@@ -2273,6 +2233,8 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         here: crate::memory::file_target(db, file),
         model: std::cell::OnceCell::new(),
     };
+    // Names imported one by one so far: the module and where (E0102 for a second module).
+    let mut imported: BTreeMap<&str, (&str, Span)> = BTreeMap::new();
     for ((node, imp), (path, target)) in import_nodes.zip(imports) {
         let off = node.range.start;
         let path_span = match (imp.path.first(), imp.path.last()) {
@@ -2291,6 +2253,33 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 if let Some(names) = &imp.names {
                     let theirs = crate::db::own_symbols(db, *m);
                     for (i, n) in names.iter().enumerate() {
+                        // A name imported one by one from two modules: which one it means
+                        // would depend on the order of the imports (the file's own item of
+                        // that name shadows both).
+                        if theirs.contains_key(&n.name) && !first.contains_key(n.name.as_str()) {
+                            let span = n.span.shift(off);
+                            match imported.get(n.name.as_str()) {
+                                Some((p, prev)) if *p != path.as_str() => diags.push(
+                                    Diagnostic::new(
+                                        "E0102",
+                                        format!("`{}` is imported from two modules", n.name),
+                                        Label::new(fname.clone(), span, "imported again here"),
+                                    )
+                                    .with_label(Label::new(
+                                        fname.clone(),
+                                        *prev,
+                                        "first imported here",
+                                    ))
+                                    .with_help(
+                                        "import the name from one module, or declare it here",
+                                    ),
+                                ),
+                                Some(_) => {}
+                                None => {
+                                    imported.insert(n.name.as_str(), (path.as_str(), span));
+                                }
+                            }
+                        }
                         // A schedule or workload imported by name is one `wsp run` may run.
                         let entry = matches!(
                             theirs.get(&n.name),

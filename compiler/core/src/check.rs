@@ -2581,16 +2581,8 @@ fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<String>> {
 fn const_cycle(db: &dyn Db, file: File, name: &str) -> Option<Vec<String>> {
     // The expression of constant `n` as `f` sees it: the file that declares it and its value.
     let decl = |f: File, n: &str| -> Option<(File, Expr)> {
-        let home = match scope(db, f).get(n) {
-            Some(Scoped {
-                symbol: Symbol::Const,
-                from: None,
-            }) => f,
-            Some(Scoped {
-                symbol: Symbol::Const,
-                from: Some(m),
-            }) => crate::resolve::imported_file(db, f, m)?,
-            _ => return None,
+        let (home, Symbol::Const) = crate::resolve::declaring_file(db, f, n)? else {
+            return None;
         };
         crate::db::parse_file(db, home)
             .file

@@ -196,16 +196,8 @@ fn channel_home(db: &dyn Db, file: File, ch: &str) -> String {
 /// The pipeline member named `name` (a process of this file, or one it imports), labelled at
 /// its `consumes` declarations when local and at `operand` when imported.
 fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> {
-    let home = match crate::resolve::scope(db, file).get(name) {
-        Some(Scoped {
-            symbol: Symbol::Process,
-            from: None,
-        }) => file,
-        Some(Scoped {
-            symbol: Symbol::Process,
-            from: Some(module),
-        }) => crate::resolve::imported_file(db, file, module)?,
-        _ => return None,
+    let (home, Symbol::Process) = crate::resolve::declaring_file(db, file, name)? else {
+        return None;
     };
     let local = home == file;
     let (off, p) = parse_file(db, home)

@@ -95,8 +95,19 @@ pub fn scope(db: &dyn Db, file: File) -> BTreeMap<String, Scoped> {
     out
 }
 
+/// The file that declares the global name `name` as `file` sees it (the file itself, or the
+/// loaded module it imports the name from), and the name's symbol.
+pub fn declaring_file<'db>(db: &'db dyn Db, file: File, name: &str) -> Option<(File, &'db Symbol)> {
+    let s = scope(db, file).get(name)?;
+    let home = match &s.from {
+        None => file,
+        Some(m) => imported_file(db, file, m)?,
+    };
+    Some((home, &s.symbol))
+}
+
 /// The loaded module that `file` imports as `module` (a path, as [`Scoped::from`] gives it).
-pub fn imported_file(db: &dyn Db, file: File, module: &str) -> Option<File> {
+fn imported_file(db: &dyn Db, file: File, module: &str) -> Option<File> {
     imports_of(db, file).iter().find_map(|(p, t)| match t {
         ImportTarget::Loaded(m) if p == module => Some(*m),
         _ => None,

@@ -177,15 +177,14 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         return Err(errs);
     }
     // The workloads the root file sees: what runs when there is no schedule.
-    let mut entries: Vec<w::WorkloadId> = Vec::new();
-    for (name, decls) in &l.workloads.map {
-        for (f, id) in decls {
-            cur.set(*f);
-            if l.root_sees(name) {
-                entries.push(*id);
-            }
-        }
-    }
+    let mut entries: Vec<w::WorkloadId> = l
+        .workloads
+        .map
+        .iter()
+        .flat_map(|(name, decls)| decls.iter().map(move |(f, id)| (name, *f, *id)))
+        .filter(|(name, f, _)| l.root_sees(*f, name))
+        .map(|(_, _, id)| id)
+        .collect();
     entries.sort_by_key(|id| id.0);
     l.p.entries = Some(entries);
     // Imported modules bring all their kernels; the program keeps the ones it calls.
@@ -336,10 +335,9 @@ fn dtype(name: &ast::Ident) -> Option<DType> {
 }
 
 impl Lowerer {
-    /// Whether item `name` of the file being lowered is one of the root file's entry points:
-    /// the root's own, or one the root imports by name from that file.
-    fn root_sees(&self, name: &str) -> bool {
-        let f = self.cur.get();
+    /// Whether item `name` of file `f` (its index in program order) is one of the root
+    /// file's entry points: the root's own, or one the root imports by name from that file.
+    fn root_sees(&self, f: u32, name: &str) -> bool {
         f == 0 || self.root_named.get(name) == Some(&f)
     }
 
@@ -405,7 +403,7 @@ impl Lowerer {
             }
             // A program runs the root file's own schedules and those it imports by name, and
             // checks the root's expectations, not those of the modules it imports.
-            ItemKind::Schedule(s) if !self.root_sees(&s.name.name) => Ok(()),
+            ItemKind::Schedule(s) if !self.root_sees(self.cur.get(), &s.name.name) => Ok(()),
             ItemKind::Expect(_) if self.cur.get() != 0 => Ok(()),
             ItemKind::Schedule(s) => self.schedule(s),
             ItemKind::Expect(e) => self.expect(e),

@@ -403,7 +403,8 @@ pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
                     mine.insert(c.name.name.clone(), v);
                 }
             }
-            if mine != own[fi] || env != seen[fi] {
+            // `mine` is part of `env`: it changed only if `env` did.
+            if env != seen[fi] {
                 own[fi] = mine;
                 seen[fi] = env;
                 changed = true;

@@ -1,0 +1,183 @@
+//! The backend interface: what `wsp emit --target NAME` and `wsp check --target NAME` drive.
+//!
+//! A [`Backend`] turns a lowered [`Program`] into a [`FileTree`] (the files of a source tree,
+//! by relative path), or explains with [`BackendDiagnostic`]s what it cannot lower. It never
+//! writes the file system itself: the driver commits a tree to its output directory as a
+//! whole, so a failed emission leaves nothing half-written.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use wsp_ir::workload::SrcSpan;
+use wsp_ir::Program;
+
+/// Options of one emission.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmitOptions {
+    /// The architecture the tree is for (`--arch`), when the backend has more than one.
+    pub arch: Option<String>,
+    /// Backend-specific options, `--option KEY=VALUE`, in the order given.
+    pub options: Vec<(String, String)>,
+}
+
+/// The files of an emitted source tree: relative paths (`/`-separated, no `..`, no leading
+/// `/`) to contents. Ordered, so a tree's listing and hashing are deterministic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileTree {
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+impl FileTree {
+    pub fn new() -> FileTree {
+        FileTree::default()
+    }
+
+    /// Adds (or replaces) a file. Refuses a path that could leave the output directory.
+    pub fn add(&mut self, path: &str, contents: impl Into<Vec<u8>>) -> Result<(), String> {
+        check_relative_path(path)?;
+        self.files.insert(path.to_string(), contents.into());
+        Ok(())
+    }
+
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(path).map(Vec::as_slice)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.files.iter().map(|(p, c)| (p.as_str(), c.as_slice()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// Why `path` is not a safe relative path inside an output directory, if it is not.
+pub fn check_relative_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("an emitted file has an empty path".into());
+    }
+    if path.starts_with('/') || path.contains('\\') || path.contains('\0') {
+        return Err(format!(
+            "emitted file `{path}` is not a relative `/`-separated path"
+        ));
+    }
+    if path
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Err(format!(
+            "emitted file `{path}` has an empty, `.` or `..` component"
+        ));
+    }
+    Ok(())
+}
+
+/// Severity of a backend diagnostic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// Something a backend reports about a program: a construct it cannot lower, a resource the
+/// target does not have. Serialized as the JSON diagnostics external backends print.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendDiagnostic {
+    pub severity: Severity,
+    /// What the target cannot do, in one sentence.
+    pub message: String,
+    /// Where in the source, when the IR knows it (task calls, kernels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<SrcSpan>,
+    /// What the user can do about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl BackendDiagnostic {
+    pub fn error(message: impl Into<String>, at: Option<SrcSpan>) -> BackendDiagnostic {
+        BackendDiagnostic {
+            severity: Severity::Error,
+            message: message.into(),
+            at,
+            help: None,
+        }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> BackendDiagnostic {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl fmt::Display for BackendDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A backend. Implementations are pure: they read the program and return files or
+/// diagnostics.
+pub trait Backend {
+    /// The name `--target` selects (`ascend`, `aie`, `ir`, an external plugin's name).
+    fn name(&self) -> &str;
+
+    /// The architectures `--arch` may name for this backend; the first is the default. Empty
+    /// when the backend takes no architecture.
+    fn archs(&self) -> Vec<String>;
+
+    /// Emits the program's source tree, or the diagnostics that prevent it. Warnings may
+    /// accompany a tree.
+    fn emit(
+        &self,
+        program: &Program,
+        opts: &EmitOptions,
+    ) -> Result<(FileTree, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside_the_output_directory() {
+        let mut t = FileTree::new();
+        assert!(t.add("kernels/add.cpp", "x").is_ok());
+        for bad in [
+            "",
+            "/etc/passwd",
+            "a/../b",
+            "./a",
+            "a//b",
+            "a\\b",
+            "..",
+            "a/",
+        ] {
+            assert!(t.add(bad, "x").is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.get("kernels/add.cpp"), Some(&b"x"[..]));
+    }
+
+    #[test]
+    fn diagnostics_round_trip_as_json() {
+        let d = BackendDiagnostic::error(
+            "no",
+            Some(SrcSpan {
+                file: "a.wsp".into(),
+                start: 1,
+                end: 2,
+            }),
+        )
+        .with_help("do this");
+        let j = serde_json::to_string(&d).unwrap();
+        assert_eq!(serde_json::from_str::<BackendDiagnostic>(&j).unwrap(), d);
+    }
+}

@@ -1,0 +1,1 @@
+//! Orchestration, host launcher, CMake project and plan file (see the crate docs).

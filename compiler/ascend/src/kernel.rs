@@ -1,0 +1,1 @@
+//! Kernels as PTO-ISA C++ (see the crate docs).

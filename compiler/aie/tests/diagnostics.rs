@@ -1,0 +1,98 @@
+//! What the AIE target refuses and what it warns about, on small programs: each refusal is an
+//! error naming what AIE cannot do; accepted programs with a diagnosed feature carry the
+//! capability matrix's warning, and still run bit-identical to `wsp run`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use wsp_backend::Severity;
+
+fn programs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs")
+}
+
+fn work(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("wsp-aie-{name}-{}", std::process::id()))
+}
+
+fn errors(name: &str) -> Vec<String> {
+    let p = common::lower(&programs().join(name));
+    match common::emit(&p) {
+        Ok(_) => panic!("{name} emitted"),
+        Err(d) => {
+            assert!(d.iter().all(|x| x.severity == Severity::Error), "{d:#?}");
+            d.into_iter().map(|x| x.message).collect()
+        }
+    }
+}
+
+#[test]
+fn a_cycle_of_channels_is_not_a_dag() {
+    let e = errors("cyc.wsp");
+    assert!(
+        e.iter()
+            .any(|m| m.contains("the stream graph is not a DAG") && m.contains("p1 → p2 → p1")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn work_stealing_is_unsupported_with_the_matrix_reason() {
+    let e = errors("steal.wsp");
+    assert!(
+        e.iter().any(
+            |m| m.contains("`.dispatch(work_steal)` is not supported on AIE")
+                && m.contains("no run-time scheduler can move work")
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_rendezvous_channel_becomes_depth_one_with_a_warning_and_runs() {
+    let p = common::lower(&programs().join("rdv.wsp"));
+    let (tree, warnings) = common::emit(&p).expect("emits");
+    assert!(
+        warnings.iter().any(|w| w.severity == Severity::Warning
+            && w.message.contains("a depth-0 channel becomes depth 1")),
+        "{warnings:#?}"
+    );
+    let design = String::from_utf8_lossy(tree.get("aie.mlir").expect("design")).to_string();
+    assert!(
+        design.contains("sym_name = \"ch_a_0_1\", elemNumber = 1 : i32"),
+        "{design}"
+    );
+    let w = work("rdv");
+    assert_eq!(common::run_and_compare("rdv", &p, &programs(), &w), 1);
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+#[test]
+fn a_when_on_loop_variables_is_decided_at_compile_time_and_affinity_places_by_key() {
+    let p = common::lower(&programs().join("when.wsp"));
+    let (plan, warnings) = wsp_aie::AieBackend.plan(&p).expect("plans");
+    // task_window is diagnosed on AIE (object FIFO depths bound the work in flight).
+    assert!(
+        warnings.iter().any(|w| w.message.contains("task_window")),
+        "{warnings:#?}"
+    );
+    // affinity(n): task i on tile i mod 8.
+    for t in &plan.tasks {
+        assert_eq!(t.tile as i64, t.coords[0] % 8);
+    }
+    let w = work("when");
+    assert_eq!(common::run_and_compare("when", &p, &programs(), &w), 1);
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+#[test]
+fn matmul_carries_the_bf16_warning() {
+    let p = common::lower(&programs().join("ops.wsp"));
+    let (_, warnings) = common::emit(&p).expect("emits");
+    let w = warnings
+        .iter()
+        .find(|w| w.message.contains("matrix unit multiplies bf16"))
+        .expect("matmul warning");
+    assert!(w.at.is_some(), "at the kernel");
+}

@@ -960,6 +960,23 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
         kernel_warnings(k, warnings);
         io[kid.index()] = Some(kernel_io(k));
     }
+    // One C symbol and one file per kernel.
+    let mut names: BTreeMap<String, &str> = BTreeMap::new();
+    for kid in &called {
+        if let Some(k) = program.kernel(*kid) {
+            let c = kernel_cc::sanitize(&k.name);
+            if let Some(other) = names.insert(c.clone(), &k.name) {
+                diags.push(error(
+                    format!(
+                        "kernels `{other}` and `{}` would both be compiled as the C function `wsp_{c}`",
+                        k.name
+                    ),
+                    k.at.clone(),
+                    "rename one of the kernels",
+                ));
+            }
+        }
+    }
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -1145,6 +1162,16 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
             };
             tiles[th].program.push(step);
         }
+    }
+    // Tokens travel as i32 words.
+    if rec.programs.iter().flatten().any(|st| {
+        matches!(st, RStep::Send { token, .. } if token.iter().any(|v| i32::try_from(*v).is_err()))
+    }) {
+        return Err(vec![error(
+            format!("a channel of `{wname}` carries a coordinate outside the 32-bit range of an AIE token word"),
+            None,
+            "send smaller coordinates",
+        )]);
     }
     // Sends whose token nobody received: the channel keeps them (no FIFO can).
     if rec.sends.iter().any(|s| s.1.is_none()) {

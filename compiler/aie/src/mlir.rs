@@ -473,3 +473,33 @@ pub fn for_stock_mlir_opt(design: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_calls_become_unregistered_ops_for_stock_mlir_opt() {
+        let d = "  %x = arith.constant 1 : i32\n    func.call @wsp_k(%b1, %e2) : (memref<64xi8>, i32) -> ()\n";
+        let c = for_stock_mlir_opt(d);
+        assert_eq!(
+            c,
+            "  %x = arith.constant 1 : i32\n    \"wsp.check.call\"(%b1, %e2) {callee = @wsp_k} : (memref<64xi8>, i32) -> ()\n"
+        );
+    }
+
+    #[test]
+    fn scalar_constants_are_exact() {
+        use wsp_ir::dtype::ScalarValue;
+        assert_eq!(
+            scalar_const(ScalarValue::Float(1.0), DType::F32),
+            "0x3F800000 : f32"
+        );
+        assert_eq!(
+            scalar_const(ScalarValue::Float(1.0), DType::F16),
+            "15360 : i16"
+        );
+        assert_eq!(scalar_const(ScalarValue::Int(-1), DType::U8), "-1 : i8");
+        assert_eq!(scalar_const(ScalarValue::Int(-5), DType::I64), "-5 : i64");
+    }
+}

@@ -1499,3 +1499,110 @@ fn collect_connects(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(tensor: u32, offset: u64, rows: u64, cols: u64, stride: u64) -> Segment {
+        Segment {
+            tensor: TensorId(tensor),
+            offset,
+            sizes: [rows, cols],
+            strides: [stride, 1],
+        }
+    }
+
+    #[test]
+    fn overlap_is_by_tensor_and_element_range() {
+        let a = seg(0, 0, 2, 4, 8); // elements 0..12
+        assert!(overlaps(&a, &seg(0, 11, 1, 1, 1)));
+        assert!(!overlaps(&a, &seg(0, 12, 1, 4, 4)));
+        assert!(!overlaps(&a, &seg(1, 0, 2, 4, 8)));
+        assert!(
+            !overlaps(&a, &seg(0, 0, 0, 4, 8)),
+            "an empty segment touches nothing"
+        );
+    }
+
+    fn task(kernel: u32, tile: usize, segs: Vec<Segment>) -> TaskPlan {
+        TaskPlan {
+            kernel: KernelId(kernel),
+            tile,
+            coords: Vec::new(),
+            tiles: segs
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| TileArgPlan {
+                    param: i,
+                    valid: [s.sizes[0] as u32, s.sizes[1] as u32],
+                    segment: s,
+                })
+                .collect(),
+            scalars: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_host_waits_only_where_a_transfer_could_overtake_another() {
+        // One kernel: param 0 read, param 1 written. Two tiles, each with an input (0, 2) and
+        // an output (1, 3) FIFO.
+        let io = vec![Some(KernelIo {
+            reads: vec![0],
+            writes: vec![1],
+            locals: 0,
+            in_bytes: 16,
+            out_bytes: 16,
+        })];
+        let tile = |i: usize| TilePlan {
+            col: i,
+            row: 2,
+            process: None,
+            input: Some(2 * i),
+            output: Some(2 * i + 1),
+            kernels: BTreeSet::new(),
+            program: Vec::new(),
+            memory: 0,
+        };
+        let fifo = |kind| Fifo {
+            name: String::new(),
+            kind,
+            producer: End::Shim(0),
+            consumer: End::Shim(0),
+            depth: 2,
+            elem_bytes: 16,
+        };
+        let fifos = vec![
+            fifo(FifoKind::Input),
+            fifo(FifoKind::Output),
+            fifo(FifoKind::Input),
+            fifo(FifoKind::Output),
+        ];
+        let tiles = vec![tile(0), tile(1)];
+        // t0 on tile 0: X[0..4] -> T[0..4]; t1 on tile 1: T[0..4] -> Y[0..4] (reads what t0
+        // wrote); t2 on tile 1: X[4..8] -> Y[4..8] (independent).
+        let tasks = vec![
+            task(0, 0, vec![seg(0, 0, 1, 4, 4), seg(1, 0, 1, 4, 4)]),
+            task(0, 1, vec![seg(1, 0, 1, 4, 4), seg(2, 0, 1, 4, 4)]),
+            task(0, 1, vec![seg(0, 4, 1, 4, 4), seg(2, 4, 1, 4, 4)]),
+        ];
+        let ops = host_sequence(&tasks, &tiles, &io, &fifos);
+        let kinds: Vec<String> = ops
+            .iter()
+            .map(|o| match o {
+                HostOp::Fill { fifo, .. } => format!("fill{fifo}"),
+                HostOp::Drain { fifo, .. } => format!("drain{fifo}"),
+                HostOp::Wait { fifo } => format!("wait{fifo}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "fill0", "drain1", // t0
+                "wait1", "fill2", "drain3", // t1 waits for t0's T to land
+                "fill2", "drain3", // t2: nothing to wait for
+                "wait1", "wait3", // the end
+            ]
+        );
+    }
+}

@@ -750,8 +750,11 @@ pub fn kernel_io(k: &Kernel) -> KernelIo {
         let whole_store = body
             .iter()
             .any(|s| matches!(s, Stmt::Store { param, region: None, .. } if *param == id));
+        let reads_it = uses_op(body, &|o| matches!(o, Op::Param { param } if *param == id));
         let read = match dir {
             Direction::In | Direction::InOut => true,
+            // The kernel reads the tensor's values.
+            Direction::Out if reads_it => true,
             // Elements the kernel does not store keep the tensor's contents: an out tile is
             // brought in unless one top-level store covers it (with no partial extents that
             // could leave part of it unwritten).

@@ -66,7 +66,13 @@ fn every_example_emits_and_matches_wsp_run_or_is_refused_with_a_reason() {
                 emitted += 1;
                 summary.push(line);
             }
-            Ok(None) => summary.push(format!("{name}: refused as expected")),
+            Ok(None) => summary.push(format!(
+                "{name}: refused as expected: {}",
+                REFUSED
+                    .iter()
+                    .find(|(n, _, _)| *n == name)
+                    .map_or("", |r| r.2)
+            )),
             Err(e) => failures.push(format!(
                 "{name}: {}",
                 e.downcast_ref::<String>()

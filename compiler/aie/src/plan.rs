@@ -1028,15 +1028,12 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
         let tile = match (t.thread, &dispatch) {
             (Some(th), _) => th,
             (None, Dispatch::RoundRobin(_)) => i % ntiles.max(1),
-            (None, Dispatch::Key { hash, key }) => {
-                let k = eval_key(key, &t.axes).unwrap_or(0);
-                let v = if *hash { mix(k) } else { k as u64 };
-                if *hash {
-                    (v % ntiles as u64) as usize
-                } else {
-                    k.rem_euclid(ntiles as i64) as usize
-                }
-            }
+            (None, Dispatch::Key { hash, key }) => match eval_key(key, &t.axes) {
+                // A key the task's coordinates do not determine: tile 0 (as the matrix says).
+                None => 0,
+                Some(k) if *hash => (mix(k) % ntiles as u64) as usize,
+                Some(k) => k.rem_euclid(ntiles as i64) as usize,
+            },
         };
         let Some(k) = program.kernel(t.kernel) else {
             continue;
@@ -1112,7 +1109,9 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
                 };
                 let key = (channel.0, th, to);
                 if let std::collections::btree_map::Entry::Vacant(slot) = token_fifo.entry(key) {
-                    let ch = &program.channels[channel.index()];
+                    let Some(ch) = program.channels.get(channel.index()) else {
+                        continue;
+                    };
                     if ch.depth == 0 {
                         warnings.push(warning(
                             format!(
@@ -1137,8 +1136,22 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
             }
         }
     }
+    // Process steps join the tasks already dealt to their tiles (tasks outside the processes,
+    // e.g. of a `sequential` around the `connect`) in task order: a core must take its input
+    // elements in the order the host fills them, which is task order.
     for (th, prog) in rec.programs.iter().enumerate() {
+        let dealt = std::mem::take(&mut tiles[th].program);
+        let mut dealt = dealt.into_iter().peekable();
         for st in prog {
+            if let RStep::Task(i) = st {
+                while let Some(Step::Task(j)) = dealt.peek() {
+                    if j > i {
+                        break;
+                    }
+                    tiles[th].program.push(Step::Task(*j));
+                    dealt.next();
+                }
+            }
             let step = match st {
                 RStep::Task(i) => Step::Task(*i),
                 RStep::Send { channel, token, id } => {
@@ -1165,6 +1178,7 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
             };
             tiles[th].program.push(step);
         }
+        tiles[th].program.extend(dealt);
     }
     // Tokens travel as i32 words.
     if rec.programs.iter().flatten().any(|st| {

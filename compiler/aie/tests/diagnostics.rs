@@ -96,3 +96,24 @@ fn matmul_carries_the_bf16_warning() {
         .expect("matmul warning");
     assert!(w.at.is_some(), "at the kernel");
 }
+
+#[test]
+fn blocks_around_a_pipeline_run_in_task_order_on_the_process_tiles() {
+    let p = common::lower(&programs().join("mixed.wsp"));
+    let (plan, _) = wsp_aie::AieBackend.plan(&p).expect("plans");
+    // Each core's tasks are in increasing task order (the order the host fills their inputs).
+    for t in &plan.tiles {
+        let order: Vec<usize> = t
+            .program
+            .iter()
+            .filter_map(|s| match s {
+                wsp_aie::plan::Step::Task(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    }
+    let w = work("mixed");
+    assert_eq!(common::run_and_compare("mixed", &p, &programs(), &w), 1);
+    let _ = std::fs::remove_dir_all(&w);
+}

@@ -187,7 +187,7 @@ pub fn design(program: &Program, plan: &Plan) -> String {
         };
         o.line(&format!("// {what}"));
         o.line(&format!(
-            "\"aie.objectfifo\"({}, {}) {{sym_name = \"{}\", elemNumber = {} : i32, elemType = !aie.objectfifo<{}>}} : (index, index) -> ()",
+            "\"aie.objectfifo\"({}, {}) {{sym_name = \"{}\", elemNumber = {} : i32, elemType = !aie.objectfifo<{}>, dimensionsToStream = #aie<bd_dim_layout_array[]>, dimensionsFromStreamPerConsumer = #aie<bd_dim_layout_array_array[[]]>}} : (index, index) -> ()",
             end_name(f.producer),
             end_name(f.consumer),
             f.name,

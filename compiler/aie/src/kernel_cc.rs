@@ -1135,3 +1135,55 @@ pub fn sanitize(s: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wsp_ir::dtype::ScalarValue;
+
+    #[test]
+    fn literals_are_the_exact_storage_bits() {
+        assert_eq!(
+            literal(ScalarValue::Float(1.5), DType::F32),
+            "wsp_bits_f32(0x3fc00000u)"
+        );
+        assert_eq!(
+            literal(ScalarValue::Float(1.0), DType::F16),
+            "(uint16_t)(uint64_t)0x3c00ull"
+        );
+        assert_eq!(
+            literal(ScalarValue::Float(1.0), DType::Bf16),
+            "(uint16_t)(uint64_t)0x3f80ull"
+        );
+        assert_eq!(
+            literal(ScalarValue::Float(f64::NEG_INFINITY), DType::F64),
+            "wsp_bits_f64(0xfff0000000000000ull)"
+        );
+        assert_eq!(
+            literal(ScalarValue::Int(-1), DType::I8),
+            "(int8_t)(uint64_t)0xffull"
+        );
+        assert_eq!(literal(ScalarValue::Bool(true), DType::Bool), "(uint8_t)1");
+    }
+
+    #[test]
+    fn casts_follow_the_contract() {
+        // float -> int saturates through the helper; int -> half rounds to odd first.
+        assert_eq!(
+            cast_expr(DType::F32, DType::I32, "x"),
+            "wsp_f2i<int32_t>((double)(x))"
+        );
+        assert_eq!(
+            cast_expr(DType::I32, DType::F16, "x"),
+            "wsp_f2h(wsp_i2f_odd((int64_t)(x)))"
+        );
+        assert_eq!(
+            cast_expr(DType::F16, DType::Bool, "x"),
+            "(uint8_t)((wsp_h2f(x)) != 0 ? 1 : 0)"
+        );
+        assert_eq!(
+            cast_expr(DType::I64, DType::U8, "x"),
+            "(uint8_t)(uint64_t)(x)"
+        );
+    }
+}

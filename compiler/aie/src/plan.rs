@@ -275,6 +275,18 @@ impl StaticCheck<'_> {
             WorkloadBody::Connect { processes } => {
                 for item in processes {
                     if let Some(pr) = self.p.processes.get(item.process.index()) {
+                        if item.replicas > 1 {
+                            self.diags.push(warning(
+                                format!(
+                                    "`replicate({}, {})` on AIE: {}",
+                                    pr.name,
+                                    item.replicas,
+                                    capabilities::support(CapBackend::Aie, "csp.replicate")
+                                        .map_or("", |e| e.reason)
+                                ),
+                                None,
+                            ));
+                        }
                         self.stmts(&pr.body);
                     }
                 }

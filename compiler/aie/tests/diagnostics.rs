@@ -117,3 +117,26 @@ fn blocks_around_a_pipeline_run_in_task_order_on_the_process_tiles() {
     assert_eq!(common::run_and_compare("mixed", &p, &programs(), &w), 1);
     let _ = std::fs::remove_dir_all(&w);
 }
+
+#[test]
+fn replicas_take_a_tile_each_and_tokens_go_to_the_replica_that_took_them() {
+    let p = common::lower(&programs().join("replicas.wsp"));
+    let (plan, warnings) = wsp_aie::AieBackend.plan(&p).expect("plans");
+    assert_eq!(plan.tiles.len(), 3, "loader and two workers");
+    let channels: Vec<&str> = plan
+        .fifos
+        .iter()
+        .filter(|f| matches!(f.kind, wsp_aie::plan::FifoKind::Channel(_)))
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(channels, ["ch_l2w_0_1", "ch_l2w_0_2"]);
+    assert!(
+        warnings.iter().any(|w| w
+            .message
+            .contains("each AIE replica occupies its own compute tile")),
+        "{warnings:#?}"
+    );
+    let w = work("replicas");
+    assert_eq!(common::run_and_compare("replicas", &p, &programs(), &w), 1);
+    let _ = std::fs::remove_dir_all(&w);
+}

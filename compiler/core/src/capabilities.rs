@@ -42,10 +42,58 @@ pub fn item_capabilities<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnos
         return Vec::new();
     };
     let file = FileName::new(item.file(db).path(db).as_str());
-    uses(&ast.kind)
+    let mut out: Vec<Diagnostic> = uses(&ast.kind)
         .into_iter()
         .filter_map(|(key, span)| diagnose(&file, target, key, span))
-        .collect()
+        .collect();
+    if let ItemKind::Kernel(k) = &ast.kind {
+        out.extend(extern_without_implementation(
+            &file,
+            target.backend.name(),
+            k,
+        ));
+    }
+    out
+}
+
+/// E0714: an extern kernel that says nothing of how `backend` runs it. The simulator needs
+/// `sim: reference`; another backend its own source file (`ascend: "k.cpp"`), or the
+/// reference's `.wsp` body, which every backend lowers.
+pub fn extern_without_implementation(
+    file: &FileName,
+    backend: &str,
+    k: &ast::Kernel,
+) -> Option<Diagnostic> {
+    let KernelBody::Extern(bindings) = &k.body else {
+        return None;
+    };
+    let has = |t: &str| bindings.iter().any(|b| b.target.name == t);
+    let file_for = |t: &str| {
+        bindings
+            .iter()
+            .any(|b| b.target.name == t && b.path().is_some())
+    };
+    if has("sim") || file_for(backend) {
+        return None;
+    }
+    let name = &k.name.name;
+    let help = if backend == "sim" {
+        format!("add `sim: {name}_ref`, a `.wsp` kernel with the same parameters that the simulator runs in its place")
+    } else {
+        format!("add `{backend}: \"{name}.cpp\"` (the backend's source file), or `sim: {name}_ref` (a `.wsp` kernel with the same parameters, which every backend lowers)")
+    };
+    Some(
+        Diagnostic::new(
+            codes::E0714,
+            format!("the `{backend}` backend has no implementation of the extern kernel `{name}`"),
+            Label::new(
+                file.clone(),
+                k.extern_span.unwrap_or(k.name.span),
+                "no implementation here",
+            ),
+        )
+        .with_help(help),
+    )
 }
 
 /// The features an item uses: (matrix key, span of the use), in source order.

@@ -222,7 +222,8 @@ pub struct Pipe {
     pub slots: u32,
 }
 
-/// An implementation of a kernel for one target (`extern kernel k(...) { ascend: "k.cpp" }`).
+/// An implementation of a kernel for one target (`extern kernel k(...) { ascend: "k.cpp" }`):
+/// the target's name and the source file's path, relative to the declaring `.wsp` file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExternImpl {
     pub target: String,
@@ -239,11 +240,16 @@ pub struct Kernel {
     pub vars: Vec<Var>,
     #[serde(default)]
     pub pipes: Vec<Pipe>,
-    /// The `.wsp` body (the reference semantics); `None` for a kernel that only has extern
+    /// The `.wsp` body (the reference semantics: a kernel's own body, or for an extern kernel the
+    /// body of the kernel its `sim:` binding names); `None` for a kernel that only has extern
     /// implementations.
     pub body: Option<Vec<Stmt>>,
     #[serde(default)]
     pub externs: Vec<ExternImpl>,
+    /// Cycles a task of this kernel takes, as an extern kernel declares them (`cost: 1200`);
+    /// they replace the cost model's figure for its body on every architecture model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u64>,
     /// The kernel's name in its declaration, for run-time errors (absent in hand-built
     /// programs).
     #[serde(default, skip_serializing_if = "Option::is_none")]

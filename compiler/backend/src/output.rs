@@ -43,6 +43,14 @@ pub fn destination(dest: &Path) -> Result<PathBuf, String> {
 /// symbolic link, or a non-empty directory without the [`MARKER`] of `wsp emit`.
 pub fn check_destination(dest: &Path) -> Result<(), String> {
     let dest = destination(dest)?;
+    if let Ok(cwd) = std::env::current_dir() {
+        if cwd.starts_with(&dest) {
+            return Err(format!(
+                "`{}` holds the working directory; give an output directory inside it",
+                dest.display()
+            ));
+        }
+    }
     let meta = match fs::symlink_metadata(&dest) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -339,6 +347,13 @@ mod tests {
                 .contains("symbolic link"));
         }
         assert!(destination(Path::new("/")).is_err());
+        let cwd = std::env::current_dir().unwrap();
+        assert!(check_destination(&cwd)
+            .unwrap_err()
+            .contains("holds the working directory"));
+        assert!(check_destination(Path::new("."))
+            .unwrap_err()
+            .contains("holds the working directory"));
         assert!(destination(Path::new("..")).is_err());
         // No staging directory is left anywhere.
         assert!(listing(tmp.path())

@@ -47,8 +47,15 @@ impl Backend for IrBackend {
     fn emit(
         &self,
         program: &Program,
-        _opts: &EmitOptions,
+        opts: &EmitOptions,
     ) -> Result<(FileTree, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>> {
+        if let Some((k, _)) = opts.options.first() {
+            return Err(vec![BackendDiagnostic::error(
+                format!("the `ir` backend takes no options (got `--option {k}=...`)"),
+                None,
+            )
+            .with_help("remove the `--option`s")]);
+        }
         let mut json = program.to_json();
         json.push('\n');
         let mut tree = FileTree::new();
@@ -607,6 +614,12 @@ mod tests {
         assert!(w.is_empty());
         let json = std::str::from_utf8(tree.get("program.json").unwrap()).unwrap();
         assert!(Program::from_json(json).is_ok());
+        let with_option = EmitOptions {
+            arch: None,
+            options: vec![("k".into(), "v".into())],
+        };
+        let e = r.emit_tree("ir", &program(), &with_option).unwrap_err();
+        assert!(matches!(e, EmitError::Rejected { .. }), "{e}");
     }
 
     #[test]

@@ -75,7 +75,12 @@ pub fn render(diags: &[BackendDiagnostic], backend: &str, ws: &Workspace) -> Str
         let located = d.at.as_ref().and_then(|at| {
             let file = FileName::new(at.file.as_str());
             let text = ws.text(&file)?;
-            (at.start <= at.end && at.end as usize <= text.len()).then_some((file, at))
+            let (start, end) = (at.start as usize, at.end as usize);
+            (start <= end
+                && end <= text.len()
+                && text.is_char_boundary(start)
+                && text.is_char_boundary(end))
+            .then_some((file, at))
         });
         match located {
             Some((file, at)) => {

@@ -114,6 +114,22 @@ fn output_directories_that_are_not_ours_are_refused() {
     );
     let o = wsp(d.path(), &["emit", "--out", "x", "-o", "y", "a.wsp"]);
     assert_eq!(o.status.code(), Some(2));
+    // The working directory (or one holding it) is never replaced.
+    let o = wsp(&d.path().join("src"), &["emit", "-o", ".", "../a.wsp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("holds the working directory"),
+        "{}",
+        stderr(&o)
+    );
+    // The `ir` backend takes no options.
+    let o = wsp(d.path(), &["emit", "--option", "k=v", "-o", "out", "a.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("takes no options"), "{}", stderr(&o));
+    assert_eq!(
+        listing(&d.path().join("out")),
+        [".wsp-emit", "program.json"]
+    );
 }
 
 #[test]
@@ -352,6 +368,47 @@ fn a_plugin_writing_outside_its_directory_is_refused() {
 fn a_plugin_emitting_a_symbolic_link_is_refused() {
     let (err, _) = failing("symlink", &[]);
     assert!(err.contains("wrote a symbolic link `host`"), "{err}");
+}
+
+#[test]
+fn a_plugin_failing_without_an_error_diagnostic_breaks_the_protocol() {
+    let (err, _) = failing("silent", &[]);
+    assert!(
+        err.contains("exited with status 1 but reported no error diagnostic"),
+        "{err}"
+    );
+}
+
+#[test]
+fn diagnostics_without_a_usable_span_are_shown_as_text() {
+    let d = workdir();
+    let b = test_plugins().to_string_lossy().into_owned();
+    let o = wsp(
+        d.path(),
+        &[
+            "emit",
+            "--target",
+            "badspan",
+            "--backend-path",
+            &b,
+            "-o",
+            "out",
+            "a.wsp",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    for want in [
+        "error[E0720]: no span here\n  = note: reported by the `badspan` backend\n  = help: nothing to point at\n",
+        "error[E0720]: a file wsp did not load\n  = note: reported by the `badspan` backend at `elsewhere.wsp` bytes 0..3, which is not a span of a loaded file\n",
+        "warning[W0721]: past the end\n",
+        "[W0721] Warning: the first byte",
+        "a.wsp:1:1",
+        "the `badspan` backend reported 2 errors; nothing was written",
+    ] {
+        assert!(err.contains(want), "{want}\n---\n{err}");
+    }
+    assert_untouched(d.path());
 }
 
 #[test]

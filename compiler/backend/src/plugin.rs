@@ -316,6 +316,22 @@ fn kill_group(pgid: u32) {
 #[cfg(not(unix))]
 fn kill_group(_pgid: u32) {}
 
+/// Spawns `cmd`, retrying for a moment while the executable is busy (`ETXTBSY`: it was just
+/// written, and a process forked meanwhile still holds it open for writing).
+fn spawn(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            #[cfg(unix)]
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Runs `path args...` in its own process group with `stdin` as standard input, and waits
 /// at most `timeout` for it (and for its standard output and error to close). On expiry the
 /// group is killed. Once the plugin exits, what is left of its group is killed too, so no
@@ -338,7 +354,7 @@ fn run(
         cmd.process_group(0);
     }
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| RunError::Spawn(e.to_string()))?;
+    let mut child = spawn(&mut cmd).map_err(|e| RunError::Spawn(e.to_string()))?;
     let pid = child.id();
     let (tx_out, rx_out) = mpsc::channel();
     let (tx_err, rx_err) = mpsc::channel();

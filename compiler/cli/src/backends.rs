@@ -13,9 +13,9 @@ use wsp_diagnostics::{Diagnostic, FileName, Label};
 use wsp_syntax::Span;
 
 /// Code of an error a backend reported (see `wsp explain E0720`).
-pub const BACKEND_ERROR: &str = "E0720";
+pub const BACKEND_ERROR: &str = wsp_vocab::codes::E0720;
 /// Code of a warning a backend reported (see `wsp explain W0721`).
-pub const BACKEND_WARNING: &str = "W0721";
+pub const BACKEND_WARNING: &str = wsp_vocab::codes::W0721;
 
 /// Where external backends are found, and how long they may take.
 #[derive(clap::Args, Clone, Debug, Default)]

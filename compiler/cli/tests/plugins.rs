@@ -70,7 +70,9 @@ fn assert_untouched(d: &Path) {
 fn ir_target_writes_a_directory_a_file_or_standard_output() {
     let d = workdir();
     let json = std::fs::read_to_string(d.path().join("out/program.json")).unwrap();
-    assert!(json.contains("\"version\": 1") && json.contains("\"copy\""));
+    assert!(
+        json.contains(&format!("\"version\": {}", wsp_ir::IR_VERSION)) && json.contains("\"copy\"")
+    );
     let marker = std::fs::read_to_string(d.path().join("out/.wsp-emit")).unwrap();
     assert!(marker.contains("\"target\": \"ir\""), "{marker}");
     // Standard output and `--out FILE` carry the same text.

@@ -70,7 +70,7 @@ use serde::{Deserialize, Serialize};
 macro_rules! id_type {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(transparent)]
         pub struct $name(pub u32);
 
@@ -100,7 +100,7 @@ id_type!(
 );
 
 /// A static 2-D tile type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TileType {
     pub dtype: DType,
     /// `[rows, cols]`.
@@ -129,7 +129,7 @@ impl TileType {
 }
 
 /// The type of an SSA value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Type {
     Scalar { dtype: DType },
@@ -155,7 +155,7 @@ impl Type {
 }
 
 /// Direction of a tile parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     In,
@@ -173,14 +173,14 @@ impl Direction {
 }
 
 /// A kernel parameter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Param {
     pub name: String,
     #[serde(flatten)]
     pub kind: ParamKind,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParamKind {
     /// A tile argument, bound to a tensor view at each task.
@@ -199,7 +199,7 @@ pub enum ParamKind {
 }
 
 /// Metadata of one SSA value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ValueInfo {
     pub ty: Type,
     /// Source name (`let s = ...`), for dumps and error messages.
@@ -208,14 +208,14 @@ pub struct ValueInfo {
 }
 
 /// A mutable variable: a `var` of the source, or a pipe slot reserved by `talloc`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Var {
     pub name: String,
     pub ty: Type,
 }
 
 /// A kernel-level FIFO (`pipe s: Pipe[f32[128, 256], slots: 2]`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pipe {
     pub name: String,
     pub elem: TileType,
@@ -224,14 +224,14 @@ pub struct Pipe {
 
 /// An implementation of a kernel for one target (`extern kernel k(...) { ascend: "k.cpp" }`):
 /// the target's name and the source file's path, relative to the declaring `.wsp` file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExternImpl {
     pub target: String,
     pub path: String,
 }
 
 /// A kernel.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Kernel {
     pub name: String,
     pub params: Vec<Param>,
@@ -258,7 +258,7 @@ pub struct Kernel {
 
 /// An affine index inside a kernel: `constant + Σ coeff · value`, where every value is a scalar
 /// integer (typically a `for` index).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KIndex {
     pub constant: i64,
     #[serde(default)]
@@ -276,7 +276,7 @@ impl KIndex {
 
 /// A rectangular sub-range of a tile with a static extent: rows `row_start ..
 /// row_start + rows`, columns `col_start .. col_start + cols`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Region {
     pub row_start: KIndex,
     pub rows: u32,
@@ -288,7 +288,7 @@ pub struct Region {
 pub use wsp_vocab::ops::{BinaryOp, ReduceOp, UnaryOp};
 
 /// Comparisons; the result has dtype bool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CmpOp {
     Eq,
@@ -300,7 +300,7 @@ pub enum CmpOp {
 }
 
 /// An operation producing values. Serialized with a `"kind"` tag.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Op {
     /// Reads a parameter: a tile param gives its current contents (an `inout` tile sees earlier
@@ -393,7 +393,7 @@ impl Op {
 }
 
 /// Which unit a pipe section runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SectionKind {
     Cube,
@@ -401,7 +401,7 @@ pub enum SectionKind {
 }
 
 /// A statement. Serialized with a `"stmt"` tag.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "stmt", rename_all = "snake_case")]
 pub enum Stmt {
     /// Defines `results` (one, or two for `rowtopk`).

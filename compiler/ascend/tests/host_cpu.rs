@@ -1,0 +1,302 @@
+//! The host side built and run on the CPU: emitted trees (with hand-written C kernels, so the
+//! host side is tested on its own) are configured with CMake, built against the runtime's
+//! static library, run, and compared with `wsp run`: outputs bit for bit, tasks, edges and
+//! cycles.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use wsp_arch::Arch;
+use wsp_ascend::host::{emit_host, HostKernel, HostOptions};
+use wsp_backend::FileTree;
+use wsp_ir::Program;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository")
+}
+
+/// `target/<profile>` (the test binary is in its `deps/`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Builds `wsp` and the runtime's static library into this target directory, once.
+fn built() -> &'static (PathBuf, PathBuf) {
+    static B: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    B.get_or_init(|| {
+        let dir = profile_dir();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "-q", "-p", "wsp", "-p", "wsp-runtime-capi"])
+            .env("CARGO_TARGET_DIR", dir.parent().expect("target"))
+            .current_dir(repo())
+            .status()
+            .expect("cargo runs");
+        assert!(
+            st.success(),
+            "cargo build -p wsp -p wsp-runtime-capi failed"
+        );
+        (dir.join("wsp"), dir.join("libwsp_runtime_capi.a"))
+    })
+}
+
+fn wsp() -> &'static Path {
+    &built().0
+}
+
+fn lowered(file: &Path) -> Program {
+    let o = Command::new(wsp())
+        .args(["emit", "--target", "ir"])
+        .arg(file)
+        .output()
+        .expect("wsp runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Program::from_json(&String::from_utf8_lossy(&o.stdout)).expect("IR")
+}
+
+/// `wsp run FILE --out-dir DIR --stats json`: (tasks, edges, total_cycles).
+fn reference(file: &Path, out: &Path) -> (u64, u64, u64) {
+    let o = Command::new(wsp())
+        .arg("run")
+        .arg(file)
+        .arg("--out-dir")
+        .arg(out)
+        .args(["--stats", "json", "-q"])
+        .output()
+        .expect("wsp runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let s = &v["stats"];
+    let n = |k: &str| s[k].as_u64().expect("a count");
+    (n("tasks"), n("edges"), n("total_cycles"))
+}
+
+fn write_tree(tree: &FileTree, dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    for (p, c) in tree.iter() {
+        let f = dir.join(p);
+        std::fs::create_dir_all(f.parent().expect("a parent")).expect("a directory");
+        std::fs::write(f, c).expect("written");
+    }
+}
+
+/// Configures and builds a tree; returns `wsp_host`.
+fn build_tree(dir: &Path) -> PathBuf {
+    let b = dir.join("build");
+    let o = Command::new("cmake")
+        .arg("-S")
+        .arg(dir)
+        .arg("-B")
+        .arg(&b)
+        .arg("-DWSP_BUILD_CPU=ON")
+        .arg(format!("-DWSP_RUNTIME_LIB={}", built().1.display()))
+        .output()
+        .expect("cmake runs");
+    assert!(
+        o.status.success(),
+        "cmake: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new("cmake")
+        .arg("--build")
+        .arg(&b)
+        .output()
+        .expect("cmake runs");
+    assert!(
+        o.status.success(),
+        "build: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    b.join("wsp_host")
+}
+
+/// Runs `wsp_host`; returns (tasks, edges, total_cycles) from its stats.json.
+fn run_host(host: &Path, data: &Path, out: &Path) -> (u64, u64, u64) {
+    let o = Command::new(host)
+        .arg("--data")
+        .arg(data)
+        .arg("--out-dir")
+        .arg(out)
+        .output()
+        .expect("wsp_host runs");
+    assert!(
+        o.status.success(),
+        "wsp_host: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).expect("stats.json"))
+            .expect("JSON");
+    let n = |k: &str| v[k].as_u64().expect("a count");
+    (n("tasks"), n("edges"), n("total_cycles"))
+}
+
+/// Generic C kernels over whole regions (row-major order of their elements): `wsp_k_add_f32`
+/// (out = a + b) and `wsp_k_copy` (out = in, byte for byte).
+const C_KERNELS: &str = r#"
+#include <string.h>
+#include "wsp_task.h"
+
+static int64_t elem(const struct wsp_raw_arg *a, int64_t i) {
+    int64_t flat = 0, rest = i, idx[WSP_MAX_RANK];
+    for (int64_t d = (int64_t)a->rank - 1; d >= 0; d--) { idx[d] = rest % a->extents[d]; rest /= a->extents[d]; }
+    for (uint64_t d = 0; d < a->rank; d++) flat = flat * a->dims[d] + a->offsets[d] + a->strides[d] * idx[d];
+    return flat;
+}
+
+static int64_t count(const struct wsp_raw_arg *a) {
+    int64_t n = 1;
+    for (uint64_t d = 0; d < a->rank; d++) n *= a->extents[d];
+    return n;
+}
+
+int32_t wsp_k_add_f32(const struct wsp_raw_task *t) {
+    if (t->nargs != 3 || t->nscalars != 6) return 1;
+    const struct wsp_raw_arg *a = &t->args[0], *b = &t->args[1], *c = &t->args[2];
+    for (int64_t i = 0; i < count(c); i++)
+        ((float *)c->base)[elem(c, i)] = ((const float *)a->base)[elem(a, i)] + ((const float *)b->base)[elem(b, i)];
+    return 0;
+}
+
+int32_t wsp_k_copy(const struct wsp_raw_task *t) {
+    if (t->nargs != 2) return 1;
+    const struct wsp_raw_arg *x = &t->args[0], *y = &t->args[1];
+    for (int64_t i = 0; i < count(y); i++)
+        memcpy(y->base + elem(y, i) * y->elem_size, x->base + elem(x, i) * x->elem_size, y->elem_size);
+    return 0;
+}
+"#;
+
+fn opts() -> HostOptions {
+    HostOptions {
+        arch_name: "ascend910b".into(),
+        schedule: None,
+        runtime_lib: built().1.display().to_string(),
+        standin_include: vec![],
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = profile_dir().join("wsp_ascend_host_tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("a directory");
+    d
+}
+
+/// Emits `file` with the given hand-written kernels (program kernel name → C entry), builds
+/// and runs it, and compares it with `wsp run`.
+fn check(file: &Path, entries: &[(&str, &str)], name: &str) {
+    let program = lowered(file);
+    let kernels: Vec<HostKernel> = program
+        .kernels
+        .iter()
+        .map(|k| HostKernel {
+            name: k.name.clone(),
+            entry: entries
+                .iter()
+                .find(|(n, _)| *n == k.name)
+                .map(|(_, e)| e.to_string())
+                .expect("a hand-written kernel"),
+            source: "kernels/generic.c".into(),
+        })
+        .collect();
+    let mut tree = FileTree::new();
+    tree.add("kernels/generic.c", C_KERNELS).expect("a path");
+    emit_host(
+        &program,
+        &Arch::builtin("ascend910b").expect("built in"),
+        &kernels,
+        &opts(),
+        &mut tree,
+    )
+    .unwrap_or_else(|d| panic!("{d:?}"));
+    let dir = scratch(name);
+    write_tree(&tree, &dir.join("tree"));
+    let host = build_tree(&dir.join("tree"));
+    let data = file.parent().expect("a directory");
+    let got = run_host(&host, data, &dir.join("res"));
+    let want = reference(file, &dir.join("ref"));
+    assert_eq!(got, want, "(tasks, edges, total_cycles) of {name}");
+    let mut outputs = 0;
+    for t in program
+        .tensors
+        .iter()
+        .filter(|t| t.kind == wsp_ir::workload::TensorKind::Output)
+    {
+        let f = format!("{}.npy", t.name);
+        let a = std::fs::read(dir.join("res").join(&f)).expect("wsp_host's output");
+        let b = std::fs::read(dir.join("ref").join(&f)).expect("wsp run's output");
+        assert!(a == b, "{name}: {f} differs from wsp run's");
+        outputs += 1;
+    }
+    assert!(outputs > 0);
+}
+
+#[test]
+fn tensor_data_add_runs_as_wsp_run_does() {
+    let file = repo().join("examples/tensor_data_add/tensor_data_add.wsp");
+    check(&file, &[("add_tile", "wsp_k_add_f32")], "tensor_data_add");
+}
+
+#[test]
+fn initialisers_make_the_values_wsp_run_makes() {
+    let dir = scratch("inits_src");
+    let file = dir.join("inits.wsp");
+    std::fs::write(
+        &file,
+        r#"
+axis r = Dense[4]
+input A: f16[4, 16] = random(seed: 7)
+input B: bf16[4, 16] = random(seed: 11)
+input C: f32[4, 16] = random(seed: 3)
+input D: i32[4, 16] = full(-3)
+input E: f64[4, 16] = ones()
+input F: i8[4] = [1, -2, 3, 127]
+output A2: f16[4, 16]
+output B2: bf16[4, 16]
+output C2: f32[4, 16]
+output D2: i32[4, 16]
+output E2: f64[4, 16]
+output F2: i8[4]
+
+kernel cp16(x: in f16[1, 16], y: out f16[1, 16]) { y = x }
+kernel cpb(x: in bf16[1, 16], y: out bf16[1, 16]) { y = x }
+kernel cp32(x: in f32[1, 16], y: out f32[1, 16]) { y = x }
+kernel cpi(x: in i32[1, 16], y: out i32[1, 16]) { y = x }
+kernel cp64(x: in f64[1, 16], y: out f64[1, 16]) { y = x }
+kernel cp8(x: in i8[1, 4], y: out i8[1, 4]) { y = x }
+
+workload copy {
+    for i in P(r) {
+        cp16[i](x: A[i], y: A2[i])
+        cpb[i](x: B[i], y: B2[i])
+        cp32[i](x: C[i], y: C2[i])
+        cpi[i](x: D[i], y: D2[i])
+        cp64[i](x: E[i], y: E2[i])
+    }
+    cp8[0](x: F, y: F2)
+}
+"#,
+    )
+    .expect("written");
+    let k = [
+        ("cp16", "wsp_k_copy"),
+        ("cpb", "wsp_k_copy"),
+        ("cp32", "wsp_k_copy"),
+        ("cpi", "wsp_k_copy"),
+        ("cp64", "wsp_k_copy"),
+        ("cp8", "wsp_k_copy"),
+    ];
+    check(&file, &k, "inits");
+}

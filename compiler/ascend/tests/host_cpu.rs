@@ -169,6 +169,17 @@ int32_t wsp_k_add_f32(const struct wsp_raw_task *t) {
     return 0;
 }
 
+/* y = x * s over f32 (the parameters x, s, y: scalars [x rows, x cols, s as f64 bits, ...]). */
+int32_t wsp_k_scale_f32(const struct wsp_raw_task *t) {
+    if (t->nargs != 2 || t->nscalars != 5) return 1;
+    double s;
+    memcpy(&s, &t->scalars[2], 8);
+    const struct wsp_raw_arg *x = &t->args[0], *y = &t->args[1];
+    for (int64_t i = 0; i < count(y); i++)
+        ((float *)y->base)[elem(y, i)] = ((const float *)x->base)[elem(x, i)] * (float)s;
+    return 0;
+}
+
 int32_t wsp_k_copy(const struct wsp_raw_task *t) {
     if (t->nargs != 2) return 1;
     const struct wsp_raw_arg *x = &t->args[0], *y = &t->args[1];
@@ -300,3 +311,69 @@ workload copy {
     ];
     check(&file, &k, "inits");
 }
+
+/// Ragged and Sparse axes (the Sparse indices computed by a task the orchestration waits for),
+/// `when` on tensor data, a DenseDyn axis, partial tiles (cycles from the extents table), a
+/// scalar argument, `P.seq`, `combine` inside `sequential`, and every key of the schedule
+/// (affinity, priority, streams) with a small task window.
+#[test]
+fn orchestration_features_run_as_wsp_run_does() {
+    let dir = scratch("features_src");
+    let file = dir.join("features.wsp");
+    std::fs::write(&file, FEATURES).expect("written");
+    let k = [
+        ("cp", "wsp_k_copy"),
+        ("cpi", "wsp_k_copy"),
+        ("add", "wsp_k_add_f32"),
+        ("cpp", "wsp_k_copy"),
+        ("scale", "wsp_k_scale_f32"),
+    ];
+    check(&file, &k, "features");
+}
+
+const FEATURES: &str = r#"param N: u32 = 3
+param M: u32 = 5
+axis rows = Dense[4]
+axis dyn = DenseDyn(N)
+axis chunks = Dense[2]
+input lens: i32[4] = [1, 0, 3, 2]
+axis rag = Ragged(rows, lens)
+input ptr: i32[5] = [0, 1, 1, 3, 4]
+input idx0: i32[4] = [2, 0, 3, 1]
+output idx: i32[4]
+axis sel = Sparse(rows, ptr, idx)
+input X: f32[4, 4, 8] = random(seed: 5)
+input Y: f32[4, 2 * M] = random(seed: 6)
+output A: f32[4, 4, 8]
+output B: f32[4, 4, 8]
+output C: f32[4, 2 * M]
+output D: f32[4, 3, 8]
+output E: f32[4, 8]
+
+kernel cp(x: in f32[1, 8], y: out f32[1, 8]) { y = x }
+kernel cpi(x: in i32[1, 4], y: out i32[1, 4]) { y = x }
+kernel add(a: in f32[1, 8], b: in f32[1, 8], c: out f32[1, 8]) { c = a + b }
+kernel cpp(x: in f32[1, ..8], y: out f32[1, ..8]) { y = x }
+kernel scale(x: in f32[1, 8], s: f32, y: out f32[1, 8]) { y = x * s }
+
+workload make_idx { for r in P.seq(rows) { when r == 0 { cpi[r](x: idx0, y: idx) } } }
+workload ragged { for r in P(rows) { for t in P(rag[r]) { cp[r, t](x: X[r, t], y: A[r, t]) } } }
+workload sparse { for r in P(rows) { for c in P.sel(sel[r]) { add[r, c](a: X[r, c], b: X[c, r], c: B[r, c]) } } }
+workload partial { for r in P(rows) { for j in P.seq(chunks) { cpp[r, j](x: Y[r, 5 * j .. 5 * j + M], y: C[r, 5 * j .. 5 * j + M]) } } }
+workload dynw { for r, i in P(rows, dyn) { scale[r, i](x: X[r, i], s: 2.5, y: D[r, i]) } }
+workload branch {
+    for r in P(rows) {
+        when lens[r] > 1 { add[r](a: X[r, 0], b: X[r, 1], c: E[r]) }
+        else { cp[r](x: X[r, 2], y: E[r]) }
+    }
+}
+workload mid = combine(ragged, partial, dynw, branch)
+workload all = sequential(make_idx, mid, sparse)
+
+schedule main = all
+    .dispatch(affinity(rows))
+    .ready(priority(rows * 2 - 1))
+    .streams(2)
+    .stream_by(rows % 2)
+    .task_window(4)
+"#;

@@ -3,144 +3,15 @@
 //! static library, run, and compared with `wsp run`: outputs bit for bit, tasks, edges and
 //! cycles.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::*;
 use wsp_arch::Arch;
 use wsp_ascend::host::{emit_host, HostKernel, HostOptions};
 use wsp_backend::FileTree;
 use wsp_ir::Program;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository")
-}
-
-/// `target/<profile>` (the test binary is in its `deps/`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// Builds `wsp` and the runtime's static library into this target directory, once.
-fn built() -> &'static (PathBuf, PathBuf) {
-    static B: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    B.get_or_init(|| {
-        let dir = profile_dir();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "-q", "-p", "wsp", "-p", "wsp-runtime-capi"])
-            .env("CARGO_TARGET_DIR", dir.parent().expect("target"))
-            .current_dir(repo())
-            .status()
-            .expect("cargo runs");
-        assert!(
-            st.success(),
-            "cargo build -p wsp -p wsp-runtime-capi failed"
-        );
-        (dir.join("wsp"), dir.join("libwsp_runtime_capi.a"))
-    })
-}
-
-fn wsp() -> &'static Path {
-    &built().0
-}
-
-fn lowered(file: &Path) -> Program {
-    let o = Command::new(wsp())
-        .args(["emit", "--target", "ir"])
-        .arg(file)
-        .output()
-        .expect("wsp runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    Program::from_json(&String::from_utf8_lossy(&o.stdout)).expect("IR")
-}
-
-/// `wsp run FILE --out-dir DIR --stats json`: (tasks, edges, total_cycles).
-fn reference(file: &Path, out: &Path) -> (u64, u64, u64) {
-    let o = Command::new(wsp())
-        .arg("run")
-        .arg(file)
-        .arg("--out-dir")
-        .arg(out)
-        .args(["--stats", "json", "-q"])
-        .output()
-        .expect("wsp runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    let s = &v["stats"];
-    let n = |k: &str| s[k].as_u64().expect("a count");
-    (n("tasks"), n("edges"), n("total_cycles"))
-}
-
-fn write_tree(tree: &FileTree, dir: &Path) {
-    let _ = std::fs::remove_dir_all(dir);
-    for (p, c) in tree.iter() {
-        let f = dir.join(p);
-        std::fs::create_dir_all(f.parent().expect("a parent")).expect("a directory");
-        std::fs::write(f, c).expect("written");
-    }
-}
-
-/// Configures and builds a tree; returns `wsp_host`.
-fn build_tree(dir: &Path) -> PathBuf {
-    let b = dir.join("build");
-    let o = Command::new("cmake")
-        .arg("-S")
-        .arg(dir)
-        .arg("-B")
-        .arg(&b)
-        .arg("-DWSP_BUILD_CPU=ON")
-        .arg(format!("-DWSP_RUNTIME_LIB={}", built().1.display()))
-        .output()
-        .expect("cmake runs");
-    assert!(
-        o.status.success(),
-        "cmake: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = Command::new("cmake")
-        .arg("--build")
-        .arg(&b)
-        .output()
-        .expect("cmake runs");
-    assert!(
-        o.status.success(),
-        "build: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    b.join("wsp_host")
-}
-
-/// Runs `wsp_host`; returns (tasks, edges, total_cycles) from its stats.json.
-fn run_host(host: &Path, data: &Path, out: &Path) -> (u64, u64, u64) {
-    let o = Command::new(host)
-        .arg("--data")
-        .arg(data)
-        .arg("--out-dir")
-        .arg(out)
-        .output()
-        .expect("wsp_host runs");
-    assert!(
-        o.status.success(),
-        "wsp_host: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("stats.json")).expect("stats.json"))
-            .expect("JSON");
-    let n = |k: &str| v[k].as_u64().expect("a count");
-    (n("tasks"), n("edges"), n("total_cycles"))
-}
 
 /// Generic C kernels over whole regions (row-major order of their elements): `wsp_k_add_f32`
 /// (out = a + b) and `wsp_k_copy` (out = in, byte for byte).
@@ -198,13 +69,6 @@ fn opts() -> HostOptions {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = profile_dir().join("wsp_ascend_host_tests").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a directory");
-    d
-}
-
 /// Emits `file` with the given hand-written kernels (program kernel name → C entry), builds
 /// and runs it, and compares it with `wsp run`.
 fn check(file: &Path, entries: &[(&str, &str)], name: &str) {
@@ -220,6 +84,7 @@ fn check(file: &Path, entries: &[(&str, &str)], name: &str) {
                 .map(|(_, e)| e.to_string())
                 .expect("a hand-written kernel"),
             source: "kernels/generic.c".into(),
+            unit: wsp_ascend::host::plan_class(k).into(),
         })
         .collect();
     let mut tree = FileTree::new();
@@ -237,7 +102,7 @@ fn check(file: &Path, entries: &[(&str, &str)], name: &str) {
     let host = build_tree(&dir.join("tree"));
     let data = file.parent().expect("a directory");
     let got = run_host(&host, data, &dir.join("res"));
-    let want = reference(file, &dir.join("ref"));
+    let want = reference(file, "ascend910b", &dir.join("ref"));
     assert_eq!(got, want, "(tasks, edges, total_cycles) of {name}");
     let mut outputs = 0;
     for t in program

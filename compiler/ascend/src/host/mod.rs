@@ -30,6 +30,8 @@ pub struct HostKernel {
     pub entry: String,
     /// The source file in the tree (`kernels/NAME.cpp`), compiled into `wsp_host`.
     pub source: String,
+    /// What it runs on, for the plan: `cube`, `vector` or `mixed`.
+    pub unit: String,
 }
 
 /// What the host side needs besides the program.
@@ -150,7 +152,14 @@ pub fn emit_host(
 
     let host_c = hostc::host_c(program, &params, &shapes, kernels, &opts.arch_name)?;
     let cmake = cmake_lists(program, kernels, opts);
-    let plan = plan_json(program, w, sched.map(|s| s.name.as_str()), opts, &pol);
+    let plan = plan_json(
+        program,
+        kernels,
+        w,
+        sched.map(|s| s.name.as_str()),
+        opts,
+        &pol,
+    );
 
     let add = |tree: &mut FileTree, p: &str, c: String| tree.add(p, c).map_err(err);
     add(tree, "wsp_program.h", header)?;
@@ -355,6 +364,7 @@ fn capabilities(p: &Program, pol: &wsp_runtime::Policies) -> Vec<String> {
 
 fn plan_json(
     p: &Program,
+    hk: &[HostKernel],
     w: WorkloadId,
     schedule: Option<&str>,
     opts: &HostOptions,
@@ -365,11 +375,14 @@ fn plan_json(
         .kernels
         .iter()
         .zip(&counts)
-        .map(|(k, n)| {
+        .zip(hk)
+        .map(|((k, n), h)| {
             serde_json::json!({
                 "name": k.name,
-                "class": plan_class(k),
+                "unit": h.unit,
                 "core_class": core_class(k),
+                "entry": h.entry,
+                "source": h.source,
                 "tasks": n,
             })
         })

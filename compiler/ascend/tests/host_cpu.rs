@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use wsp_arch::Arch;
 use wsp_ascend::host::{emit_host, HostKernel, HostOptions};
 use wsp_backend::FileTree;
-use wsp_ir::Program;
 
 /// Generic C kernels over whole regions (row-major order of their elements): `wsp_k_add_f32`
 /// (out = a + b) and `wsp_k_copy` (out = in, byte for byte).

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::*;
 use wsp_arch::Arch;
@@ -241,3 +241,157 @@ schedule main = all
     .stream_by(rows % 2)
     .task_window(4)
 "#;
+
+/// A tree of tensor_data_add with the hand-written kernel, built once.
+fn add_tree(name: &str) -> (PathBuf, PathBuf) {
+    let file = repo().join("examples/tensor_data_add/tensor_data_add.wsp");
+    let program = lowered(&file);
+    let kernels = vec![HostKernel {
+        name: "add_tile".into(),
+        entry: "wsp_k_add_f32".into(),
+        source: "kernels/generic.c".into(),
+        unit: "vector".into(),
+    }];
+    let mut tree = FileTree::new();
+    tree.add("kernels/generic.c", C_KERNELS).expect("a path");
+    emit_host(
+        &program,
+        &Arch::builtin("ascend910b").expect("built in"),
+        &kernels,
+        &opts(),
+        &mut tree,
+    )
+    .unwrap_or_else(|d| panic!("{d:?}"));
+    let dir = scratch(name);
+    write_tree(&tree, &dir.join("tree"));
+    (dir.join("tree"), dir)
+}
+
+#[test]
+fn wsp_host_refuses_missing_and_mistyped_inputs_with_a_message() {
+    let (tree, dir) = add_tree("bad_inputs");
+    let host = build_tree(&tree);
+    let run = |data: &Path| {
+        std::process::Command::new(&host)
+            .arg("--data")
+            .arg(data)
+            .arg("--out-dir")
+            .arg(dir.join("res"))
+            .output()
+            .expect("wsp_host runs")
+    };
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).expect("a directory");
+    let o = run(&empty);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tensor `A`: cannot open") && err.contains("a.npy"),
+        "{err}"
+    );
+    // An f64 file for the f32 tensor A, and a wrong shape for B.
+    let a = wsp_ir::tensor::HostTensor::from_f64(
+        wsp_ir::dtype::DType::F64,
+        vec![2, 2, 2, 32, 32],
+        &vec![1.0; 8 * 1024],
+    );
+    std::fs::write(empty.join("a.npy"), wsp_ir::npy::encode_npy(&a)).expect("written");
+    let o = run(&empty);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds <f8 (2,2,2,32,32); the program declares <f4 (2, 2, 2, 32, 32)"),
+        "{err}"
+    );
+    let o = std::process::Command::new(&host).output().expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("usage: wsp_host --data DIR --out-dir RES"));
+    assert!(!dir.join("res").join("C.npy").exists());
+}
+
+#[test]
+fn cmake_explains_the_device_build_and_a_missing_runtime_library() {
+    let (tree, dir) = add_tree("cmake_errors");
+    let o = std::process::Command::new("cmake")
+        .arg("-S")
+        .arg(&tree)
+        .arg("-B")
+        .arg(dir.join("b1"))
+        .output()
+        .expect("cmake runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("-DWSP_BUILD_CPU=ON") && err.contains("CANN"),
+        "{err}"
+    );
+    let o = std::process::Command::new("cmake")
+        .arg("-S")
+        .arg(&tree)
+        .arg("-B")
+        .arg(dir.join("b2"))
+        .arg("-DWSP_BUILD_CPU=ON")
+        .arg("-DWSP_RUNTIME_LIB=/nonexistent/libwsp_runtime_capi.a")
+        .output()
+        .expect("cmake runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("cargo build -p wsp-runtime-capi"), "{err}");
+}
+
+#[test]
+fn unsupported_constructs_archs_and_options_are_diagnostics() {
+    use wsp_backend::{Backend, EmitOptions};
+    let b = wsp_ascend::AscendBackend;
+    assert_eq!(b.name(), "ascend");
+    assert_eq!(b.archs(), vec!["ascend910b", "ascend950"]);
+    let csp = lowered(&repo().join("examples/csp_pipeline/csp_pipeline.wsp"));
+    let d = b.emit(&csp, &EmitOptions::default()).expect_err("refused");
+    assert!(
+        d.iter().any(|d| d
+            .message
+            .contains("`connect` of processes: not lowered by the ascend backend yet")),
+        "{d:?}"
+    );
+    let add = lowered(&repo().join("examples/tensor_data_add/tensor_data_add.wsp"));
+    let o = EmitOptions {
+        arch: Some("aie-ml".into()),
+        options: vec![],
+    };
+    let d = b.emit(&add, &o).expect_err("refused");
+    assert!(d[0].message.contains("no architecture `aie-ml`"), "{d:?}");
+    let o = EmitOptions {
+        arch: None,
+        options: vec![("fast".into(), "yes".into())],
+    };
+    let d = b.emit(&add, &o).expect_err("refused");
+    assert!(d[0].message.contains("no option `fast`"), "{d:?}");
+    let o = EmitOptions {
+        arch: None,
+        options: vec![("schedule".into(), "nope".into())],
+    };
+    let d = b.emit(&add, &o).expect_err("refused");
+    assert!(d[0].message.contains("no schedule `nope`"), "{d:?}");
+    // The default tree: kernels, stand-in, host side; the library next to the executable.
+    let (tree, _) = b.emit(&add, &EmitOptions::default()).expect("emitted");
+    for f in [
+        "kernels/add_tile.cpp",
+        "orchestration.c",
+        "host.c",
+        "wsp_program.h",
+        "include/wsp_runtime.h",
+        "include/wsp_task.h",
+        "CMakeLists.txt",
+        "plan.json",
+    ] {
+        assert!(tree.get(f).is_some(), "{f} missing");
+    }
+    let plan: serde_json::Value =
+        serde_json::from_slice(tree.get("plan.json").expect("a plan")).expect("JSON");
+    assert_eq!(plan["tasks"], 8);
+    assert_eq!(plan["kernels"][0]["tasks"], 8);
+    assert_eq!(plan["kernels"][0]["unit"], "vector");
+    assert_eq!(plan["arch"], "ascend910b");
+    let cmake = String::from_utf8_lossy(tree.get("CMakeLists.txt").expect("cmake"));
+    assert!(cmake.contains("libwsp_runtime_capi.a"), "{cmake}");
+}

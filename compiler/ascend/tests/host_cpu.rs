@@ -340,37 +340,33 @@ fn cmake_explains_the_device_build_and_a_missing_runtime_library() {
 }
 
 #[test]
-fn unsupported_constructs_archs_and_options_are_diagnostics() {
+fn unknown_archs_options_and_schedules_are_diagnostics() {
     use wsp_backend::{Backend, EmitOptions};
     let b = wsp_ascend::AscendBackend;
     assert_eq!(b.name(), "ascend");
     assert_eq!(b.archs(), vec!["ascend910b", "ascend950"]);
+    // A `connect` is lowered onto the runtime's process API (run by `examples_cpu`).
     let csp = lowered(&repo().join("examples/csp_pipeline/csp_pipeline.wsp"));
-    let d = b.emit(&csp, &EmitOptions::default()).expect_err("refused");
-    assert!(
-        d.iter().any(|d| d
-            .message
-            .contains("`connect` of processes: not lowered by the ascend backend yet")),
-        "{d:?}"
-    );
+    let emitted = b.emit(&csp, &EmitOptions::default());
+    assert!(emitted.is_ok(), "{:?}", emitted.err());
     let add = lowered(&repo().join("examples/tensor_data_add/tensor_data_add.wsp"));
     let o = EmitOptions {
         arch: Some("aie-ml".into()),
         options: vec![],
     };
-    let d = b.emit(&add, &o).expect_err("refused");
+    let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no architecture `aie-ml`"), "{d:?}");
     let o = EmitOptions {
         arch: None,
         options: vec![("fast".into(), "yes".into())],
     };
-    let d = b.emit(&add, &o).expect_err("refused");
+    let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no option `fast`"), "{d:?}");
     let o = EmitOptions {
         arch: None,
         options: vec![("schedule".into(), "nope".into())],
     };
-    let d = b.emit(&add, &o).expect_err("refused");
+    let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no schedule `nope`"), "{d:?}");
     // The default tree: kernels, stand-in, host side; the library next to the executable.
     let (tree, _) = b.emit(&add, &EmitOptions::default()).expect("emitted");
@@ -394,4 +390,60 @@ fn unsupported_constructs_archs_and_options_are_diagnostics() {
     assert_eq!(plan["arch"], "ascend910b");
     let cmake = String::from_utf8_lossy(tree.get("CMakeLists.txt").expect("cmake"));
     assert!(cmake.contains("libwsp_runtime_capi.a"), "{cmake}");
+}
+
+/// Processes: a rendezvous channel and a channel with a latency, tokens of values and of tasks,
+/// `consume` binding fewer names than the token holds, `when` on tensor data inside a
+/// process, and two replicas of one process.
+#[test]
+fn processes_run_as_wsp_run_does() {
+    let dir = scratch("procs_src");
+    let file = dir.join("procs.wsp");
+    std::fs::write(&file, PROCS).expect("written");
+    check(
+        &file,
+        &[("cp", "wsp_k_copy"), ("add", "wsp_k_add_f32")],
+        "procs",
+    );
+}
+
+const PROCS: &str = r#"axis rows = Dense[6]
+input X: f32[6, 8] = random(seed: 9)
+input flags: i32[6] = [1, 0, 1, 1, 0, 1]
+output Y: f32[6, 8]
+output Z: f32[6, 8]
+
+kernel cp(x: in f32[1, 8], y: out f32[1, 8]) { y = x }
+kernel add(a: in f32[1, 8], b: in f32[1, 8], c: out f32[1, 8]) { c = a + b }
+
+channel work: Channel[depth: 0]
+channel done: Channel[depth: 3, latency: 7]
+
+process producer produces work {
+    for r in P.seq(rows) { send work, (r, r * 2) }
+}
+process worker consumes work produces done {
+    consume work as (i) {
+        when flags[i] == 1 { send done, add[i](a: X[i], b: X[i], c: Y[i]) }
+        else { send done, cp[i](x: X[i], y: Y[i]) }
+    }
+}
+process finisher consumes done {
+    consume done as j { cp[j](x: Y[j], y: Z[j]) }
+}
+workload pipe = connect(producer, replicate(worker, 2), finisher)
+
+schedule main = pipe
+    .dispatch(round_robin(3))
+    .task_window(16)
+"#;
+
+/// The diagnostics of a refused emission (a tree is not printed: it is large).
+fn refused<T>(
+    r: Result<T, Vec<wsp_backend::BackendDiagnostic>>,
+) -> Vec<wsp_backend::BackendDiagnostic> {
+    match r {
+        Ok(_) => panic!("emitted, not refused"),
+        Err(d) => d,
+    }
 }

@@ -182,8 +182,9 @@ int32_t wsp_rt_proc_submit(wsp_rt_proc *cx, const struct wsp_rt_task *task, uint
  * (token_len values in token, which holds WSP_MAX_RANK), 2 the channel is closed and empty. */
 int32_t wsp_rt_proc_received(wsp_rt_proc *cx, int32_t *status, int64_t *token,
                              uint32_t *token_len);
-/* Inside a step: wait for a tensor's producers, and read it. */
+/* Inside a step: wait for a tensor's producers, and read it; wait for every task so far. */
 int32_t wsp_rt_proc_wait_tensor(wsp_rt_proc *cx, uint32_t tensor);
+int32_t wsp_rt_proc_wait_all(wsp_rt_proc *cx);
 int32_t wsp_rt_proc_read_tensor(wsp_rt_proc *cx, uint32_t tensor, uint64_t offset, void *dst,
                                 uint64_t nbytes);
 

@@ -917,6 +917,15 @@ pub unsafe extern "C" fn wsp_rt_proc_wait_tensor(cx: *mut WspRtProc, tensor: u32
     with_proc(cx, |cx| Ok(cx.runtime().wait_tensor(TensorId(tensor))?))
 }
 
+/// `wsp_rt_proc_wait_all`.
+///
+/// # Safety
+/// `cx` is the handle of the current step.
+#[no_mangle]
+pub unsafe extern "C" fn wsp_rt_proc_wait_all(cx: *mut WspRtProc) -> i32 {
+    with_proc(cx, |cx| Ok(cx.runtime().wait_all()?))
+}
+
 /// `wsp_rt_proc_read_tensor`.
 ///
 /// # Safety

@@ -12,21 +12,24 @@
 //! exactly where the interpreter waits. Structural events (loops, `sequential`, `combine`)
 //! are reported to the runtime's order groups as the interpreter reports them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use wsp_arch::Arch;
 use wsp_backend::BackendDiagnostic;
 use wsp_ir::cost;
 use wsp_ir::dtype::ScalarValue;
-use wsp_ir::exec::{counted_loop, expr_reads, iter_reads};
+use wsp_ir::exec::{counted_loop, expr_reads, iter_reads, MAX_PROCESSES};
 use wsp_ir::kernel::{Kernel, ParamKind};
 use wsp_ir::workload::{
-    Affine, AxisId, AxisKind, Expr, ExprOp, Iter, LoopKind, Program, SendPayload, SrcSpan, Sym,
-    TaskArg, TaskCall, TensorId, ViewDim, WStmt, WorkloadBody, WorkloadId,
+    Affine, AxisId, AxisKind, ConnectItem, Expr, ExprOp, Iter, LoopKind, Program, SendPayload,
+    SrcSpan, Sym, TaskArg, TaskCall, TensorId, ViewDim, WStmt, WorkloadBody, WorkloadId,
 };
 
 use super::sched::{Key, Keys};
+
+/// Most values a channel token holds (the runtime's `Token`).
+const MAX_TOKEN: usize = 8;
 
 /// The static type of a run-time expression (the interpreter's `V`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +64,9 @@ pub(crate) struct Orch<'p> {
     /// Cost tables.
     tables: String,
     cycles: Vec<Cycles>,
-    /// Workloads emitted (or being emitted).
+    /// Workloads emitted (or being emitted), and processes.
     done: HashMap<u32, ()>,
+    procs_done: HashSet<u32>,
     tmp: usize,
 }
 
@@ -118,6 +122,7 @@ impl<'p> Orch<'p> {
             tables: String::new(),
             cycles: Vec::new(),
             done: HashMap::new(),
+            procs_done: HashSet::new(),
             tmp: 0,
         };
         for (i, k) in p.kernels.iter().enumerate() {
@@ -214,12 +219,32 @@ impl<'p> Orch<'p> {
         }
         let mut out = self.tables;
         out.push_str(&self.funcs);
-        let _ = write!(
-            out,
-            "int wsp_orchestrate(wsp_rt *rt) {{\n    return wsp_w{}(rt);\n}}\n",
-            w.0
+        out.push_str(
+            "int wsp_orchestrate(wsp_rt *rt) {\n    struct wsp_cx c_ = {rt, NULL};\n    const struct wsp_cx *cx = &c_;\n",
         );
+        for (i, c) in self.p.channels.iter().enumerate() {
+            let lat = c.latency.map_or("-1".to_string(), |l| {
+                c_i64(i64::try_from(l).unwrap_or(i64::MAX))
+            });
+            let _ = writeln!(
+                out,
+                "    {{ uint32_t id_ = 0; WSP_TRY(wsp_rt_add_channel(rt, {n}, {}, {lat}, &id_), {n}); if (id_ != {i}) return 1; }}",
+                c.depth,
+                n = c_str(&c.name)
+            );
+        }
+        let _ = write!(out, "    return wsp_w{}(cx);\n}}\n", w.0);
         Ok(out)
+    }
+
+    /// The state struct of a function (its variables, loop slots and tuple lists).
+    fn state_struct(name: &str, cx: &Cx, extra: &str) -> String {
+        format!(
+            "struct {name} {{\n{extra}    int64_t v[{}];\n    int64_t L[{}];\n    struct wsp_tuples T[{}];\n}};\n",
+            cx.nvars.max(1),
+            cx.slots.max(1),
+            cx.tuples.max(1)
+        )
     }
 
     /// Emits the function of workload `w` unless done; `stack` holds the workloads being
@@ -249,63 +274,148 @@ impl<'p> Orch<'p> {
         stack.push(w.0);
         let mut body = String::new();
         let name = c_str(&format!("workload `{}`", wl.name));
+        let mut state = String::new();
         match &wl.body {
             WorkloadBody::Block { stmts } => {
-                let nv = wl.vars.len().max(1);
-                let _ = writeln!(body, "    int64_t v[{nv}] = {{0}};\n    (void)v;");
-                let _ = writeln!(body, "    WSP_TRY(rt, wsp_rt_order_begin(rt, 0), {name});");
-                let mut cx = Cx {
-                    var_axes: vec![None; wl.vars.len()],
-                    nvars: wl.vars.len(),
-                    where_: name.clone(),
-                };
-                self.block(stmts, &mut cx, &mut body, 1, stack);
-                let _ = writeln!(body, "    WSP_TRY(rt, wsp_rt_order_end(rt), {name});");
+                let mut cx = Cx::new(wl.vars.len(), name.clone(), false);
+                let mut inner = String::new();
+                let _ = writeln!(inner, "    WSP_TRY(wsp_cx_order_begin(cx, 0), {name});");
+                self.block(stmts, &mut cx, &mut inner, 1, stack);
+                let _ = writeln!(inner, "    WSP_TRY(wsp_cx_order_end(cx), {name});");
+                let sname = format!("wsp_sw{}", w.0);
+                state = Self::state_struct(&sname, &cx, "");
+                let _ = write!(
+                    body,
+                    "    struct {sname} s_;\n    struct {sname} *st = &s_;\n    memset(st, 0, sizeof s_);\n{inner}"
+                );
             }
             WorkloadBody::Sequential { parts } => {
-                let _ = writeln!(body, "    WSP_TRY(rt, wsp_rt_order_begin(rt, 1), {name});");
+                let _ = writeln!(body, "    WSP_TRY(wsp_cx_order_begin(cx, 1), {name});");
                 for (i, part) in parts.iter().enumerate() {
                     if i > 0 {
                         let _ = writeln!(
                             body,
-                            "    WSP_TRY(rt, wsp_rt_wait_all(rt), {name});\n    WSP_TRY(rt, wsp_rt_order_step(rt), {name});"
+                            "    WSP_TRY(wsp_cx_wait_all(cx), {name});\n    WSP_TRY(wsp_cx_order_step(cx), {name});"
                         );
                     }
-                    let _ = writeln!(body, "    if (wsp_w{}(rt)) return 1;", part.0);
+                    let _ = writeln!(body, "    if (wsp_w{}(cx)) return 1;", part.0);
                     self.workload(*part, stack);
                 }
-                let _ = writeln!(body, "    WSP_TRY(rt, wsp_rt_order_end(rt), {name});");
+                let _ = writeln!(body, "    WSP_TRY(wsp_cx_order_end(cx), {name});");
             }
             WorkloadBody::Combine { parts } => {
-                let _ = writeln!(body, "    WSP_TRY(rt, wsp_rt_order_begin(rt, 0), {name});");
+                let _ = writeln!(body, "    WSP_TRY(wsp_cx_order_begin(cx, 0), {name});");
                 for part in parts {
-                    let _ = writeln!(body, "    if (wsp_w{}(rt)) return 1;", part.0);
+                    let _ = writeln!(body, "    if (wsp_w{}(cx)) return 1;", part.0);
                     self.workload(*part, stack);
                 }
-                let _ = writeln!(body, "    WSP_TRY(rt, wsp_rt_order_end(rt), {name});");
+                let _ = writeln!(body, "    WSP_TRY(wsp_cx_order_end(cx), {name});");
             }
-            WorkloadBody::Connect { .. } => {
-                self.diags.push(
-                    diag(
-                        format!(
-                            "workload `{}` is a `connect` of processes: not lowered by the ascend backend yet",
-                            wl.name
-                        ),
-                        None,
-                    )
-                    .with_help("run it with `wsp run`; the ascend backend lowers Dataflow blocks, `sequential` and `combine`"),
-                );
+            WorkloadBody::Connect { processes } => {
+                body = self.connect(&wl.name, processes, stack);
             }
         }
         stack.pop();
         let _ = write!(
             self.funcs,
-            "/* {} */\nstatic int wsp_w{}(wsp_rt *rt) {{\n{body}    return 0;\n}}\n\n",
+            "/* {} */\n{state}static int wsp_w{}(const struct wsp_cx *cx) {{\n{body}    return 0;\n}}\n\n",
             format!("workload `{}`", wl.name).replace("*/", "* /"),
             w.0
         );
         // Callers come later in the file than their callees only by accident: declare all.
-        self.funcs = format!("static int wsp_w{}(wsp_rt *rt);\n", w.0) + &self.funcs;
+        self.funcs = format!("static int wsp_w{}(const struct wsp_cx *cx);\n", w.0) + &self.funcs;
+    }
+
+    /// The body of a `connect` workload: its process instances run on the runtime's process
+    /// API, each a resumable step function over its own state (`wsp_sim` steps the
+    /// interpreter's process threads the same way).
+    fn connect(&mut self, wname: &str, items: &[ConnectItem], stack: &mut Vec<u32>) -> String {
+        let mut b = String::new();
+        let total: u64 = items.iter().map(|i| u64::from(i.replicas)).sum();
+        if total > MAX_PROCESSES as u64 {
+            self.diags.push(diag(
+                format!("a `connect` of {total} process instances: at most {MAX_PROCESSES}"),
+                None,
+            ));
+            return b;
+        }
+        let _ = writeln!(
+            b,
+            "    if (cx->proc) {{ fprintf(stderr, \"wsp_host: a process runs `%s`, a `connect`; pipelines do not nest inside processes\\n\", {}); return 1; }}",
+            c_str(wname)
+        );
+        let n = total.max(1);
+        let _ = writeln!(
+            b,
+            "    struct wsp_rt_process *ps_ = calloc({n}, sizeof *ps_);\n    void **sts_ = calloc({n}, sizeof *sts_);\n    char **nms_ = calloc({n}, sizeof *nms_);\n    size_t i_ = 0;\n    int rc_ = 0;\n    if (!ps_ || !sts_ || !nms_) {{ fprintf(stderr, \"wsp_host: out of memory\\n\"); return 1; }}"
+        );
+        for item in items {
+            let Some(pr) = self.p.processes.get(item.process.index()) else {
+                self.diags.push(diag(
+                    format!("process #{} does not exist", item.process.0),
+                    None,
+                ));
+                return b;
+            };
+            self.process(item.process.0, stack);
+            let prod: Vec<String> = pr.produces.iter().map(|c| c.0.to_string()).collect();
+            let k = item.process.0;
+            let _ = writeln!(
+                b,
+                "    {{\n        static const uint32_t prod_[] = {{{}}};\n        for (uint32_t r_ = 0; r_ < {reps}; r_++, i_++) {{\n            struct wsp_sp{k} *s_ = calloc(1, sizeof *s_);\n            char *nm_ = malloc({len});\n            if (!s_ || !nm_) {{ fprintf(stderr, \"wsp_host: out of memory\\n\"); return 1; }}\n            s_->cx.rt = cx->rt;\n            if ({reps} > 1) snprintf(nm_, {len}, \"%s#%u\", {name}, r_); else snprintf(nm_, {len}, \"%s\", {name});\n            sts_[i_] = s_; nms_[i_] = nm_;\n            ps_[i_].name = nm_; ps_[i_].step = wsp_p{k}; ps_[i_].user = s_;\n            ps_[i_].produces = {}; ps_[i_].nproduces = {};\n        }}\n    }}",
+                if prod.is_empty() { "0".to_string() } else { prod.join(", ") },
+                if prod.is_empty() { "NULL" } else { "prod_" },
+                prod.len(),
+                reps = item.replicas,
+                len = pr.name.len() + 16,
+                name = c_str(&pr.name),
+            );
+        }
+        let _ = writeln!(
+            b,
+            "    if (wsp_rt_run_processes(cx->rt, ps_, (uint32_t)i_) != WSP_RT_OK) rc_ = wsp_fail_cx(cx, {});\n    for (size_t j_ = 0; j_ < i_; j_++) {{ free(sts_[j_]); free(nms_[j_]); }}\n    free(ps_); free(sts_); free(nms_);\n    if (rc_) return rc_;",
+            c_str(&format!("workload `{wname}`"))
+        );
+        b
+    }
+
+    /// The step function of process `k` (once per process; replicas share it).
+    fn process(&mut self, k: u32, stack: &mut Vec<u32>) {
+        if !self.procs_done.insert(k) {
+            return;
+        }
+        let Some(pr) = self.p.processes.get(k as usize) else {
+            return;
+        };
+        let name = c_str(&format!("process `{}`", pr.name));
+        let mut cx = Cx::new(pr.vars.len(), name.clone(), true);
+        let mut inner = String::new();
+        self.block(&pr.body, &mut cx, &mut inner, 1, stack);
+        let sname = format!("wsp_sp{k}");
+        let state = Self::state_struct(
+            &sname,
+            &cx,
+            "    int64_t pc;\n    int32_t inbox;             /* 0 none, 1 a token, 2 closed */\n    uint32_t tok_len;\n    int64_t tok[WSP_MAX_RANK];\n    struct wsp_cx cx;\n",
+        );
+        let _ = write!(
+            self.funcs,
+            "/* {} */\n{state}static int32_t wsp_p{k}(void *user, wsp_rt_proc *proc, struct wsp_rt_step *out) {{\n    struct {sname} *st = user;\n    st->cx.proc = proc;\n    const struct wsp_cx *cx = &st->cx;\n    {{\n        int32_t s_ = 0; int64_t t_[WSP_MAX_RANK]; uint32_t n_ = 0;\n        if (wsp_rt_proc_received(proc, &s_, t_, &n_) != WSP_RT_OK) return 1;\n        if (s_) {{ st->inbox = s_; st->tok_len = n_; memcpy(st->tok, t_, sizeof t_); }}\n    }}\n    out->kind = WSP_STEP_CONTINUE;\n    switch (st->pc) {{\n    case 0:;\n{inner}    default:;\n    }}\n    st->pc = -1;\n    out->kind = WSP_STEP_FINISHED;\n    return 0;\n}}\n\n",
+            format!("process `{}`", pr.name).replace("*/", "* /"),
+        );
+        let _ = name;
+    }
+
+    /// A resumption point of a process step function: the step returns (with what `out`
+    /// holds) and the next step continues here. Nothing in the main orchestration.
+    fn resume(&mut self, cx: &mut Cx, out: &mut String, pad: &str) {
+        if cx.proc_mode {
+            cx.labels += 1;
+            let _ = writeln!(
+                out,
+                "{pad}st->pc = {l}; return 0; case {l}:;",
+                l = cx.labels
+            );
+        }
     }
 
     fn block(
@@ -325,10 +435,14 @@ impl<'p> Orch<'p> {
         let pad = "    ".repeat(ind);
         let wh = cx.where_.clone();
         match s {
-            WStmt::Call(call) => self.call(call, cx, out, ind),
+            WStmt::Call(call) => {
+                self.call(call, cx, out, ind, "");
+                self.resume(cx, out, &pad);
+            }
             WStmt::Run { workload } => {
-                let _ = writeln!(out, "{pad}if (wsp_w{}(rt)) return 1;", workload.0);
+                let _ = writeln!(out, "{pad}if (wsp_w{}(cx)) return 1;", workload.0);
                 self.workload(*workload, stack);
+                self.resume(cx, out, &pad);
             }
             WStmt::When {
                 branches,
@@ -339,33 +453,27 @@ impl<'p> Orch<'p> {
                     expr_reads(&b.cond, &mut reads);
                 }
                 self.syncs(&reads, out, &pad);
-                let flag = self.fresh("when");
-                let _ = writeln!(out, "{pad}{{\n{pad}    int {flag} = -1;");
+                let flag = format!("st->L[{}]", cx.slot());
+                let _ = writeln!(out, "{pad}{flag} = -1;");
                 for (i, b) in branches.iter().enumerate() {
                     let Some(c) = self.expr_ty(&b.cond, Ty::B, cx, "a `when` condition") else {
                         continue;
                     };
                     let _ = writeln!(
                         out,
-                        "{pad}    if ({flag} < 0) {{ int c_ = {c}; WSP_CHECK({wh}); if (c_) {flag} = {i}; }}"
+                        "{pad}if ({flag} < 0) {{ int c_ = {c}; WSP_CHECK({wh}); if (c_) {flag} = {i}; }}"
                     );
                 }
-                let _ = writeln!(
-                    out,
-                    "{pad}    WSP_TRY(rt, wsp_rt_order_begin(rt, 0), {wh});"
-                );
+                let _ = writeln!(out, "{pad}WSP_TRY(wsp_cx_order_begin(cx, 0), {wh});");
                 for (i, b) in branches.iter().enumerate() {
-                    let _ = writeln!(out, "{pad}    if ({flag} == {i}) {{");
-                    self.block(&b.body, cx, out, ind + 2, stack);
-                    let _ = writeln!(out, "{pad}    }}");
+                    let _ = writeln!(out, "{pad}if ({flag} == {i}) {{");
+                    self.block(&b.body, cx, out, ind + 1, stack);
+                    let _ = writeln!(out, "{pad}}}");
                 }
-                let _ = writeln!(out, "{pad}    if ({flag} < 0) {{");
-                self.block(otherwise, cx, out, ind + 2, stack);
-                let _ = writeln!(out, "{pad}    }}");
-                let _ = writeln!(
-                    out,
-                    "{pad}    WSP_TRY(rt, wsp_rt_order_end(rt), {wh});\n{pad}}}"
-                );
+                let _ = writeln!(out, "{pad}if ({flag} < 0) {{");
+                self.block(otherwise, cx, out, ind + 1, stack);
+                let _ = writeln!(out, "{pad}}}");
+                let _ = writeln!(out, "{pad}WSP_TRY(wsp_cx_order_end(cx), {wh});");
             }
             WStmt::For {
                 kind,
@@ -373,26 +481,111 @@ impl<'p> Orch<'p> {
                 iters,
                 body,
             } => self.for_loop(*kind, vars, iters, body, cx, out, ind, stack),
-            WStmt::Send { payload, .. } => {
-                let at = match payload {
-                    SendPayload::Task(c) => c.at.clone(),
-                    SendPayload::Values { .. } => None,
-                };
-                self.diags.push(diag(
-                    "`send` on a channel: not lowered by the ascend backend yet",
-                    at,
-                ));
+            WStmt::Send { channel, payload } => {
+                if !cx.proc_mode {
+                    self.diags.push(diag(
+                        format!(
+                            "in {}: `send` on channel `{}` outside a process",
+                            wh.trim_matches('"'),
+                            self.chan(*channel)
+                        ),
+                        None,
+                    ));
+                    return;
+                }
+                match payload {
+                    SendPayload::Task(call) => {
+                        if call.coords.len() > MAX_TOKEN {
+                            self.diags.push(diag(
+                                format!(
+                                    "a token of {} values (at most {MAX_TOKEN})",
+                                    call.coords.len()
+                                ),
+                                call.at.clone(),
+                            ));
+                            return;
+                        }
+                        let after = format!(
+                            "\n{pad}    out->kind = WSP_STEP_SEND; out->channel = {}; out->token_len = {n}; memcpy(out->token, co_, {n} * sizeof(int64_t)); out->has_after = 1; out->after = id_;",
+                            channel.0,
+                            n = call.coords.len()
+                        );
+                        self.call(call, cx, out, ind, &after);
+                    }
+                    SendPayload::Values { values } => {
+                        if values.len() > MAX_TOKEN {
+                            self.diags.push(diag(
+                                format!("a token of {} values (at most {MAX_TOKEN})", values.len()),
+                                None,
+                            ));
+                            return;
+                        }
+                        let mut reads = Vec::new();
+                        values.iter().for_each(|e| expr_reads(e, &mut reads));
+                        self.syncs(&reads, out, &pad);
+                        let _ = writeln!(out, "{pad}out->kind = WSP_STEP_SEND; out->channel = {}; out->token_len = {}; out->has_after = 0;", channel.0, values.len());
+                        for (i, v) in values.iter().enumerate() {
+                            let Some(c) = self.expr_ty(v, Ty::I, cx, "a sent value") else {
+                                return;
+                            };
+                            let _ = writeln!(out, "{pad}out->token[{i}] = {c};");
+                        }
+                        let _ = writeln!(out, "{pad}WSP_CHECK({wh});");
+                    }
+                }
+                self.resume(cx, out, &pad);
             }
-            WStmt::Consume { .. } => self.diags.push(diag(
-                "`consume` of a channel: not lowered by the ascend backend yet",
-                None,
-            )),
+            WStmt::Consume {
+                channel,
+                bindings,
+                body,
+            } => {
+                if !cx.proc_mode {
+                    self.diags.push(diag(
+                        format!(
+                            "in {}: `consume` of channel `{}` outside a process",
+                            wh.trim_matches('"'),
+                            self.chan(*channel)
+                        ),
+                        None,
+                    ));
+                    return;
+                }
+                if let Some(v) = bindings.iter().find(|v| v.index() >= cx.nvars) {
+                    self.diags
+                        .push(diag(format!("variable #{} does not exist", v.0), None));
+                    return;
+                }
+                cx.labels += 1;
+                let wait = cx.labels;
+                let _ = writeln!(
+                    out,
+                    "{pad}for (;;) {{\n{pad}    st->pc = {wait}; case {wait}:;\n{pad}    if (!st->inbox) {{ out->kind = WSP_STEP_RECV; out->channel = {}; return 0; }}\n{pad}    if (st->inbox == 2) {{ st->inbox = 0; break; }}\n{pad}    if (st->tok_len < {nb}) {{ fprintf(stderr, \"wsp_host: in %s: a token of %u values on `%s` binds {nb} names\\n\", {wh}, (unsigned)st->tok_len, {ch}); return 1; }}",
+                    channel.0,
+                    nb = bindings.len(),
+                    ch = c_str(self.chan(*channel)),
+                );
+                for (i, v) in bindings.iter().enumerate() {
+                    let _ = writeln!(out, "{pad}    st->v[{}] = st->tok[{i}];", v.0);
+                }
+                let _ = writeln!(out, "{pad}    st->inbox = 0;");
+                self.resume(cx, out, &format!("{pad}    "));
+                self.block(body, cx, out, ind + 1, stack);
+                let _ = writeln!(out, "{pad}}}");
+            }
         }
+    }
+
+    fn chan(&self, c: wsp_ir::workload::ChannelId) -> &str {
+        self.p
+            .channels
+            .get(c.index())
+            .map_or("?", |c| c.name.as_str())
     }
 
     fn syncs(&mut self, reads: &[TensorId], out: &mut String, pad: &str) {
         for t in reads {
-            let _ = writeln!(out, "{pad}if (wsp_sync(rt, {})) return 1;", t.0);
+            let _ = writeln!(out, "{pad}if (wsp_sync(cx, {})) return 1;", t.0);
         }
     }
 
@@ -453,17 +646,19 @@ impl<'p> Orch<'p> {
             cx.var_axes[v.index()] = *a;
         }
         let seq = i32::from(kind == LoopKind::Sequential);
-        let first = self.fresh("first");
+        let first = format!("st->L[{}]", cx.slot());
         if counted_loop(self.p, iters, &reads) {
             // Level by level, each level's bounds evaluated when it starts (as the
-            // interpreter's odometer does).
+            // interpreter's odometer does); counters live in the state (a process resumes
+            // inside the loop).
+            let count = format!("st->L[{}]", cx.slot());
             let _ = writeln!(
                 out,
-                "{pad}{{\n{pad}    int {first} = 1;\n{pad}    uint64_t n_ = 0;\n{pad}    WSP_TRY(rt, wsp_rt_order_begin(rt, {seq}), {wh});"
+                "{pad}{first} = 1;\n{pad}{count} = 0;\n{pad}WSP_TRY(wsp_cx_order_begin(cx, {seq}), {wh});"
             );
             let mut closes = Vec::new();
             for (lvl, (it, v)) in iters.iter().zip(vars).enumerate() {
-                let p2 = "    ".repeat(ind + 1 + lvl);
+                let p2 = "    ".repeat(ind + lvl);
                 let (s, e) = match it {
                     Iter::Range { start, end } => {
                         let s = self.expr_ty(start, Ty::I, cx, "a range start");
@@ -479,8 +674,8 @@ impl<'p> Orch<'p> {
                     },
                     Iter::Row { .. } => return,
                 };
-                let i = self.fresh("i");
-                let e_ = self.fresh("e");
+                let i = format!("st->L[{}]", cx.slot());
+                let e_ = format!("st->L[{}]", cx.slot());
                 let range_check = if matches!(it, Iter::Range { .. }) {
                     "wsp_range_ok(s_, e_); "
                 } else {
@@ -488,39 +683,36 @@ impl<'p> Orch<'p> {
                 };
                 let _ = writeln!(
                     out,
-                    "{p2}{{ int64_t s_ = {s}; int64_t e_ = {e}; {range_check}WSP_CHECK({wh}); int64_t {e_} = e_;\n{p2}for (int64_t {i} = s_; {i} < {e_}; {i}++) {{\n{p2}    v[{}] = {i};",
+                    "{p2}{{ int64_t s_ = {s}; int64_t e_ = {e}; {range_check}WSP_CHECK({wh}); {e_} = e_; {i} = s_; }}\n{p2}for (; {i} < {e_}; {i}++) {{\n{p2}    st->v[{}] = {i};",
                     v.0
                 );
-                closes.push(format!("{p2}}} }}\n"));
+                closes.push(format!("{p2}}}\n"));
             }
-            let p3 = "    ".repeat(ind + 1 + iters.len());
+            let p3 = "    ".repeat(ind + iters.len());
             let _ = writeln!(
                 out,
-                "{p3}if (n_++ >= WSP_MAX_LOOP_ITERATIONS) {{ fprintf(stderr, \"wsp_host: in %s: a loop has more than 2^26 iterations\\n\", {wh}); return 1; }}"
+                "{p3}if ({count}++ >= WSP_MAX_LOOP_ITERATIONS) {{ fprintf(stderr, \"wsp_host: in %s: a loop has more than 2^26 iterations\\n\", {wh}); return 1; }}"
             );
-            self.iteration(body, cx, out, ind + 1 + iters.len(), &first, stack);
+            self.iteration(body, cx, out, ind + iters.len(), &first, stack);
             for c in closes.into_iter().rev() {
                 out.push_str(&c);
             }
-            let _ = writeln!(
-                out,
-                "{pad}    WSP_TRY(rt, wsp_rt_order_end(rt), {wh});\n{pad}}}"
-            );
+            let _ = writeln!(out, "{pad}WSP_TRY(wsp_cx_order_end(cx), {wh});");
         } else {
             // The tuples listed up front, as the interpreter lists them (its domains read
             // data when the loop begins).
             let w = vars.len().max(1);
-            let l = self.fresh("tuples");
+            let l = format!("st->T[{}]", cx.tuple());
             let _ = writeln!(
                 out,
-                "{pad}{{\n{pad}    struct wsp_tuples {l} = {{0}};\n{pad}    int64_t tup_[{w}];\n{pad}    (void)tup_;"
+                "{pad}{{\n{pad}    int64_t tup_[{w}];\n{pad}    (void)tup_;\n{pad}    {l}.n = 0;"
             );
             let mut pos = 0usize;
             let mut closes = Vec::new();
             for (lvl, it) in iters.iter().enumerate() {
                 let p2 = "    ".repeat(ind + 1 + lvl);
                 let i = self.fresh("i");
-                let n = bound_count(&self.bound(it));
+                let n = self.bound(it).len();
                 let vfirst = vars[pos].0;
                 match it {
                     Iter::Range { start, end } => {
@@ -532,7 +724,7 @@ impl<'p> Orch<'p> {
                         };
                         let _ = writeln!(
                             out,
-                            "{p2}{{ int64_t s_ = {s}; int64_t e_ = {e}; wsp_range_ok(s_, e_); WSP_CHECK({wh});\n{p2}for (int64_t {i} = s_; {i} < e_; {i}++) {{\n{p2}    v[{vfirst}] = {i}; tup_[{pos}] = {i};"
+                            "{p2}{{ int64_t s_ = {s}; int64_t e_ = {e}; wsp_range_ok(s_, e_); WSP_CHECK({wh});\n{p2}for (int64_t {i} = s_; {i} < e_; {i}++) {{\n{p2}    st->v[{vfirst}] = {i}; tup_[{pos}] = {i};"
                         );
                         closes.push(format!("{p2}}} }}\n"));
                     }
@@ -545,8 +737,10 @@ impl<'p> Orch<'p> {
                         let Some((open, close)) = self.row_loop(*axis, &b_, &i, cx, &p2) else {
                             return;
                         };
-                        let _ =
-                            writeln!(out, "{open}{p2}    v[{vfirst}] = {i}; tup_[{pos}] = {i};");
+                        let _ = writeln!(
+                            out,
+                            "{open}{p2}    st->v[{vfirst}] = {i}; tup_[{pos}] = {i};"
+                        );
                         closes.push(format!("{close}{p2}}}\n"));
                     }
                     Iter::Axis { axis } => {
@@ -570,7 +764,7 @@ impl<'p> Orch<'p> {
                                 let vsecond = vars[pos + 1].0;
                                 let _ = writeln!(
                                     out,
-                                    "{open}{p2}    v[{vfirst}] = {b_}; tup_[{pos}] = {b_}; v[{vsecond}] = {i}; tup_[{}] = {i};",
+                                    "{open}{p2}    st->v[{vfirst}] = {b_}; tup_[{pos}] = {b_}; st->v[{vsecond}] = {i}; tup_[{}] = {i};",
                                     pos + 1
                                 );
                                 closes.push(format!("{close}{p2}}} }}\n"));
@@ -581,7 +775,7 @@ impl<'p> Orch<'p> {
                                 };
                                 let _ = writeln!(
                                     out,
-                                    "{p2}{{ int64_t e_ = {e}; WSP_CHECK({wh});\n{p2}for (int64_t {i} = 0; {i} < e_; {i}++) {{\n{p2}    v[{vfirst}] = {i}; tup_[{pos}] = {i};"
+                                    "{p2}{{ int64_t e_ = {e}; WSP_CHECK({wh});\n{p2}for (int64_t {i} = 0; {i} < e_; {i}++) {{\n{p2}    st->v[{vfirst}] = {i}; tup_[{pos}] = {i};"
                                 );
                                 closes.push(format!("{p2}}} }}\n"));
                             }
@@ -598,23 +792,23 @@ impl<'p> Orch<'p> {
             let p3 = "    ".repeat(ind + 1 + iters.len());
             let _ = writeln!(
                 out,
-                "{p3}if (wsp_push(&{l}, {w}, tup_)) {{ free({l}.v); WSP_CHECK({wh}); }}"
+                "{p3}if (wsp_push(&{l}, {w}, tup_)) {{ WSP_CHECK({wh}); }}"
             );
             for c in closes.into_iter().rev() {
                 out.push_str(&c);
             }
-            let k = self.fresh("k");
+            let k = format!("st->L[{}]", cx.slot());
             let _ = writeln!(
                 out,
-                "{pad}    int {first} = 1;\n{pad}    WSP_TRY(rt, wsp_rt_order_begin(rt, {seq}), {wh});\n{pad}    for (size_t {k} = 0; {k} < {l}.n; {k} += {w}) {{"
+                "{pad}}}\n{pad}{first} = 1;\n{pad}WSP_TRY(wsp_cx_order_begin(cx, {seq}), {wh});\n{pad}for ({k} = 0; {k} < (int64_t){l}.n; {k} += {w}) {{"
             );
             for (j, v) in vars.iter().enumerate() {
-                let _ = writeln!(out, "{pad}        v[{}] = {l}.v[{k} + {j}];", v.0);
+                let _ = writeln!(out, "{pad}    st->v[{}] = {l}.v[{k} + {j}];", v.0);
             }
-            self.iteration(body, cx, out, ind + 2, &first, stack);
+            self.iteration(body, cx, out, ind + 1, &first, stack);
             let _ = writeln!(
                 out,
-                "{pad}    }}\n{pad}    free({l}.v);\n{pad}    WSP_TRY(rt, wsp_rt_order_end(rt), {wh});\n{pad}}}"
+                "{pad}}}\n{pad}free({l}.v);\n{pad}{l}.v = NULL; {l}.n = 0; {l}.cap = 0;\n{pad}WSP_TRY(wsp_cx_order_end(cx), {wh});"
             );
         }
         for (v, a) in vars.iter().zip(outer) {
@@ -636,10 +830,10 @@ impl<'p> Orch<'p> {
         let wh = cx.where_.clone();
         let _ = writeln!(
             out,
-            "{pad}if (!{first}) WSP_TRY(rt, wsp_rt_order_step(rt), {wh});\n{pad}{first} = 0;\n{pad}WSP_TRY(rt, wsp_rt_order_begin(rt, 0), {wh});"
+            "{pad}if (!{first}) WSP_TRY(wsp_cx_order_step(cx), {wh});\n{pad}{first} = 0;\n{pad}WSP_TRY(wsp_cx_order_begin(cx, 0), {wh});"
         );
         self.block(body, cx, out, ind, stack);
-        let _ = writeln!(out, "{pad}WSP_TRY(rt, wsp_rt_order_end(rt), {wh});");
+        let _ = writeln!(out, "{pad}WSP_TRY(wsp_cx_order_end(cx), {wh});");
     }
 
     /// A loop over row `b` (a C variable) of a Ragged or Sparse axis binding `i`: the code
@@ -674,7 +868,7 @@ impl<'p> Orch<'p> {
                 }
                 let n = self.fresh("len");
                 let open = format!(
-                    "{pad}{{ int64_t {n} = wsp_elem_i(rt, {t}, wsp_flat({t}, 1, &{b}));\n{pad}if (!wsp_err && ({n} < 0 || {n} > WSP_MAX_LOOP_ITERATIONS)) wsp_err = \"a Ragged row length is outside 0..=2^26\";\n{pad}WSP_CHECK({wh});\n{pad}for (int64_t {i} = 0; {i} < {n}; {i}++) {{\n",
+                    "{pad}{{ int64_t {n} = wsp_elem_i(cx, {t}, wsp_flat({t}, 1, &{b}));\n{pad}if (!wsp_err && ({n} < 0 || {n} > WSP_MAX_LOOP_ITERATIONS)) wsp_err = \"a Ragged row length is outside 0..=2^26\";\n{pad}WSP_CHECK({wh});\n{pad}for (int64_t {i} = 0; {i} < {n}; {i}++) {{\n",
                     t = lengths.0
                 );
                 Some((open, format!("{pad}}} }}\n")))
@@ -696,7 +890,7 @@ impl<'p> Orch<'p> {
                 let e = self.fresh("e");
                 let q = self.fresh("q");
                 let open = format!(
-                    "{pad}{{ int64_t b1_ = wsp_add({b}, 1);\n{pad}int64_t {s} = wsp_elem_i(rt, {p}, wsp_flat({p}, 1, &{b}));\n{pad}int64_t {e} = wsp_elem_i(rt, {p}, wsp_flat({p}, 1, &b1_));\n{pad}if (!wsp_err && {e} < {s}) wsp_err = \"a Sparse indptr is decreasing\";\n{pad}WSP_CHECK({wh});\n{pad}for (int64_t {q} = {s}; {q} < {e}; {q}++) {{\n{pad}    int64_t {i} = wsp_elem_i(rt, {x}, wsp_flat({x}, 1, &{q})); WSP_CHECK({wh});\n",
+                    "{pad}{{ int64_t b1_ = wsp_add({b}, 1);\n{pad}int64_t {s} = wsp_elem_i(cx, {p}, wsp_flat({p}, 1, &{b}));\n{pad}int64_t {e} = wsp_elem_i(cx, {p}, wsp_flat({p}, 1, &b1_));\n{pad}if (!wsp_err && {e} < {s}) wsp_err = \"a Sparse indptr is decreasing\";\n{pad}WSP_CHECK({wh});\n{pad}for (int64_t {q} = {s}; {q} < {e}; {q}++) {{\n{pad}    int64_t {i} = wsp_elem_i(cx, {x}, wsp_flat({x}, 1, &{q})); WSP_CHECK({wh});\n",
                     p = indptr.0,
                     x = indices.0
                 );
@@ -742,14 +936,14 @@ impl<'p> Orch<'p> {
             return Some(c_i64(a.constant));
         }
         if let (0, [(Sym::Var(v), 1)]) = (a.constant, a.terms.as_slice()) {
-            return Some(format!("v[{}]", v.0));
+            return Some(format!("st->v[{}]", v.0));
         }
         let mut coef = Vec::new();
         let mut val = Vec::new();
         for (s, c) in &a.terms {
             coef.push(c_i64(*c));
             val.push(match s {
-                Sym::Var(v) => format!("v[{}]", v.0),
+                Sym::Var(v) => format!("st->v[{}]", v.0),
                 Sym::Param(p) => match self.params.get(p.index()) {
                     Some(ScalarValue::Int(i)) => c_i64(*i),
                     Some(ScalarValue::UInt(u)) => c_i64(i64::try_from(*u).unwrap_or(i64::MAX)),
@@ -816,7 +1010,7 @@ impl<'p> Orch<'p> {
                     ));
                     return None;
                 }
-                (format!("v[{}]", var.0), Ty::I)
+                (format!("st->v[{}]", var.0), Ty::I)
             }
             Expr::Elem { tensor, index } => {
                 let Some(decl) = self.p.tensors.get(tensor.index()) else {
@@ -845,11 +1039,11 @@ impl<'p> Orch<'p> {
                     flat
                 };
                 if decl.dtype.is_float() {
-                    (format!("wsp_elem_f(rt, {}, {flat})", tensor.0), Ty::F)
+                    (format!("wsp_elem_f(cx, {}, {flat})", tensor.0), Ty::F)
                 } else if decl.dtype.is_bool() {
-                    (format!("wsp_elem_b(rt, {}, {flat})", tensor.0), Ty::B)
+                    (format!("wsp_elem_b(cx, {}, {flat})", tensor.0), Ty::B)
                 } else {
-                    (format!("wsp_elem_i(rt, {}, {flat})", tensor.0), Ty::I)
+                    (format!("wsp_elem_i(cx, {}, {flat})", tensor.0), Ty::I)
                 }
             }
             Expr::Neg { x } => {
@@ -976,7 +1170,7 @@ impl<'p> Orch<'p> {
                     .find(|(_, x)| **x == Some(*a))
                     .map(|(i, _)| i);
                 match var {
-                    Some(i) => format!("v[{i}]"),
+                    Some(i) => format!("st->v[{i}]"),
                     None => {
                         self.diags.push(diag(
                             format!("the schedule's key uses axis `{name}`, but the task is not inside a loop over it"),
@@ -1007,7 +1201,7 @@ impl<'p> Orch<'p> {
         })
     }
 
-    fn call(&mut self, call: &TaskCall, cx: &Cx, out: &mut String, ind: usize) {
+    fn call(&mut self, call: &TaskCall, cx: &Cx, out: &mut String, ind: usize, after: &str) {
         let pad = "    ".repeat(ind);
         let p = self.p;
         let Some(k) = p.kernel(call.kernel) else {
@@ -1253,7 +1447,7 @@ impl<'p> Orch<'p> {
         }
         let _ = writeln!(
             b,
-            "{p1}struct wsp_rt_task t_ = {{ {}, co_, {nc}, a_, {ntiles}, sc_, {nscal}, {cyc}, 0, 0, 0 }};\n{p1}t_.key = {}; t_.priority = {}; t_.stream = {}; WSP_CHECK({});\n{p1}if (wsp_rt_submit(rt, &t_, NULL) != WSP_RT_OK) return wsp_fail_rt(rt, lab_);\n{pad}}}",
+            "{p1}struct wsp_rt_task t_ = {{ {}, co_, {nc}, a_, {ntiles}, sc_, {nscal}, {cyc}, 0, 0, 0 }};\n{p1}t_.key = {}; t_.priority = {}; t_.stream = {}; WSP_CHECK({});\n{p1}uint64_t id_ = 0; if (wsp_cx_submit(cx, &t_, &id_) != WSP_RT_OK) return wsp_fail_cx(cx, lab_);\n{p1}(void)id_;{after}\n{pad}}}",
             call.kernel.0, kc[0], kc[1], kc[2], cx.where_
         );
         out.push_str(&b);
@@ -1268,10 +1462,6 @@ fn tile_index(k: &Kernel, j: usize) -> usize {
         .count()
 }
 
-fn bound_count(b: &[Option<AxisId>]) -> usize {
-    b.len()
-}
-
 fn ty_name(t: Ty) -> &'static str {
     match t {
         Ty::I => "an integer",
@@ -1280,13 +1470,43 @@ fn ty_name(t: Ty) -> &'static str {
     }
 }
 
-/// Static state of a workload's emission.
+/// Static state of a workload's or process's emission.
 struct Cx {
     /// The axis each loop variable is bound from, as the interpreter tracks it.
     var_axes: Vec<Option<AxisId>>,
     nvars: usize,
     /// A C string naming the workload, for messages.
     where_: String,
+    /// A process step function (it returns at each step and resumes where it left).
+    proc_mode: bool,
+    /// Integer slots (`st->L`), tuple lists (`st->T`) and resumption labels used so far.
+    slots: usize,
+    tuples: usize,
+    labels: usize,
+}
+
+impl Cx {
+    fn new(nvars: usize, where_: String, proc_mode: bool) -> Cx {
+        Cx {
+            var_axes: vec![None; nvars],
+            nvars,
+            where_,
+            proc_mode,
+            slots: 0,
+            tuples: 0,
+            labels: 0,
+        }
+    }
+
+    fn slot(&mut self) -> usize {
+        self.slots += 1;
+        self.slots - 1
+    }
+
+    fn tuple(&mut self) -> usize {
+        self.tuples += 1;
+        self.tuples - 1
+    }
 }
 
 /// The C after the prelude that the call sites use (labels, slices, view errors).

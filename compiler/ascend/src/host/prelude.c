@@ -4,14 +4,22 @@
 static const char *wsp_err;
 static char wsp_err_buf[256];
 
-static int wsp_fail_rt(wsp_rt *rt, const char *what) {
-    fprintf(stderr, "wsp_host: %s: %s\n", what, wsp_rt_last_error(rt));
+/* Where the generated code submits: the main orchestration (proc == NULL) or a process step. */
+struct wsp_cx {
+    wsp_rt *rt;
+    wsp_rt_proc *proc;
+};
+
+/* A failed runtime call: the main orchestration prints the runtime's message; a process step
+ * returns nonzero and the runtime reports the process's failure with the message. */
+static int wsp_fail_cx(const struct wsp_cx *cx, const char *what) {
+    if (!cx->proc) fprintf(stderr, "wsp_host: %s: %s\n", what, wsp_rt_last_error(cx->rt));
     return 1;
 }
 
-#define WSP_TRY(rt, call, what)                          \
-    do {                                                 \
-        if ((call) != WSP_RT_OK) return wsp_fail_rt(rt, what); \
+#define WSP_TRY(call, what)                                         \
+    do {                                                            \
+        if ((call) != WSP_RT_OK) return wsp_fail_cx(cx, what);      \
     } while (0)
 
 #define WSP_CHECK(where)                                                    \
@@ -21,6 +29,29 @@ static int wsp_fail_rt(wsp_rt *rt, const char *what) {
             return 1;                                                       \
         }                                                                   \
     } while (0)
+
+static int32_t wsp_cx_submit(const struct wsp_cx *cx, const struct wsp_rt_task *t, uint64_t *id) {
+    return cx->proc ? wsp_rt_proc_submit(cx->proc, t, id) : wsp_rt_submit(cx->rt, t, id);
+}
+static int32_t wsp_cx_wait_tensor(const struct wsp_cx *cx, uint32_t t) {
+    return cx->proc ? wsp_rt_proc_wait_tensor(cx->proc, t) : wsp_rt_wait_tensor(cx->rt, t);
+}
+static int32_t wsp_cx_wait_all(const struct wsp_cx *cx) {
+    return cx->proc ? wsp_rt_proc_wait_all(cx->proc) : wsp_rt_wait_all(cx->rt);
+}
+static int32_t wsp_cx_read(const struct wsp_cx *cx, uint32_t t, uint64_t off, void *dst, uint64_t n) {
+    return cx->proc ? wsp_rt_proc_read_tensor(cx->proc, t, off, dst, n) : wsp_rt_read_tensor(cx->rt, t, off, dst, n);
+}
+/* Program structure goes to the runtime from the main orchestration only (as `wsp run`). */
+static int32_t wsp_cx_order_begin(const struct wsp_cx *cx, int32_t seq) {
+    return cx->proc ? WSP_RT_OK : wsp_rt_order_begin(cx->rt, seq);
+}
+static int32_t wsp_cx_order_step(const struct wsp_cx *cx) {
+    return cx->proc ? WSP_RT_OK : wsp_rt_order_step(cx->rt);
+}
+static int32_t wsp_cx_order_end(const struct wsp_cx *cx) {
+    return cx->proc ? WSP_RT_OK : wsp_rt_order_end(cx->rt);
+}
 
 static int64_t wsp_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static int64_t wsp_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
@@ -67,8 +98,8 @@ static int64_t wsp_affine(int64_t c, int n, const int64_t *coef, const int64_t *
 static uint8_t wsp_written[WSP_NTENSORS];
 
 /* Waits for the producers of tensor t, when a task writes it. */
-static int wsp_sync(wsp_rt *rt, uint32_t t) {
-    if (wsp_written[t]) WSP_TRY(rt, wsp_rt_wait_tensor(rt, t), "waiting for a tensor's producers");
+static int wsp_sync(const struct wsp_cx *cx, uint32_t t) {
+    if (wsp_written[t]) WSP_TRY(wsp_cx_wait_tensor(cx, t), "waiting for a tensor's producers");
     return 0;
 }
 
@@ -91,13 +122,14 @@ out:
 }
 
 /* Reads element `flat` of tensor t as raw bytes into *out (8 bytes, zero-extended). */
-static int wsp_elem_raw(wsp_rt *rt, uint32_t t, int64_t flat, uint64_t *out) {
+static int wsp_elem_raw(const struct wsp_cx *cx, uint32_t t, int64_t flat, uint64_t *out) {
     const struct wsp_tensor_desc *d = &wsp_tensor_descs[t];
     *out = 0;
     if (flat < 0) return 1;
-    if (wsp_rt_read_tensor(rt, t, (uint64_t)flat * d->elem_size, out, d->elem_size) != WSP_RT_OK) {
+    if (wsp_cx_read(cx, t, (uint64_t)flat * d->elem_size, out, d->elem_size) != WSP_RT_OK) {
         if (!wsp_err) {
-            snprintf(wsp_err_buf, sizeof wsp_err_buf, "%s", wsp_rt_last_error(rt));
+            snprintf(wsp_err_buf, sizeof wsp_err_buf, "reading `%s`: %s", d->name,
+                     cx->proc ? "the runtime refused" : wsp_rt_last_error(cx->rt));
             wsp_err = wsp_err_buf;
         }
         return 1;
@@ -112,9 +144,9 @@ static double wsp_half_to_double(uint16_t h) {
 }
 
 /* Element `flat` of tensor t as a float (a float tensor). */
-static double wsp_elem_f(wsp_rt *rt, uint32_t t, int64_t flat) {
+static double wsp_elem_f(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     uint64_t raw;
-    if (wsp_elem_raw(rt, t, flat, &raw)) return 0.0;
+    if (wsp_elem_raw(cx, t, flat, &raw)) return 0.0;
     switch (wsp_tensor_descs[t].dtype) {
     case WSP_F16: return wsp_half_to_double((uint16_t)raw);
     case WSP_BF16: { uint32_t b = (uint32_t)raw << 16; float f; memcpy(&f, &b, 4); return f; }
@@ -124,9 +156,9 @@ static double wsp_elem_f(wsp_rt *rt, uint32_t t, int64_t flat) {
 }
 
 /* Element `flat` of tensor t as an integer (an integer tensor). */
-static int64_t wsp_elem_i(wsp_rt *rt, uint32_t t, int64_t flat) {
+static int64_t wsp_elem_i(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     uint64_t raw;
-    if (wsp_elem_raw(rt, t, flat, &raw)) return 0;
+    if (wsp_elem_raw(cx, t, flat, &raw)) return 0;
     switch (wsp_tensor_descs[t].dtype) {
     case WSP_I8: return (int8_t)raw;
     case WSP_I16: return (int16_t)raw;
@@ -139,9 +171,9 @@ static int64_t wsp_elem_i(wsp_rt *rt, uint32_t t, int64_t flat) {
     }
 }
 
-static int wsp_elem_b(wsp_rt *rt, uint32_t t, int64_t flat) {
+static int wsp_elem_b(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     uint64_t raw;
-    if (wsp_elem_raw(rt, t, flat, &raw)) return 0;
+    if (wsp_elem_raw(cx, t, flat, &raw)) return 0;
     return raw != 0;
 }
 

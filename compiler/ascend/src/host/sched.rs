@@ -157,18 +157,18 @@ pub(crate) fn forms(pol: &Policies) -> Vec<(&'static str, Vec<u32>)> {
 /// (the window first, which sizes the rings; the policies; room for the widest task).
 pub(crate) fn configure_c(pol: &Policies, max_tiles: usize) -> String {
     let mut c = String::from(
-        "/* The runtime configuration of the schedule (what `wsp run` configures). */\nint wsp_configure(wsp_rt *rt) {\n",
+        "/* The runtime configuration of the schedule (what `wsp run` configures). */\nint wsp_configure(wsp_rt *rt) {\n    struct wsp_cx c_ = {rt, NULL};\n    const struct wsp_cx *cx = &c_;\n",
     );
     let _ = writeln!(
         c,
-        "    WSP_TRY(rt, wsp_rt_set_task_window(rt, {}), \"task_window\");",
+        "    WSP_TRY(wsp_rt_set_task_window(rt, {}), \"task_window\");",
         pol.task_window
     );
     for (form, args) in forms(pol) {
         let a: Vec<String> = args.iter().map(u32::to_string).collect();
         let _ = writeln!(
             c,
-            "    {{ static const uint32_t a_[] = {{{}}}; WSP_TRY(rt, wsp_rt_set_policy(rt, {f}, a_, {}), {f}); }}",
+            "    {{ static const uint32_t a_[] = {{{}}}; WSP_TRY(wsp_rt_set_policy(rt, {f}, a_, {}), {f}); }}",
             if a.is_empty() { "0".to_string() } else { a.join(", ") },
             args.len(),
             f = c_str(form)
@@ -176,7 +176,7 @@ pub(crate) fn configure_c(pol: &Policies, max_tiles: usize) -> String {
     }
     let _ = writeln!(
         c,
-        "    WSP_TRY(rt, wsp_rt_fit_region_args(rt, {max_tiles}), \"fit_region_args\");\n    return 0;\n}}\n"
+        "    WSP_TRY(wsp_rt_fit_region_args(rt, {max_tiles}), \"fit_region_args\");\n    return 0;\n}}\n"
     );
     c
 }

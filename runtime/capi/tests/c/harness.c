@@ -271,7 +271,11 @@ static int32_t consume(void *user, wsp_rt_proc *cx, struct wsp_rt_step *step) {
     struct consumer *c = user;
     int32_t status; int64_t tok[WSP_MAX_RANK]; uint32_t n;
     if (wsp_rt_proc_received(cx, &status, tok, &n) != WSP_RT_OK) return 1;
-    if (status == 2) { step->kind = WSP_STEP_FINISHED; return 0; }
+    if (status == 2) {
+        if (wsp_rt_proc_wait_all(cx) != WSP_RT_OK) return 1;
+        step->kind = WSP_STEP_FINISHED;
+        return 0;
+    }
     if (status == 1) {
         struct wsp_rt_task t; struct wsp_rt_arg args[3]; int64_t coords[1];
         row_task(&t, args, c->kernel, coords, c->y, c->z, tok[0]);

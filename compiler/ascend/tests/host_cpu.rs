@@ -102,6 +102,20 @@ fn check(file: &Path, entries: &[(&str, &str)], name: &str) {
     let data = file.parent().expect("a directory");
     let got = run_host(&host, data, &dir.join("res"));
     let want = reference(file, "ascend910b", &dir.join("ref"));
+    // Kernels on a pool of host threads: the same results, graph and cycles.
+    let threaded = run_host_with(&host, data, &dir.join("res2"), &["--threads", "3"]);
+    assert_eq!(threaded, got, "{name} with --threads 3");
+    for e in std::fs::read_dir(dir.join("res")).expect("results") {
+        let e = e.expect("an entry");
+        let n = e.file_name();
+        if n != "stats.json" {
+            let b = std::fs::read(dir.join("res2").join(&n)).expect("the threaded run's output");
+            assert!(
+                std::fs::read(e.path()).expect("read") == b,
+                "{name}: {n:?} with --threads 3"
+            );
+        }
+    }
     assert_eq!(got, want, "(tasks, edges, total_cycles) of {name}");
     let mut outputs = 0;
     for t in program

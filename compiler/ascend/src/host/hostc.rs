@@ -424,17 +424,24 @@ static int wsp_make(const struct wsp_tensor_desc *t, const char *data_dir, uint8
 }
 
 static int wsp_usage(void) {
-    fprintf(stderr, "usage: wsp_host --data DIR --out-dir RES\n"
+    fprintf(stderr, "usage: wsp_host --data DIR --out-dir RES [--threads N]\n"
                     "  --data DIR     where `load(\"x.npy\")` paths are relative to (and NAME.npy for\n"
                     "                 inputs declared without an initialiser)\n"
-                    "  --out-dir RES  where every output tensor is written as NAME.npy, and stats.json\n");
+                    "  --out-dir RES  where every output tensor is written as NAME.npy, and stats.json\n"
+                    "  --threads N    host threads running kernels (default 1; results do not depend on it)\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *data_dir = NULL, *out_dir = NULL;
+    unsigned long threads = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data_dir = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end = NULL;
+            threads = strtoul(argv[++i], &end, 10);
+            if (!end || *end || threads < 1 || threads > 1024) return wsp_usage();
+        }
         else if (!strcmp(argv[i], "--out-dir") && i + 1 < argc) out_dir = argv[++i];
         else return wsp_usage();
     }
@@ -445,7 +452,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "wsp_host: %s\n", err);
         return 1;
     }
-    if (wsp_configure(rt)) return 1;
+    if (wsp_rt_set_threads(rt, (uint32_t)threads) != WSP_RT_OK || wsp_configure(rt)) {
+        fprintf(stderr, "wsp_host: %s\n", wsp_rt_last_error(rt));
+        return 1;
+    }
     for (uint32_t k = 0; k < WSP_NKERNELS; k++) {
         uint32_t id;
         if (wsp_rt_register_kernel(rt, wsp_kernels[k].name, wsp_kernels[k].entry, wsp_kernels[k].cls, &id) != WSP_RT_OK || id != k) {

@@ -319,7 +319,15 @@ fn static_counts(p: &Program, w: WorkloadId) -> Vec<Option<u64>> {
                     workload_counts(p, *part, mult, out, depth + 1);
                 }
             }
-            _ => {}
+            // Processes: how many tasks depends on the tokens they exchange.
+            Some(WorkloadBody::Connect { processes }) => {
+                for item in processes {
+                    if let Some(pr) = p.processes.get(item.process.index()) {
+                        stmts(p, &pr.body, None, out, depth + 1);
+                    }
+                }
+            }
+            None => {}
         }
     }
     let mut out = vec![Some(0); p.kernels.len()];

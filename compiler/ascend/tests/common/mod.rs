@@ -120,7 +120,13 @@ pub fn build_tree(dir: &Path) -> PathBuf {
 
 /// Runs `wsp_host`; returns (tasks, edges, total_cycles) from its stats.json.
 pub fn run_host(host: &Path, data: &Path, out: &Path) -> (u64, u64, u64) {
+    run_host_with(host, data, out, &[])
+}
+
+/// `run_host` with more arguments (`--threads N`).
+pub fn run_host_with(host: &Path, data: &Path, out: &Path, extra: &[&str]) -> (u64, u64, u64) {
     let o = Command::new(host)
+        .args(extra)
         .arg("--data")
         .arg(data)
         .arg("--out-dir")

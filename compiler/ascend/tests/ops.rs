@@ -599,7 +599,7 @@ fn every_op_agrees_with_the_interpreter_on_the_standin() {
             jobs.push((format!("{name}_{i}"), chunk.to_vec()));
         }
     }
-    let failures = common::run_jobs(&jobs, &[], &inc, &[], "ops");
+    let failures = common::run_jobs(&jobs, &[], &inc, &common::gxx(), "ops");
     let _ = std::fs::remove_dir_all(inc.parent().expect("parent"));
     assert!(
         failures.is_empty(),

@@ -2,6 +2,8 @@
 //! with g++ (one harness per job), runs random tasks and compares every written tensor with
 //! the reference interpreter.
 
+#![allow(dead_code)] // each test binary uses a part of the harness
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -373,7 +375,7 @@ fn run_file(
     name: &str,
     kernels: &[&Kernel],
     pto_include: &Path,
-    extra: &[String],
+    compiler: &[String],
 ) -> (Vec<String>, usize, usize) {
     let fdir = dir.join(name);
     std::fs::create_dir_all(fdir.join("kernels")).expect("mkdir");
@@ -391,8 +393,10 @@ fn run_file(
     tu.push_str(&HARNESS.replace("ENTRIES", &entries.join(", ")));
     std::fs::write(fdir.join("harness.cpp"), tu).expect("write harness");
     let exe = fdir.join("harness");
-    let out = Command::new("g++")
-        .args(["-std=c++17", "-O1", "-o"])
+    let (cxx, flags) = compiler.split_first().expect("a compiler command");
+    let out = Command::new(cxx)
+        .args(flags)
+        .args(["-O1", "-o"])
         .arg(&exe)
         .arg(fdir.join("harness.cpp"))
         .arg("-I")
@@ -401,18 +405,17 @@ fn run_file(
         .arg(root().join("runtime/capi/include"))
         .arg("-I")
         .arg(&fdir)
-        .args(extra)
         .output()
-        .expect("g++ runs");
+        .expect("the C++ compiler runs");
     if !out.status.success() {
         let e = String::from_utf8_lossy(&out.stderr);
         let e: String = e
             .lines()
             .filter(|l| l.contains("error"))
-            .take(12)
+            .take(40)
             .collect::<Vec<_>>()
             .join("\n");
-        return (vec![format!("{name}: g++ failed:\n{e}")], 0, 0);
+        return (vec![format!("{name}: the C++ compiler failed:\n{e}")], 0, 0);
     }
     let mut cases = Vec::new();
     for (ki, k) in kernels.iter().enumerate() {
@@ -457,7 +460,7 @@ pub fn run_jobs(
     corpus: &[(String, Vec<Kernel>)],
     expected_refusals: &[(&str, &str, &str)],
     pto_include: &Path,
-    extra: &[String],
+    compiler: &[String],
     tag: &str,
 ) -> Vec<String> {
     let dir = std::env::temp_dir().join(format!("wsp_ascend_{tag}_{}", std::process::id()));
@@ -497,7 +500,7 @@ pub fn run_jobs(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some((file, ks)) = jobs.get(i) else { break };
-                let (errs, n, ok) = run_file(&dir, file, ks, pto_include, extra);
+                let (errs, n, ok) = run_file(&dir, file, ks, pto_include, compiler);
                 if let Ok(mut r) = results.lock() {
                     r.push((file.clone(), ks.len(), n, ok, errs));
                 }
@@ -535,4 +538,80 @@ pub fn standin_dir(tag: &str) -> PathBuf {
         std::fs::write(p, text).expect("write stand-in");
     }
     dir.join("pto_standin")
+}
+
+/// g++ in C++17, the compiler of the stand-in builds.
+pub fn gxx() -> Vec<String> {
+    vec!["g++".to_string(), "-std=c++17".to_string()]
+}
+
+/// The kernels of every example (lowered as `wsp emit --target ir` does) and of every std
+/// module (each kernel lowered on its own), by source file.
+pub fn corpus() -> Vec<(String, Vec<Kernel>)> {
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .expect("examples")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter_map(|d| {
+            let n = d.file_name()?.to_string_lossy().to_string();
+            let f = d.join(format!("{n}.wsp"));
+            f.exists().then_some(f)
+        })
+        .collect();
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("example");
+        let mut ws = wsp_core::Workspace::new();
+        let key = path.to_string_lossy().to_string();
+        ws.set_file(&key, text);
+        let p = wsp_lower::lower(&ws, &key)
+            .unwrap_or_else(|d| panic!("{} did not lower: {d:#?}", path.display()));
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        out.push((name, p.kernels));
+    }
+    let mut std_files: Vec<PathBuf> = std::fs::read_dir(root().join("std"))
+        .expect("std")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wsp"))
+        .collect();
+    std_files.sort();
+    for path in std_files {
+        let text = std::fs::read_to_string(&path).expect("std module");
+        let names: Vec<String> = text
+            .lines()
+            .filter_map(|l| {
+                let rest = l.trim_start().strip_prefix("kernel ")?;
+                let n: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                (!n.is_empty()).then_some(n)
+            })
+            .collect();
+        let mut ws = wsp_core::Workspace::new();
+        let key = path.to_string_lossy().to_string();
+        ws.set_file(&key, text);
+        let file = ws.file_handle(&key).expect("loaded");
+        let kernels: Vec<Kernel> = names
+            .iter()
+            .map(|n| {
+                wsp_lower::kernel_ir(ws.db(), file, n)
+                    .unwrap_or_else(|| panic!("std kernel `{n}` does not lower on its own"))
+            })
+            .collect();
+        let name = format!(
+            "std_{}",
+            path.file_stem()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default()
+        );
+        out.push((name, kernels));
+    }
+    out
 }

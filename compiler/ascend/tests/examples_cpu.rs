@@ -5,11 +5,11 @@
 //! it must make the same number of tasks, dependency edges and cycles. An example the backend
 //! does not lower must be refused with diagnostics that say so.
 
-mod common;
+mod cpu_tree;
 
 use std::path::Path;
 
-use common::*;
+use cpu_tree::*;
 use wsp_backend::EmitOptions;
 use wsp_ir::workload::{Expect, TensorKind};
 

@@ -3,11 +3,11 @@
 //! static library, run, and compared with `wsp run`: outputs bit for bit, tasks, edges and
 //! cycles.
 
-mod common;
+mod cpu_tree;
 
 use std::path::{Path, PathBuf};
 
-use common::*;
+use cpu_tree::*;
 use wsp_arch::Arch;
 use wsp_ascend::host::{emit_host, HostKernel, HostOptions};
 use wsp_backend::FileTree;

@@ -118,15 +118,17 @@ pub(super) fn assemble(cg: &Cg<'_>, arch: Arch, decls: &str, bases: [u64; 3]) ->
     let ns = format!("wsp_k_{}", super::emit::ident(&k.name));
     let _ = writeln!(s, "\nnamespace {ns} {{\nusing namespace pto;");
     for (st, name) in &cg.types {
-        let layout = if st.col_major { "ColMajor" } else { "RowMajor" };
-        let _ = writeln!(
-            s,
-            "using {name} = Tile<{}, {}, {}, {}, BLayout::{layout}, DYNAMIC, DYNAMIC>;",
-            st.loc.cpp(),
-            elem_ty(st.dtype),
-            st.rows,
-            st.cols
-        );
+        let (e, r, c) = (elem_ty(st.dtype), st.rows, st.cols);
+        let ty = match st.loc {
+            Loc::Vec => format!("Tile<TileType::Vec, {e}, {r}, {c}, BLayout::RowMajor, DYNAMIC, DYNAMIC>"),
+            Loc::Mat => format!(
+                "Tile<TileType::Mat, {e}, {r}, {c}, BLayout::ColMajor, DYNAMIC, DYNAMIC, SLayout::RowMajor, TileConfig::fractalABSize>"
+            ),
+            Loc::Left => format!("TileLeft<{e}, {r}, {c}, DYNAMIC, DYNAMIC>"),
+            Loc::Right => format!("TileRight<{e}, {r}, {c}, DYNAMIC, DYNAMIC>"),
+            Loc::Acc => format!("TileAcc<{e}, {r}, {c}, DYNAMIC, DYNAMIC>"),
+        };
+        let _ = writeln!(s, "using {name} = {ty};");
     }
     let _ = writeln!(
         s,

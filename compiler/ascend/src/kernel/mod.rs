@@ -155,3 +155,73 @@ pub fn standin_files() -> Vec<(String, String)> {
         include_str!("../../standin/pto/pto-inst.hpp").to_string(),
     )]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wsp_ir::kernel::{BinaryOp, Direction, Op, TileType};
+    use wsp_ir::typing::KernelBuilder;
+    use wsp_ir::DType;
+
+    fn kernel(name: &str, matmul: bool, vector: bool) -> Kernel {
+        let t = TileType::new(DType::F32, 16, 16);
+        let mut b = KernelBuilder::new(name);
+        let x = b.tile_param("x", Direction::In, t);
+        let o = b.tile_param("out", Direction::Out, t);
+        let xv = b.load(x).expect("x");
+        let mut v = xv;
+        if matmul {
+            v = b
+                .op(Op::Matmul {
+                    a: v,
+                    b: xv,
+                    acc: None,
+                })
+                .expect("matmul");
+        }
+        if vector {
+            v = b.binary(BinaryOp::Add, v, xv).expect("add");
+        }
+        b.store(o, v);
+        b.finish().expect("kernel")
+    }
+
+    #[test]
+    fn a_kernel_source_names_its_file_entry_and_units() {
+        let s = emit_kernel(&kernel("add-1", false, true), Arch::Ascend910b).expect("emits");
+        assert_eq!(s.path, "kernels/add_1.cpp");
+        assert_eq!(s.entry, "wsp_kernel_add_1");
+        assert_eq!(s.unit, Unit::Vector);
+        assert!(s.code.contains("#include <pto/pto-inst.hpp>"));
+        assert!(s
+            .code
+            .contains("extern \"C\" int32_t wsp_kernel_add_1(const struct wsp_raw_task *task)"));
+        assert!(
+            s.code.contains("TLOAD(") && s.code.contains("TADD(") && s.code.contains("TSTORE(")
+        );
+        let c = emit_kernel(&kernel("mm", true, false), Arch::Ascend950).expect("emits");
+        assert_eq!(c.unit, Unit::Cube);
+        assert!(c.code.contains("TMATMUL(") && c.code.contains("TileLeft<float"));
+        let m = emit_kernel(&kernel("mix", true, true), Arch::Ascend950).expect("emits");
+        assert_eq!(m.unit, Unit::Mixed);
+    }
+
+    #[test]
+    fn architectures_by_name_with_their_buffers() {
+        assert_eq!(Arch::from_name("ascend910b"), Some(Arch::Ascend910b));
+        assert_eq!(Arch::from_name("ascend950"), Some(Arch::Ascend950));
+        assert_eq!(Arch::from_name("aie"), None);
+        for a in Arch::ALL {
+            let b = a.buffers().expect("buffers");
+            assert!(b.ub > 0 && b.l1 > b.l0a && b.l0c > 0, "{a:?}: {b:?}");
+        }
+    }
+
+    #[test]
+    fn the_standin_is_the_real_librarys_include_path() {
+        let f = standin_files();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].0, "pto_standin/pto/pto-inst.hpp");
+        assert!(f[0].1.contains("TROWSUM"));
+    }
+}

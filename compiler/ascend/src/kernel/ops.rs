@@ -145,25 +145,7 @@ impl Cg<'_> {
             }
             Op::Iota { .. } => {
                 self.uses_vector = true;
-                let (r, c) = (rt.rows().to_string(), rt.cols().to_string());
-                let direct = rt.dtype.is_int();
-                if direct {
-                    let t = self.def_tile(res, rt, &r, &c)?;
-                    self.on_pipe("PIPE_V");
-                    self.line(format!("TCI({}, ({})0);", t.name, elem_ty(rt.dtype)));
-                } else {
-                    let i = self.temp(
-                        Loc::Vec,
-                        TileType::new(DType::I64, rt.rows(), rt.cols()),
-                        &r,
-                        &c,
-                    );
-                    self.on_pipe("PIPE_V");
-                    self.line(format!("TCI({}, (int64_t)0);", i.name));
-                    let t = self.def_tile(res, rt, &r, &c)?;
-                    self.convert(&t, &i, DType::I64, rt.dtype);
-                }
-                Ok(())
+                self.iota(res, rt)
             }
             Op::RowTopK { x, k } => {
                 self.uses_vector = true;
@@ -504,8 +486,8 @@ impl Cg<'_> {
         let al = self.temp(Loc::Left, at, &va.vr(), &va.vc());
         let br = self.temp(Loc::Right, bt, &vb.vr(), &vb.vc());
         self.on_pipe("PIPE_MTE1");
-        self.line(format!("TEXTRACT({}, {}, 0, 0);", al.name, am.name));
-        self.line(format!("TEXTRACT({}, {}, 0, 0);", br.name, bm.name));
+        self.line(format!("TMOV({}, {});", al.name, am.name));
+        self.line(format!("TMOV({}, {});", br.name, bm.name));
         let (mut vr, mut vc) = (va.vr(), vb.vc());
         let cin = match acc {
             Some(c) => {
@@ -531,6 +513,68 @@ impl Cg<'_> {
         let t = self.def_tile(res, rt, &vr, &vc)?;
         self.on_pipe("PIPE_FIX");
         self.line(format!("TMOV({}, {});", t.name, c.name));
+        Ok(())
+    }
+
+    /// `iota([R, C])`: TCI counts along one row; more rows add `r * C` (a counted row
+    /// transposed to a column, scaled and expanded). Computed in i32 (i64 for 64-bit dtypes)
+    /// and converted.
+    fn iota(&mut self, res: ValueId, rt: TileType) -> R<()> {
+        let wd = if rt.dtype.size_bytes() == 8 && rt.dtype.is_int() {
+            rt.dtype
+        } else {
+            DType::I32
+        };
+        let we = elem_ty(wd);
+        let (rows, cols) = (rt.rows(), rt.cols());
+        let (r, c) = (rows.to_string(), cols.to_string());
+        let direct = wd == rt.dtype;
+        let out = if direct {
+            self.def_tile(res, rt, &r, &c)?
+        } else {
+            self.temp(Loc::Vec, TileType::new(wd, rows, cols), &r, &c)
+        };
+        let counted = |cg: &mut Self, n: u32| -> CTile {
+            let t = cg.temp(Loc::Vec, TileType::new(wd, 1, n), "1", &n.to_string());
+            let ty = cg.type_name(t.st);
+            cg.on_pipe("PIPE_V");
+            cg.line(format!("TCI<{ty}, {we}, 0>({}, ({we})0);", t.name));
+            t
+        };
+        if rows == 1 {
+            let ty = self.type_name(out.st);
+            self.on_pipe("PIPE_V");
+            self.line(format!("TCI<{ty}, {we}, 0>({}, ({we})0);", out.name));
+        } else {
+            let rrow = counted(self, rows);
+            let col_t = TileType::new(wd, rows, 1);
+            let tmp = self.temp(Loc::Vec, col_t, &r, "1");
+            let col = if cols == 1 {
+                out.clone()
+            } else {
+                self.temp(Loc::Vec, col_t, &r, "1")
+            };
+            self.on_pipe("PIPE_V");
+            self.line(format!(
+                "TTRANS({}, {}, {});",
+                col.name, rrow.name, tmp.name
+            ));
+            if cols > 1 {
+                let row = counted(self, cols);
+                self.line(format!("TMULS({}, {}, ({we}){cols});", col.name, col.name));
+                let full = TileType::new(wd, rows, cols);
+                let a = self.temp(Loc::Vec, full, &r, &c);
+                let b = self.temp(Loc::Vec, full, &r, &c);
+                self.on_pipe("PIPE_V");
+                self.line(format!("TCOLEXPAND({}, {});", a.name, row.name));
+                self.line(format!("TROWEXPAND({}, {});", b.name, col.name));
+                self.line(format!("TADD({}, {}, {});", out.name, a.name, b.name));
+            }
+        }
+        if !direct {
+            let t = self.def_tile(res, rt, &r, &c)?;
+            self.convert(&t, &out, wd, rt.dtype);
+        }
         Ok(())
     }
 

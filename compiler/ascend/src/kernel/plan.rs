@@ -21,16 +21,6 @@ pub enum Loc {
 }
 
 impl Loc {
-    pub fn cpp(self) -> &'static str {
-        match self {
-            Loc::Vec => "TileType::Vec",
-            Loc::Mat => "TileType::Mat",
-            Loc::Left => "TileType::Left",
-            Loc::Right => "TileType::Right",
-            Loc::Acc => "TileType::Acc",
-        }
-    }
-
     pub fn buffer(self) -> &'static str {
         match self {
             Loc::Vec => "UB",
@@ -57,8 +47,6 @@ pub struct Storage {
     pub dtype: DType,
     pub rows: u32,
     pub cols: u32,
-    /// Column-major (`BLayout::ColMajor`): a vector tile of one column.
-    pub col_major: bool,
 }
 
 fn round_up(x: u32, m: u32) -> u32 {
@@ -66,23 +54,22 @@ fn round_up(x: u32, m: u32) -> u32 {
 }
 
 impl Storage {
-    /// The storage of a logical tile in `loc`. Vector tiles keep 32-byte rows (a one-column
-    /// tile is stored column-major with its column padded to 32 bytes); cube tiles are padded
-    /// to 16 x 16 fractals.
+    /// The storage of a logical tile in `loc`. Vector tiles are row-major with rows padded to
+    /// 32-byte blocks (a one-column tile too: PTO-ISA's row reductions write row-major `[R, 1]`
+    /// results and its tile-scalar ops take row-major tiles only); cube tiles are padded to
+    /// 16 x 16 fractals.
     pub fn of(loc: Loc, t: TileType) -> Storage {
         let es = t.dtype.size_bytes() as u32;
         let block = (32 / es).max(1);
-        let (rows, cols, col_major) = match loc {
-            Loc::Vec if t.cols() == 1 && t.rows() > 1 => (round_up(t.rows(), block), 1, true),
-            Loc::Vec => (t.rows(), round_up(t.cols(), block), false),
-            _ => (round_up(t.rows(), 16), round_up(t.cols(), 16), false),
+        let (rows, cols) = match loc {
+            Loc::Vec => (t.rows(), round_up(t.cols(), block)),
+            _ => (round_up(t.rows(), 16), round_up(t.cols(), 16)),
         };
         Storage {
             loc,
             dtype: t.dtype,
             rows,
             cols,
-            col_major,
         }
     }
 
@@ -95,13 +82,9 @@ impl Storage {
         self.bytes().div_ceil(self.loc.align()) * self.loc.align()
     }
 
-    /// The element offset of `(r, c)` as a C++ expression.
+    /// The element offset of `(r, c)` in a vector tile as a C++ expression.
     pub fn offset_expr(&self, r: &str, c: &str) -> String {
-        if self.col_major {
-            format!("({c}) * {} + ({r})", self.rows)
-        } else {
-            format!("({r}) * {} + ({c})", self.cols)
-        }
+        format!("({r}) * {} + ({c})", self.cols)
     }
 }
 
@@ -259,12 +242,9 @@ mod tests {
     #[test]
     fn storage_pads_to_the_alignment_rules() {
         let s = Storage::of(Loc::Vec, TileType::new(DType::F32, 16, 1));
-        assert!(s.col_major);
-        assert_eq!((s.rows, s.cols), (16, 1));
-        let s = Storage::of(Loc::Vec, TileType::new(DType::F32, 3, 1));
-        assert_eq!((s.rows, s.cols, s.col_major), (8, 1, true));
+        assert_eq!((s.rows, s.cols), (16, 8));
         let s = Storage::of(Loc::Vec, TileType::new(DType::F16, 4, 20));
-        assert_eq!((s.rows, s.cols, s.col_major), (4, 32, false));
+        assert_eq!((s.rows, s.cols), (4, 32));
         let s = Storage::of(Loc::Left, TileType::new(DType::F16, 20, 40));
         assert_eq!((s.rows, s.cols), (32, 48));
         assert_eq!(s.footprint() % 512, 0);

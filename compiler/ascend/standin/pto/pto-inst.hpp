@@ -261,6 +261,20 @@ struct Tile {
     const DType &at(unsigned r, unsigned c) const { return data_[offset(r, c)]; }
 };
 
+/* Fractal sizes of the cube tiles (bytes of one fractal). */
+struct TileConfig {
+    static constexpr int fractalABSize = 512;
+    static constexpr int fractalCSize = 1024;
+};
+
+/* The cube operand and accumulator tiles (their fractal layouts do not matter on the CPU). */
+template <typename T, int R, int C, int VR = R, int VC = C>
+using TileLeft = Tile<TileType::Left, T, R, C, BLayout::ColMajor, VR, VC, SLayout::RowMajor, TileConfig::fractalABSize>;
+template <typename T, int R, int C, int VR = R, int VC = C>
+using TileRight = Tile<TileType::Right, T, R, C, BLayout::RowMajor, VR, VC, SLayout::ColMajor, TileConfig::fractalABSize>;
+template <typename T, int R, int C, int VR = R, int VC = C>
+using TileAcc = Tile<TileType::Acc, T, R, C, BLayout::ColMajor, VR, VC, SLayout::RowMajor, TileConfig::fractalCSize>;
+
 template <typename T, typename Addr> inline void TASSIGN(T &tile, Addr addr) {
     size_t a = (size_t)addr;
     if (a + sizeof(typename T::DType) * T::Rows * T::Cols > standin::ARENA_BYTES) std::abort();
@@ -425,13 +439,12 @@ template <typename D> inline void TEXPANDS(D &dst, typename D::DType s) {
     standin::each(dst, [&](unsigned, unsigned) { return s; });
 }
 
-/* dst(r, c) = start + r * validCols + c: consecutive integers in row-major order. */
-template <typename D, typename T> inline void TCI(D &dst, T start) {
-    using E = typename D::DType;
-    unsigned vc = dst.GetValidCol();
-    standin::each(dst, [&](unsigned r, unsigned c) {
-        return standin::wrap<E>((uint64_t)start + (uint64_t)r * vc + c);
-    });
+/* A one-row tile: dst(0, j) = start + j (start - j when descending). */
+template <typename D, typename T, int descending = 0> inline void TCI(D &dst, T start) {
+    static_assert(D::Rows == 1, "TCI fills one row");
+    static_assert(std::is_same<typename D::DType, T>::value, "TCI counts in the tile's type");
+    for (unsigned c = 0; c < dst.GetValidCol(); c++)
+        dst.at(0, c) = descending ? standin::sub(start, (T)c) : standin::add(start, (T)c);
 }
 
 namespace standin {

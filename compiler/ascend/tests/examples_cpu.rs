@@ -44,6 +44,10 @@ fn compare(p: &wsp_ir::Program, t: usize, got: &Path, want: &Path) -> Option<Str
         let params = wsp_ir::data::resolve_params(p, &[]).expect("params");
         wsp_ir::data::tensor_shape(decl, &params).expect("a shape")
     };
+    eprintln!(
+        "note: `{}` is not bit for bit wsp run's; checking the tolerance",
+        decl.name
+    );
     let x = wsp_ir::npy::read_npy_as(got, decl.dtype, &shape).expect("an .npy");
     let y = wsp_ir::npy::read_npy_as(want, decl.dtype, &shape).expect("an .npy");
     for (i, (u, v)) in x.to_f64().iter().zip(y.to_f64()).enumerate() {
@@ -58,6 +62,10 @@ fn compare(p: &wsp_ir::Program, t: usize, got: &Path, want: &Path) -> Option<Str
 }
 
 fn run_example(rel: &str, arch: &str) -> Result<(), String> {
+    run_example_with(rel, arch, &[])
+}
+
+fn run_example_with(rel: &str, arch: &str, cmake: &[String]) -> Result<(), String> {
     let file = repo().join("examples").join(rel);
     let program = lowered(&file);
     let name = file
@@ -82,9 +90,10 @@ fn run_example(rel: &str, arch: &str) -> Result<(), String> {
             return Ok(());
         }
     };
-    let dir = scratch(&format!("ex_{name}_{arch}"));
+    let tag = if cmake.is_empty() { "" } else { "_pto" };
+    let dir = scratch(&format!("ex_{name}_{arch}{tag}"));
     write_tree(&tree, &dir.join("tree"));
-    let host = build_tree(&dir.join("tree"));
+    let host = build_tree_with(&dir.join("tree"), cmake);
     let got = run_host(&host, file.parent().expect("a directory"), &dir.join("res"));
     let want = reference(&file, arch, &dir.join("ref"));
     if got != want {
@@ -127,5 +136,30 @@ fn every_example_builds_runs_and_matches_wsp_run() {
 fn examples_run_on_the_ascend950_model_too() {
     for p in ["softmax/softmax.wsp", "moe_routing/moe_routing.wsp"] {
         run_example(p, "ascend950").unwrap_or_else(|m| panic!("{m}"));
+    }
+}
+
+/// With `PTO_ISA_ROOT` naming a checkout of PTO-ISA (whose CPU headers compile: verified with
+/// 3186c381), the trees build against its CPU implementation instead of the stand-in
+/// (`-DPTO_ISA_ROOT`, `clang++-19` or `$PTO_CXX`) and still match `wsp run`: the examples
+/// whose kernels PTO-ISA's CPU implementation computes bit for bit as wsp does (see the
+/// kernel section of docs/backends.md). Skipped, with a note, when unset.
+#[test]
+fn trees_build_against_pto_isa_s_own_cpu_headers() {
+    let Some(root) = std::env::var_os("PTO_ISA_ROOT") else {
+        eprintln!("note: PTO_ISA_ROOT is unset; the tree build against PTO-ISA is skipped");
+        return;
+    };
+    let cxx = std::env::var("PTO_CXX").unwrap_or_else(|_| "clang++-19".to_string());
+    let args = vec![
+        format!("-DPTO_ISA_ROOT={}", Path::new(&root).display()),
+        format!("-DCMAKE_CXX_COMPILER={cxx}"),
+    ];
+    for p in [
+        "tensor_data_add/tensor_data_add.wsp",
+        "csp_pipeline/csp_pipeline.wsp",
+        "bgemm/bgemm.wsp",
+    ] {
+        run_example_with(p, "ascend910b", &args).unwrap_or_else(|m| panic!("{m}"));
     }
 }

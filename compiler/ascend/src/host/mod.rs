@@ -221,7 +221,13 @@ if(NOT EXISTS "${{WSP_RUNTIME_LIB}}")
 endif()
 
 set(CMAKE_C_STANDARD 11)
-set(CMAKE_CXX_STANDARD 17)
+if(PTO_ISA_ROOT)
+  # PTO-ISA's CPU implementation (include/pto/cpu) is C++23 and selected by __CPU_SIM; its
+  # own CPU tests build with clang++-19 (-DCMAKE_CXX_COMPILER=clang++-19).
+  set(CMAKE_CXX_STANDARD 23)
+else()
+  set(CMAKE_CXX_STANDARD 17)
+endif()
 find_package(Threads REQUIRED)
 
 add_executable(wsp_host host.c orchestration.c
@@ -234,7 +240,7 @@ add_executable(wsp_host host.c orchestration.c
         let _ = writeln!(c, "  {}", q(s));
     }
     c.push_str(")\ntarget_include_directories(wsp_host PRIVATE \"${CMAKE_CURRENT_SOURCE_DIR}\" \"${CMAKE_CURRENT_SOURCE_DIR}/include\")\n");
-    c.push_str("if(PTO_ISA_ROOT)\n  target_include_directories(wsp_host PRIVATE \"${PTO_ISA_ROOT}/include\")\n  target_compile_definitions(wsp_host PRIVATE WSP_PTO_ISA_CPU=1)\nelse()\n");
+    c.push_str("if(PTO_ISA_ROOT)\n  target_include_directories(wsp_host PRIVATE \"${PTO_ISA_ROOT}/include\")\n  target_compile_definitions(wsp_host PRIVATE $<$<COMPILE_LANGUAGE:CXX>:__CPU_SIM>)\n  target_compile_options(wsp_host PRIVATE \"$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include stdint.h>\" \"$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include stddef.h>\")\nelse()\n");
     for d in &opts.standin_include {
         let _ = writeln!(
             c,

@@ -88,6 +88,11 @@ pub fn write_tree(tree: &FileTree, dir: &Path) {
 
 /// Configures and builds a tree; returns `wsp_host`.
 pub fn build_tree(dir: &Path) -> PathBuf {
+    build_tree_with(dir, &[])
+}
+
+/// `build_tree` with more CMake arguments (`-DPTO_ISA_ROOT=...`).
+pub fn build_tree_with(dir: &Path, extra: &[String]) -> PathBuf {
     let b = dir.join("build");
     let o = Command::new("cmake")
         .arg("-S")
@@ -96,6 +101,7 @@ pub fn build_tree(dir: &Path) -> PathBuf {
         .arg(&b)
         .arg("-DWSP_BUILD_CPU=ON")
         .arg(format!("-DWSP_RUNTIME_LIB={}", built().1.display()))
+        .args(extra)
         .output()
         .expect("cmake runs");
     assert!(

@@ -248,7 +248,7 @@ add_executable(wsp_host host.c orchestration.c
             d.replace('"', "")
         );
     }
-    c.push_str("endif()\ntarget_link_libraries(wsp_host PRIVATE \"${WSP_RUNTIME_LIB}\" Threads::Threads ${CMAKE_DL_LIBS} m)\n");
+    c.push_str("endif()\ntarget_compile_options(wsp_host PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra>)\ntarget_link_libraries(wsp_host PRIVATE \"${WSP_RUNTIME_LIB}\" Threads::Threads ${CMAKE_DL_LIBS} m)\n");
     c
 }
 

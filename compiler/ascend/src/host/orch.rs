@@ -362,8 +362,12 @@ impl<'p> Orch<'p> {
             let k = item.process.0;
             let _ = writeln!(
                 b,
-                "    {{\n        static const uint32_t prod_[] = {{{}}};\n        for (uint32_t r_ = 0; r_ < {reps}; r_++, i_++) {{\n            struct wsp_sp{k} *s_ = calloc(1, sizeof *s_);\n            char *nm_ = malloc({len});\n            if (!s_ || !nm_) {{ fprintf(stderr, \"wsp_host: out of memory\\n\"); return 1; }}\n            s_->cx.rt = cx->rt;\n            if ({reps} > 1) snprintf(nm_, {len}, \"%s#%u\", {name}, r_); else snprintf(nm_, {len}, \"%s\", {name});\n            sts_[i_] = s_; nms_[i_] = nm_;\n            ps_[i_].name = nm_; ps_[i_].step = wsp_p{k}; ps_[i_].user = s_;\n            ps_[i_].produces = {}; ps_[i_].nproduces = {};\n        }}\n    }}",
-                if prod.is_empty() { "0".to_string() } else { prod.join(", ") },
+                "    {{\n        {}\n        for (uint32_t r_ = 0; r_ < {reps}; r_++, i_++) {{\n            struct wsp_sp{k} *s_ = calloc(1, sizeof *s_);\n            char *nm_ = malloc({len});\n            if (!s_ || !nm_) {{ fprintf(stderr, \"wsp_host: out of memory\\n\"); return 1; }}\n            s_->cx.rt = cx->rt;\n            if ({reps} > 1) snprintf(nm_, {len}, \"%s#%u\", {name}, r_); else snprintf(nm_, {len}, \"%s\", {name});\n            sts_[i_] = s_; nms_[i_] = nm_;\n            ps_[i_].name = nm_; ps_[i_].step = wsp_p{k}; ps_[i_].user = s_;\n            ps_[i_].produces = {}; ps_[i_].nproduces = {};\n        }}\n    }}",
+                if prod.is_empty() {
+                    "/* it produces no channel */".to_string()
+                } else {
+                    format!("static const uint32_t prod_[] = {{{}}};", prod.join(", "))
+                },
                 if prod.is_empty() { "NULL" } else { "prod_" },
                 prod.len(),
                 reps = item.replicas,
@@ -399,7 +403,7 @@ impl<'p> Orch<'p> {
         );
         let _ = write!(
             self.funcs,
-            "/* {} */\n{state}static int32_t wsp_p{k}(void *user, wsp_rt_proc *proc, struct wsp_rt_step *out) {{\n    struct {sname} *st = user;\n    st->cx.proc = proc;\n    const struct wsp_cx *cx = &st->cx;\n    {{\n        int32_t s_ = 0; int64_t t_[WSP_MAX_RANK]; uint32_t n_ = 0;\n        if (wsp_rt_proc_received(proc, &s_, t_, &n_) != WSP_RT_OK) return 1;\n        if (s_) {{ st->inbox = s_; st->tok_len = n_; memcpy(st->tok, t_, sizeof t_); }}\n    }}\n    out->kind = WSP_STEP_CONTINUE;\n    switch (st->pc) {{\n    case 0:;\n{inner}    default:;\n    }}\n    st->pc = -1;\n    out->kind = WSP_STEP_FINISHED;\n    return 0;\n}}\n\n",
+            "/* {} */\n{state}static int32_t wsp_p{k}(void *user, wsp_rt_proc *proc, struct wsp_rt_step *out) {{\n    struct {sname} *st = user;\n    st->cx.proc = proc;\n    const struct wsp_cx *cx = &st->cx;\n    {{\n        int32_t s_ = 0; int64_t t_[WSP_MAX_RANK]; uint32_t n_ = 0;\n        if (wsp_rt_proc_received(proc, &s_, t_, &n_) != WSP_RT_OK) return 1;\n        if (s_) {{ st->inbox = s_; st->tok_len = n_; memcpy(st->tok, t_, sizeof t_); }}\n    }}\n    out->kind = WSP_STEP_CONTINUE;\n    switch (st->pc) {{\n    case 0:;\n{inner}        break;\n    default:;\n    }}\n    st->pc = -1;\n    out->kind = WSP_STEP_FINISHED;\n    return 0;\n}}\n\n",
             format!("process `{}`", pr.name).replace("*/", "* /"),
         );
         let _ = name;
@@ -560,7 +564,7 @@ impl<'p> Orch<'p> {
                 let wait = cx.labels;
                 let _ = writeln!(
                     out,
-                    "{pad}for (;;) {{\n{pad}    st->pc = {wait}; case {wait}:;\n{pad}    if (!st->inbox) {{ out->kind = WSP_STEP_RECV; out->channel = {}; return 0; }}\n{pad}    if (st->inbox == 2) {{ st->inbox = 0; break; }}\n{pad}    if (st->tok_len < {nb}) {{ fprintf(stderr, \"wsp_host: in %s: a token of %u values on `%s` binds {nb} names\\n\", {wh}, (unsigned)st->tok_len, {ch}); return 1; }}",
+                    "{pad}for (;;) {{\n{pad}    st->pc = {wait}; __attribute__((fallthrough)); case {wait}:;\n{pad}    if (!st->inbox) {{ out->kind = WSP_STEP_RECV; out->channel = {}; return 0; }}\n{pad}    if (st->inbox == 2) {{ st->inbox = 0; break; }}\n{pad}    if (st->tok_len < {nb}) {{ fprintf(stderr, \"wsp_host: in %s: a token of %u values on `%s` binds {nb} names\\n\", {wh}, (unsigned)st->tok_len, {ch}); return 1; }}",
                     channel.0,
                     nb = bindings.len(),
                     ch = c_str(self.chan(*channel)),
@@ -1512,7 +1516,7 @@ impl Cx {
 /// The C after the prelude that the call sites use (labels, slices, view errors).
 pub(crate) const CALL_HELPERS: &str = r#"
 /* `task k[1, 2]`, for messages. */
-static void wsp_label(char *buf, size_t len, const char *name, const int64_t *co, int n) {
+static inline void wsp_label(char *buf, size_t len, const char *name, const int64_t *co, int n) {
     int w = snprintf(buf, len, "%s[", name);
     for (int i = 0; i < n && w > 0 && (size_t)w < len; i++)
         w += snprintf(buf + w, len - (size_t)w, i ? ", %lld" : "%lld", (long long)co[i]);
@@ -1521,7 +1525,7 @@ static void wsp_label(char *buf, size_t len, const char *name, const int64_t *co
 
 /* A slice s..e of a dimension of `size` for a tile dimension of static extent `stat`
  * (`part`: at most `stat` valid): its valid extent in *clipped; nonzero when out of range. */
-static int wsp_slice(int64_t s, int64_t e, int64_t size, int64_t stat, int part, int64_t *clipped) {
+static inline int wsp_slice(int64_t s, int64_t e, int64_t size, int64_t stat, int part, int64_t *clipped) {
     int64_t len;
     if (__builtin_sub_overflow(e, s, &len)) return 1;
     if (s < 0 || len < 0 || (part && len > stat) || (!part && len != stat)) return 1;
@@ -1534,7 +1538,7 @@ static int wsp_slice(int64_t s, int64_t e, int64_t size, int64_t stat, int part,
     return 0;
 }
 
-static int wsp_view_error(const char *task, const char *view, int dim) {
+static inline int wsp_view_error(const char *task, const char *view, int dim) {
     fprintf(stderr, "wsp_host: %s: %s is out of range (or of the wrong extent) in dimension %d\n",
             task, view, dim);
     return 1;

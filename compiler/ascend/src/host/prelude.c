@@ -12,7 +12,7 @@ struct wsp_cx {
 
 /* A failed runtime call: the main orchestration prints the runtime's message; a process step
  * returns nonzero and the runtime reports the process's failure with the message. */
-static int wsp_fail_cx(const struct wsp_cx *cx, const char *what) {
+static inline int wsp_fail_cx(const struct wsp_cx *cx, const char *what) {
     if (!cx->proc) fprintf(stderr, "wsp_host: %s: %s\n", what, wsp_rt_last_error(cx->rt));
     return 1;
 }
@@ -30,59 +30,59 @@ static int wsp_fail_cx(const struct wsp_cx *cx, const char *what) {
         }                                                                   \
     } while (0)
 
-static int32_t wsp_cx_submit(const struct wsp_cx *cx, const struct wsp_rt_task *t, uint64_t *id) {
+static inline int32_t wsp_cx_submit(const struct wsp_cx *cx, const struct wsp_rt_task *t, uint64_t *id) {
     return cx->proc ? wsp_rt_proc_submit(cx->proc, t, id) : wsp_rt_submit(cx->rt, t, id);
 }
-static int32_t wsp_cx_wait_tensor(const struct wsp_cx *cx, uint32_t t) {
+static inline int32_t wsp_cx_wait_tensor(const struct wsp_cx *cx, uint32_t t) {
     return cx->proc ? wsp_rt_proc_wait_tensor(cx->proc, t) : wsp_rt_wait_tensor(cx->rt, t);
 }
-static int32_t wsp_cx_wait_all(const struct wsp_cx *cx) {
+static inline int32_t wsp_cx_wait_all(const struct wsp_cx *cx) {
     return cx->proc ? wsp_rt_proc_wait_all(cx->proc) : wsp_rt_wait_all(cx->rt);
 }
-static int32_t wsp_cx_read(const struct wsp_cx *cx, uint32_t t, uint64_t off, void *dst, uint64_t n) {
+static inline int32_t wsp_cx_read(const struct wsp_cx *cx, uint32_t t, uint64_t off, void *dst, uint64_t n) {
     return cx->proc ? wsp_rt_proc_read_tensor(cx->proc, t, off, dst, n) : wsp_rt_read_tensor(cx->rt, t, off, dst, n);
 }
 /* Program structure goes to the runtime from the main orchestration only (as `wsp run`). */
-static int32_t wsp_cx_order_begin(const struct wsp_cx *cx, int32_t seq) {
+static inline int32_t wsp_cx_order_begin(const struct wsp_cx *cx, int32_t seq) {
     return cx->proc ? WSP_RT_OK : wsp_rt_order_begin(cx->rt, seq);
 }
-static int32_t wsp_cx_order_step(const struct wsp_cx *cx) {
+static inline int32_t wsp_cx_order_step(const struct wsp_cx *cx) {
     return cx->proc ? WSP_RT_OK : wsp_rt_order_step(cx->rt);
 }
-static int32_t wsp_cx_order_end(const struct wsp_cx *cx) {
+static inline int32_t wsp_cx_order_end(const struct wsp_cx *cx) {
     return cx->proc ? WSP_RT_OK : wsp_rt_order_end(cx->rt);
 }
 
-static int64_t wsp_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static int64_t wsp_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-static int64_t wsp_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-static int64_t wsp_neg(int64_t a) { return (int64_t)(0u - (uint64_t)a); }
-static int64_t wsp_div(int64_t a, int64_t b) {
+static inline int64_t wsp_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t wsp_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t wsp_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t wsp_neg(int64_t a) { return (int64_t)(0u - (uint64_t)a); }
+static inline int64_t wsp_div(int64_t a, int64_t b) {
     if (b == 0) { if (!wsp_err) wsp_err = "integer division by zero"; return 0; }
     if (a == INT64_MIN && b == -1) return INT64_MIN;
     return a / b;
 }
-static int64_t wsp_rem(int64_t a, int64_t b) {
+static inline int64_t wsp_rem(int64_t a, int64_t b) {
     if (b == 0) { if (!wsp_err) wsp_err = "integer division by zero"; return 0; }
     if (b == -1) return 0;
     return a % b;
 }
-static int64_t wsp_imin(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t wsp_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t wsp_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t wsp_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 /* IEEE 754-2019 minimum and maximum: NaN if either is; -0.0 < +0.0. */
-static double wsp_fmin(double a, double b) {
+static inline double wsp_fmin(double a, double b) {
     if (isnan(a) || isnan(b)) return NAN;
     return (a < b || (a == b && signbit(a))) ? a : b;
 }
-static double wsp_fmax(double a, double b) {
+static inline double wsp_fmax(double a, double b) {
     if (isnan(a) || isnan(b)) return NAN;
     return (b > a || (a == b && signbit(a))) ? b : a;
 }
-static double wsp_fbits(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
-static int64_t wsp_bits(double d) { int64_t b; memcpy(&b, &d, 8); return b; }
+static inline double wsp_fbits(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
+static inline int64_t wsp_bits(double d) { int64_t b; memcpy(&b, &d, 8); return b; }
 
 /* `c + sum(coef[i] * val[i])` with overflow checked. */
-static int64_t wsp_affine(int64_t c, int n, const int64_t *coef, const int64_t *val) {
+static inline int64_t wsp_affine(int64_t c, int n, const int64_t *coef, const int64_t *val) {
     int64_t acc = c;
     for (int i = 0; i < n; i++) {
         int64_t t;
@@ -98,13 +98,13 @@ static int64_t wsp_affine(int64_t c, int n, const int64_t *coef, const int64_t *
 static uint8_t wsp_written[WSP_NTENSORS];
 
 /* Waits for the producers of tensor t, when a task writes it. */
-static int wsp_sync(const struct wsp_cx *cx, uint32_t t) {
+static inline int wsp_sync(const struct wsp_cx *cx, uint32_t t) {
     if (wsp_written[t]) WSP_TRY(wsp_cx_wait_tensor(cx, t), "waiting for a tensor's producers");
     return 0;
 }
 
 /* The flat index of element idx of tensor t, or -1 (with wsp_err) outside it. */
-static int64_t wsp_flat(uint32_t t, int n, const int64_t *idx) {
+static inline int64_t wsp_flat(uint32_t t, int n, const int64_t *idx) {
     const struct wsp_tensor_desc *d = &wsp_tensor_descs[t];
     int64_t flat = 0;
     if ((uint32_t)n != d->rank) goto out;
@@ -122,7 +122,7 @@ out:
 }
 
 /* Reads element `flat` of tensor t as raw bytes into *out (8 bytes, zero-extended). */
-static int wsp_elem_raw(const struct wsp_cx *cx, uint32_t t, int64_t flat, uint64_t *out) {
+static inline int wsp_elem_raw(const struct wsp_cx *cx, uint32_t t, int64_t flat, uint64_t *out) {
     const struct wsp_tensor_desc *d = &wsp_tensor_descs[t];
     *out = 0;
     if (flat < 0) return 1;
@@ -137,14 +137,14 @@ static int wsp_elem_raw(const struct wsp_cx *cx, uint32_t t, int64_t flat, uint6
     return 0;
 }
 
-static double wsp_half_to_double(uint16_t h) {
+static inline double wsp_half_to_double(uint16_t h) {
     int e = (h >> 10) & 31, m = h & 1023;
     double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 1024, e - 25);
     return (h & 0x8000) ? -v : v;
 }
 
 /* Element `flat` of tensor t as a float (a float tensor). */
-static double wsp_elem_f(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
+static inline double wsp_elem_f(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     uint64_t raw;
     if (wsp_elem_raw(cx, t, flat, &raw)) return 0.0;
     switch (wsp_tensor_descs[t].dtype) {
@@ -156,7 +156,7 @@ static double wsp_elem_f(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
 }
 
 /* Element `flat` of tensor t as an integer (an integer tensor). */
-static int64_t wsp_elem_i(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
+static inline int64_t wsp_elem_i(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     uint64_t raw;
     if (wsp_elem_raw(cx, t, flat, &raw)) return 0;
     switch (wsp_tensor_descs[t].dtype) {
@@ -171,7 +171,7 @@ static int64_t wsp_elem_i(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     }
 }
 
-static int wsp_elem_b(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
+static inline int wsp_elem_b(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
     uint64_t raw;
     if (wsp_elem_raw(cx, t, flat, &raw)) return 0;
     return raw != 0;
@@ -180,7 +180,7 @@ static int wsp_elem_b(const struct wsp_cx *cx, uint32_t t, int64_t flat) {
 /* A growable list of loop tuples. */
 struct wsp_tuples { int64_t *v; size_t n, cap; };
 
-static int wsp_push(struct wsp_tuples *l, int w, const int64_t *vals) {
+static inline int wsp_push(struct wsp_tuples *l, int w, const int64_t *vals) {
     if (l->n / (size_t)w >= WSP_MAX_LOOP_ITERATIONS) {
         if (!wsp_err) wsp_err = "a loop has more than 2^26 iterations";
         return 1;
@@ -199,7 +199,7 @@ static int wsp_push(struct wsp_tuples *l, int w, const int64_t *vals) {
 }
 
 /* A range's bounds: no more than 2^26 iterations. */
-static void wsp_range_ok(int64_t s, int64_t e) {
+static inline void wsp_range_ok(int64_t s, int64_t e) {
     int64_t d;
     if (__builtin_sub_overflow(e, s, &d)) d = e > s ? INT64_MAX : INT64_MIN;
     if (d > WSP_MAX_LOOP_ITERATIONS && !wsp_err) wsp_err = "a range has more than 2^26 iterations";

@@ -121,6 +121,23 @@ pub fn build_tree_with(dir: &Path, extra: &[String]) -> PathBuf {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+    // The generated C compiles without a warning (-Wall -Wextra).
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            l.contains("warning") && (l.contains("orchestration.c") || l.contains("host.c"))
+        })
+        .collect();
+    assert!(
+        warned.is_empty(),
+        "warnings in the generated C:\n{}",
+        warned.join("\n")
+    );
     b.join("wsp_host")
 }
 

@@ -418,3 +418,54 @@ fn plan_json(
     s.push('\n');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::orch::c_str;
+    use super::sched::forms;
+    use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing};
+
+    #[test]
+    fn policy_forms_rebuild_the_policies() {
+        let cases = [
+            Policies::default(),
+            Policies {
+                dispatch: Dispatch::RoundRobin(4),
+                ready: ReadyOrder::Lifo,
+                timing: Timing::Batched(8),
+                task_window: 16,
+                streams: Some(Streams(2)),
+            },
+            Policies {
+                dispatch: Dispatch::Hash,
+                ready: ReadyOrder::Priority,
+                timing: Timing::RateLimit(3),
+                task_window: 1024,
+                streams: None,
+            },
+            Policies {
+                dispatch: Dispatch::Affinity,
+                ready: ReadyOrder::Fifo,
+                timing: Timing::Interleaved(5),
+                task_window: 1024,
+                streams: None,
+            },
+        ];
+        for pol in cases {
+            let mut p = Policies::default();
+            p.task_window = pol.task_window;
+            for (form, args) in forms(&pol) {
+                p.apply(form, &args).expect("a registered form");
+            }
+            assert_eq!(p, pol);
+        }
+    }
+
+    #[test]
+    fn c_strings_are_escaped() {
+        assert_eq!(c_str("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+        // Non-ASCII as three-digit octal escapes, so a following digit is not absorbed.
+        assert_eq!(c_str("é1"), "\"\\303\\2511\"");
+        assert_eq!(c_str("*/"), "\"*/\"");
+    }
+}

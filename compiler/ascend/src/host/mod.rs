@@ -452,8 +452,10 @@ mod tests {
             },
         ];
         for pol in cases {
-            let mut p = Policies::default();
-            p.task_window = pol.task_window;
+            let mut p = Policies {
+                task_window: pol.task_window,
+                ..Policies::default()
+            };
             for (form, args) in forms(&pol) {
                 p.apply(form, &args).expect("a registered form");
             }

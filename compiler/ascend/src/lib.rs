@@ -55,13 +55,27 @@ fn default_runtime_lib() -> String {
 /// module), `orchestration.c`, `host.c`, `wsp_program.h`, `include/`, `CMakeLists.txt` and
 /// `plan.json` (the [`host`] module).
 ///
-/// Options (`--option KEY=VALUE`): `schedule=NAME` (default: what `wsp run` runs),
-/// `runtime_lib=PATH` (the default of the CMake variable `WSP_RUNTIME_LIB`).
+/// The architecture is `opts.arch`, else the schedule's `.target(...)` when it names an
+/// Ascend model, else `ascend910b` (as `wsp run` chooses). Options (`--option KEY=VALUE`):
+/// `schedule=NAME` (default: what `wsp run` runs), `runtime_lib=PATH` (the default of the
+/// CMake variable `WSP_RUNTIME_LIB`).
 pub fn emit(
     program: &Program,
     opts: &EmitOptions,
 ) -> Result<(FileTree, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>> {
-    let arch_name = opts.arch.clone().unwrap_or_else(|| ARCHS[0].to_string());
+    let schedule = opts
+        .options
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "schedule")
+        .map(|(_, v)| v.as_str());
+    // As `wsp run`: `--arch`, else the schedule's `.target(...)` when it is an Ascend model,
+    // else the first.
+    let arch_name = opts.arch.clone().unwrap_or_else(|| {
+        host::schedule_target(program, schedule)
+            .filter(|t| ARCHS.contains(&t.as_str()))
+            .unwrap_or_else(|| ARCHS[0].to_string())
+    });
     let Some(karch) = kernel::Arch::from_name(&arch_name) else {
         return Err(vec![BackendDiagnostic::error(
             format!(

@@ -402,6 +402,23 @@ fn unknown_archs_options_and_schedules_are_diagnostics() {
     assert_eq!(plan["kernels"][0]["tasks"], 8);
     assert_eq!(plan["kernels"][0]["unit"], "vector");
     assert_eq!(plan["arch"], "ascend910b");
+    // Without --arch, the schedule's `.target(...)` (as `wsp run`).
+    let mut targeted = add.clone();
+    targeted.schedules[0]
+        .directives
+        .push(wsp_ir::workload::Directive {
+            name: "target".into(),
+            args: vec![wsp_ir::workload::DirArg {
+                name: None,
+                value: wsp_ir::workload::DirValue::Ident {
+                    name: "ascend950".into(),
+                },
+            }],
+        });
+    let (t950, _) = b.emit(&targeted, &EmitOptions::default()).expect("emitted");
+    let plan950: serde_json::Value =
+        serde_json::from_slice(t950.get("plan.json").expect("a plan")).expect("JSON");
+    assert_eq!(plan950["arch"], "ascend950");
     let cmake = String::from_utf8_lossy(tree.get("CMakeLists.txt").expect("cmake"));
     assert!(cmake.contains("libwsp_runtime_capi.a"), "{cmake}");
 }

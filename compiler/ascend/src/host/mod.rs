@@ -12,6 +12,8 @@ mod hostc;
 mod orch;
 mod sched;
 
+pub use sched::schedule_target;
+
 use std::fmt::Write as _;
 
 use wsp_arch::Arch;

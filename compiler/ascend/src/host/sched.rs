@@ -180,3 +180,14 @@ pub(crate) fn configure_c(pol: &Policies, max_tiles: usize) -> String {
     );
     c
 }
+
+/// The architecture the selected schedule names with `.target(...)`, if any (`wsp run`'s
+/// default architecture).
+pub fn schedule_target(p: &Program, schedule: Option<&str>) -> Option<String> {
+    let (s, _) = p.select_run(schedule).ok()?;
+    let d = s?.directives.iter().rev().find(|d| d.name == "target")?;
+    match &d.args.first()?.value {
+        DirValue::Ident { name } | DirValue::Str { value: name } => Some(name.clone()),
+        _ => None,
+    }
+}

@@ -116,6 +116,8 @@ fn run_example_with(rel: &str, arch: &str, cmake: &[String]) -> Result<(), Strin
         }
     }
     eprintln!("{name} on {arch}: {got:?} as wsp run");
+    // Passed: the build (a static binary per tree) is not kept.
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

@@ -130,6 +130,8 @@ fn check(file: &Path, entries: &[(&str, &str)], name: &str) {
         outputs += 1;
     }
     assert!(outputs > 0);
+    // Passed: the build (a static binary per tree) is not kept.
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -321,6 +323,7 @@ fn wsp_host_refuses_missing_and_mistyped_inputs_with_a_message() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("usage: wsp_host --data DIR --out-dir RES"));
     assert!(!dir.join("res").join("C.npy").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -351,6 +354,7 @@ fn cmake_explains_the_device_build_and_a_missing_runtime_library() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("cargo build -p wsp-runtime-capi"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -65,9 +65,20 @@ impl Cg<'_> {
                 let (vr, vc) = self.bcast_extent(&[*lhs, *rhs], rt.shape)?;
                 let a = self.bcast(*lhs, rt.shape, &vr, &vc)?;
                 let b = self.bcast(*rhs, rt.shape, &vr, &vc)?;
+                let tmp = if *bop == BinaryOp::Pow {
+                    Some(self.temp(Loc::Vec, rt, &vr, &vc))
+                } else {
+                    None
+                };
                 let t = self.def_tile(res, rt, &vr, &vc)?;
                 self.on_pipe("PIPE_V");
-                self.line(format!("{inst}({}, {}, {});", t.name, a.name, b.name));
+                match tmp {
+                    Some(tmp) => self.line(format!(
+                        "{inst}({}, {}, {}, {});",
+                        t.name, a.name, b.name, tmp.name
+                    )),
+                    None => self.line(format!("{inst}({}, {}, {});", t.name, a.name, b.name)),
+                }
                 Ok(())
             }
             Op::Cmp { op: cop, lhs, rhs } => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs (`.ci/run` calls exactly this). On a fresh machine it
 # installs what it needs: tree-sitter CLI and cargo-fuzz (crates.io), Node packages (npm),
-# Neovim (Debian), pytest-lsp (PyPI). Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
+# Neovim, CMake and mlir-19-tools (Debian), pytest-lsp (PyPI). Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
 # Python 3 and Node.js >= 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,16 @@ cargo fmt --all -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "tools of the AIE backend's tests: cmake and mlir-opt-19 (Debian)"
+if ! command -v cmake >/dev/null 2>&1 || ! command -v mlir-opt-19 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && apt-get install -y -qq cmake mlir-19-tools >/dev/null) \
+      || { echo "could not install cmake and mlir-19-tools"; exit 1; }
+  else
+    echo "cmake or mlir-opt-19 is missing and this user cannot install them (apt-get install cmake mlir-19-tools)"; exit 1
+  fi
+fi
 
 step "tests"
 cargo test --workspace

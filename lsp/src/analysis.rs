@@ -469,9 +469,9 @@ fn schedule_info(ws: &Workspace, src: &str, d: &Decl, sc: &wsp_syntax::ast::Sche
         let key = if matches!(name, "dispatch" | "timing" | "ready") {
             policy
                 .as_deref()
-                .and_then(|p| caps::schedule_key(name, Some(p)))
+                .and_then(|p| wsp_vocab::schedule::capability_key(name, Some(p)))
         } else {
-            caps::schedule_key(name, None)
+            wsp_vocab::schedule::capability_key(name, None)
         };
         let help = wsp_core::check::directive_help(name).replace('|', "\\|");
         let cells: Vec<String> = match key.and_then(caps::capability) {

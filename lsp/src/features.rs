@@ -7,14 +7,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tower_lsp_server::ls_types as lsp;
-use wsp_core::check::{
-    AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, KERNEL_FUNCTIONS, SCHEDULE_DIRECTIVES,
-    SCHEDULE_POLICIES, TARGETS, WORKLOAD_BUILTINS,
-};
+use wsp_core::check::TARGETS;
 use wsp_core::Workspace;
 use wsp_diagnostics::FileName;
 use wsp_syntax::ast::{ItemKind, KernelParam};
+use wsp_syntax::lexer::ITEM_KEYWORDS;
 use wsp_syntax::{lex, Token, TokenInfo};
+use wsp_vocab::ops::{KERNEL_FNS, KERNEL_FN_NAMES};
+use wsp_vocab::schedule::{Directive, DIRECTIVE_NAMES, POLICY_NAMES};
+use wsp_vocab::words::{
+    axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
+};
 
 use crate::analysis::{decls, find_decl, ident_at, Decl, LineIndex};
 
@@ -34,13 +37,13 @@ fn span(t: &TokenInfo) -> Range {
 pub fn is_builtin(name: &str) -> bool {
     [
         DTYPES,
-        KERNEL_FUNCTIONS,
+        &KERNEL_FN_NAMES,
         INITIALISERS,
         AXIS_CTORS,
         WORKLOAD_BUILTINS,
         EXPECT_BUILTINS,
-        SCHEDULE_DIRECTIVES,
-        SCHEDULE_POLICIES,
+        &DIRECTIVE_NAMES,
+        &POLICY_NAMES,
         TARGETS,
     ]
     .iter()
@@ -691,32 +694,7 @@ pub fn view_hover(ws: &Workspace, path: &str, text: &str, at: usize) -> Option<S
 /// A completion: label, kind, detail, text to insert.
 pub type Completion = (String, lsp::CompletionItemKind, String, String);
 
-const ITEM_KEYWORDS: &[&str] = &[
-    "import", "const", "param", "axis", "input", "output", "tensor", "kernel", "extern",
-    "workload", "channel", "process", "schedule", "expect",
-];
 const BODY_KEYWORDS: &[&str] = &["for", "in", "when", "else", "let", "var", "send", "consume"];
-
-fn is_item_kw(k: Token) -> bool {
-    use Token::*;
-    matches!(
-        k,
-        Import
-            | Const
-            | Param
-            | Axis
-            | Input
-            | Output
-            | Tensor
-            | Kernel
-            | Workload
-            | Process
-            | Channel
-            | Schedule
-            | Expect
-            | Extern
-    )
-}
 
 /// The innermost unclosed `(` among `toks` (all before the cursor).
 fn open_paren(toks: &[TokenInfo]) -> Option<usize> {
@@ -833,7 +811,7 @@ pub fn completion_with(
     // The item keyword this position belongs to: the last one at a line start.
     let mut item_kw = None;
     for (i, t) in before.iter().enumerate() {
-        if is_item_kw(t.kind) && (i == 0 || before[i - 1].kind == Token::Newline) {
+        if t.kind.is_item_keyword() && (i == 0 || before[i - 1].kind == Token::Newline) {
             item_kw = Some((i, t.kind));
         }
     }
@@ -848,7 +826,7 @@ pub fn completion_with(
     // Schedule directives after `.`.
     if prev == Some(Token::Dot) && matches!(item_kw, Some((_, Token::Schedule))) {
         return simple(
-            SCHEDULE_DIRECTIVES,
+            &DIRECTIVE_NAMES,
             lsp::CompletionItemKind::METHOD,
             "schedule directive",
         );
@@ -889,16 +867,19 @@ pub fn completion_with(
         let n = sig.len();
         if n >= 3 && sig[n - 3].kind == Token::Dot && sig[n - 2].kind == Token::Ident {
             let directive = &text[span(&sig[n - 2]).0..span(&sig[n - 2]).1];
-            let policies = wsp_core::check::directive_policies(directive);
+            let policies: Vec<_> = Directive::from_name(directive)
+                .into_iter()
+                .flat_map(Directive::policies)
+                .collect();
             if !policies.is_empty() {
                 return policies
                     .iter()
-                    .map(|(name, written)| {
+                    .map(|p| {
                         (
-                            name.to_string(),
+                            p.name().to_string(),
                             lsp::CompletionItemKind::ENUM_MEMBER,
-                            format!(".{directive}({written})"),
-                            name.to_string(),
+                            format!(".{directive}({})", p.written()),
+                            p.name().to_string(),
                         )
                     })
                     .collect();
@@ -913,9 +894,7 @@ pub fn completion_with(
                 (
                     c.to_string(),
                     lsp::CompletionItemKind::CONSTRUCTOR,
-                    wsp_core::check::axis_ctor_signature(c)
-                        .unwrap_or("axis")
-                        .to_string(),
+                    axis_ctor_signature(c).unwrap_or("axis").to_string(),
                     c.to_string(),
                 )
             })
@@ -980,7 +959,18 @@ pub fn completion_with(
     }
     // Item keywords at the start of a top-level line.
     if depth <= 0 && matches!(before.last().map(|t| t.kind), None | Some(Token::Newline)) {
-        return simple(ITEM_KEYWORDS, lsp::CompletionItemKind::KEYWORD, "keyword");
+        return ITEM_KEYWORDS
+            .iter()
+            .map(|(_, kw)| {
+                let kw = kw.to_string();
+                (
+                    kw.clone(),
+                    lsp::CompletionItemKind::KEYWORD,
+                    "keyword".into(),
+                    kw,
+                )
+            })
+            .collect();
     }
     // Declared names in scope.
     let mut seen = BTreeSet::new();
@@ -1016,14 +1006,13 @@ pub fn completion_with(
                     p.name.name.clone(),
                 ));
             }
-            for f in KERNEL_FUNCTIONS {
+            for r in KERNEL_FNS {
+                let name = r.f.name();
                 out.push((
-                    f.to_string(),
+                    name.to_string(),
                     lsp::CompletionItemKind::FUNCTION,
-                    wsp_core::check::kernel_function_signature(f)
-                        .unwrap_or("tile operation")
-                        .to_string(),
-                    f.to_string(),
+                    r.signature.to_string(),
+                    name.to_string(),
                 ));
             }
         }

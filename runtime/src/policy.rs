@@ -4,6 +4,7 @@
 
 pub use wsp_arch::capabilities::Support;
 use wsp_arch::capabilities::{self, Backend};
+use wsp_vocab::schedule::{Directive, Policy};
 
 /// Dispatch of tasks to modeled cores of their class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,13 +67,32 @@ impl Default for Policies {
     }
 }
 
-/// One registry entry.
+/// One registry entry. Its names come from the language's vocabulary (`wsp_vocab::schedule`).
 pub struct PolicyInfo {
     pub directive: &'static str,
     pub form: &'static str,
     /// The row of the capability matrix (`wsp_arch::capabilities::MATRIX`) declaring support.
     pub capability: &'static str,
     pub parse: fn(&[u32], &mut Policies) -> Result<(), String>,
+}
+
+/// What a registry entry applies: a policy, or a directive that takes a count.
+enum Form {
+    Policy(Policy),
+    Directive(Directive),
+}
+
+const fn row(form: Form, parse: fn(&[u32], &mut Policies) -> Result<(), String>) -> PolicyInfo {
+    let (directive, form, capability) = match form {
+        Form::Policy(p) => (p.directive().name(), p.name(), p.capability_key()),
+        Form::Directive(d) => (d.name(), d.name(), d.name()),
+    };
+    PolicyInfo {
+        directive,
+        form,
+        capability,
+        parse,
+    }
 }
 
 fn one(args: &[u32], what: &str) -> Result<u32, String> {
@@ -92,141 +112,74 @@ fn none(args: &[u32], what: &str) -> Result<(), String> {
 
 /// Every policy the runtime knows.
 pub const REGISTRY: &[PolicyInfo] = &[
-    PolicyInfo {
-        directive: "dispatch",
-        form: "round_robin",
-        capability: "dispatch.round_robin",
-        parse: |a, p| {
-            p.dispatch = Dispatch::RoundRobin(one(a, "round_robin")?);
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "dispatch",
-        form: "affinity",
-        capability: "dispatch.affinity",
-        parse: |a, p| {
-            none(a, "affinity")?;
-            p.dispatch = Dispatch::Affinity;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "dispatch",
-        form: "by",
-        capability: "dispatch.by",
+    row(Form::Policy(Policy::RoundRobin), |a, p| {
+        p.dispatch = Dispatch::RoundRobin(one(a, "round_robin")?);
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Affinity), |a, p| {
+        none(a, "affinity")?;
+        p.dispatch = Dispatch::Affinity;
+        Ok(())
+    }),
+    row(
+        Form::Policy(Policy::By),
         // A custom key: the task's key is its core, modulo the class's count, as `affinity`.
-        parse: |a, p| {
+        |a, p| {
             none(a, "by")?;
             p.dispatch = Dispatch::Affinity;
             Ok(())
         },
-    },
-    PolicyInfo {
-        directive: "dispatch",
-        form: "hash",
-        capability: "dispatch.hash",
-        parse: |a, p| {
-            none(a, "hash")?;
-            p.dispatch = Dispatch::Hash;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "dispatch",
-        form: "work_steal",
-        capability: "dispatch.work_steal",
-        parse: |a, p| {
-            none(a, "work_steal")?;
-            p.dispatch = Dispatch::WorkSteal;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "ready",
-        form: "fifo",
-        capability: "ready.fifo",
-        parse: |a, p| {
-            none(a, "fifo")?;
-            p.ready = ReadyOrder::Fifo;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "ready",
-        form: "lifo",
-        capability: "ready.lifo",
-        parse: |a, p| {
-            none(a, "lifo")?;
-            p.ready = ReadyOrder::Lifo;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "ready",
-        form: "priority",
-        capability: "ready.priority",
-        parse: |a, p| {
-            none(a, "priority")?;
-            p.ready = ReadyOrder::Priority;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "timing",
-        form: "immediate",
-        capability: "timing.immediate",
-        parse: |a, p| {
-            none(a, "immediate")?;
-            p.timing = Timing::Immediate;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "timing",
-        form: "batched",
-        capability: "timing.batched",
-        parse: |a, p| {
-            p.timing = Timing::Batched(one(a, "batched")?);
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "timing",
-        form: "interleaved",
-        capability: "timing.interleaved",
-        parse: |a, p| {
-            p.timing = Timing::Interleaved(one(a, "interleaved")?);
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "timing",
-        form: "rate_limit",
-        capability: "timing.rate_limit",
-        parse: |a, p| {
-            p.timing = Timing::RateLimit(one(a, "rate_limit")?);
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "task_window",
-        form: "task_window",
-        capability: "task_window",
-        parse: |a, p| {
-            p.task_window = one(a, "task_window")?;
-            Ok(())
-        },
-    },
-    PolicyInfo {
-        directive: "streams",
-        form: "streams",
-        capability: "streams",
-        parse: |a, p| {
-            p.streams = Some(Streams(one(a, "streams")?));
-            Ok(())
-        },
-    },
+    ),
+    row(Form::Policy(Policy::Hash), |a, p| {
+        none(a, "hash")?;
+        p.dispatch = Dispatch::Hash;
+        Ok(())
+    }),
+    row(Form::Policy(Policy::WorkSteal), |a, p| {
+        none(a, "work_steal")?;
+        p.dispatch = Dispatch::WorkSteal;
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Fifo), |a, p| {
+        none(a, "fifo")?;
+        p.ready = ReadyOrder::Fifo;
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Lifo), |a, p| {
+        none(a, "lifo")?;
+        p.ready = ReadyOrder::Lifo;
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Priority), |a, p| {
+        none(a, "priority")?;
+        p.ready = ReadyOrder::Priority;
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Immediate), |a, p| {
+        none(a, "immediate")?;
+        p.timing = Timing::Immediate;
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Batched), |a, p| {
+        p.timing = Timing::Batched(one(a, "batched")?);
+        Ok(())
+    }),
+    row(Form::Policy(Policy::Interleaved), |a, p| {
+        p.timing = Timing::Interleaved(one(a, "interleaved")?);
+        Ok(())
+    }),
+    row(Form::Policy(Policy::RateLimit), |a, p| {
+        p.timing = Timing::RateLimit(one(a, "rate_limit")?);
+        Ok(())
+    }),
+    row(Form::Directive(Directive::TaskWindow), |a, p| {
+        p.task_window = one(a, "task_window")?;
+        Ok(())
+    }),
+    row(Form::Directive(Directive::Streams), |a, p| {
+        p.streams = Some(Streams(one(a, "streams")?));
+        Ok(())
+    }),
 ];
 
 impl Policies {
@@ -285,10 +238,16 @@ mod tests {
             let cap = capabilities::capability(info.capability)
                 .unwrap_or_else(|| panic!("no capability row `{}`", info.capability));
             assert_eq!(
-                capabilities::schedule_key(info.directive, Some(info.form))
-                    .or_else(|| capabilities::schedule_key(info.directive, None)),
+                wsp_vocab::schedule::capability_key(info.directive, Some(info.form)),
                 Some(cap.key)
             );
+        }
+        // Every policy of the language, and every directive that takes a count, has a row.
+        for p in Policy::ALL {
+            assert!(REGISTRY.iter().any(|i| i.form == p.name()), "{p:?}");
+        }
+        for d in [Directive::TaskWindow, Directive::Streams] {
+            assert!(REGISTRY.iter().any(|i| i.form == d.name()), "{d:?}");
         }
         assert_eq!(Policies::support("round_robin", "gpu"), None);
     }

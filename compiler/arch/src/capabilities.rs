@@ -409,23 +409,11 @@ pub fn support(backend: Backend, key: &str) -> Option<Entry> {
     capability(key).map(|c| c.on(backend))
 }
 
-/// The key of a schedule directive form: `("dispatch", Some("hash"))` → `dispatch.hash`,
-/// `("task_window", None)` → `task_window`. `None` when the form is not in the matrix.
-pub fn schedule_key(directive: &str, form: Option<&str>) -> Option<&'static str> {
-    MATRIX
-        .iter()
-        .filter(|c| c.area == Area::Schedule)
-        .map(|c| c.key)
-        .find(|k| match (k.split_once('.'), form) {
-            (Some((dir, f)), Some(form)) => dir == directive && f == form,
-            (None, _) => *k == directive,
-            _ => false,
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wsp_vocab::ops::Family;
+    use wsp_vocab::schedule::{Directive, Policy};
 
     #[test]
     fn every_loss_has_a_reason_and_enforced_has_none() {
@@ -449,26 +437,18 @@ mod tests {
         let n = keys.len();
         keys.dedup();
         assert_eq!(n, keys.len(), "duplicate keys");
-        for (dir, forms) in [
-            (
-                "dispatch",
-                &["round_robin", "affinity", "hash", "work_steal", "by"][..],
-            ),
-            ("ready", &["fifo", "lifo", "priority"][..]),
-            (
-                "timing",
-                &["immediate", "batched", "interleaved", "rate_limit"][..],
-            ),
-        ] {
-            for f in forms {
-                assert!(schedule_key(dir, Some(f)).is_some(), "{dir}.{f}");
+        // Every directive, policy and kernel operation family of the language has a row.
+        for p in Policy::ALL {
+            assert!(capability(p.capability_key()).is_some(), "{p:?}");
+        }
+        for d in Directive::ALL {
+            if let Some(k) = d.capability_key() {
+                assert!(capability(k).is_some(), "{d:?}");
             }
         }
-        for dir in ["task_window", "streams", "stream_by", "target"] {
-            assert_eq!(schedule_key(dir, None), Some(dir));
+        for f in Family::ALL {
+            assert!(capability(f.capability_key()).is_some(), "{f:?}");
         }
-        assert_eq!(schedule_key("dispatch", Some("teleport")), None);
-        assert_eq!(schedule_key("dispatch", None), None);
     }
 
     #[test]

@@ -648,6 +648,17 @@ fn what_cannot_be_lowered_is_a_diagnostic_naming_it_with_the_kernel_span() {
         d.message
     );
 
+    // Tile coordinates are 16-bit.
+    let k = k2(
+        "wide".into(),
+        tt(DType::U8, 1, 70000),
+        tt(DType::U8, 1, 70000),
+        tt(DType::U8, 1, 70000),
+        |b, x, y| b.binary(BinaryOp::Add, x, y).expect("add"),
+    );
+    let d = emit_kernel(&k, Arch::Ascend910b).expect_err("too wide");
+    assert!(d.message.contains("65535"), "{}", d.message);
+
     // A kernel with only extern implementations has nothing to lower.
     let mut k = k2(
         "ext".into(),

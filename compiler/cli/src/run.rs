@@ -17,6 +17,7 @@ use wsp_ir::exec::Place;
 use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
 use wsp_syntax::Span;
+use wsp_vocab::codes;
 
 /// Arguments of `wsp run`.
 #[derive(clap::Args)]
@@ -263,7 +264,7 @@ pub fn main(a: Args) -> ExitCode {
                     serde_json::json!({"arch": opts.arch.name, "error": err})
                 );
             }
-            if e.code() == "E0815" {
+            if e.code() == codes::E0815 {
                 eprintln!(
                     "  help: a pipeline whose processes never finish runs until a limit stops \
                      it: check that it ends (`wsp check` says W0505 when it cannot decide); \
@@ -276,7 +277,9 @@ pub fn main(a: Args) -> ExitCode {
                 }
             }
             return match e {
-                SimError::Exec { code: "E0815", .. } => ExitCode::from(4),
+                SimError::Exec {
+                    code: codes::E0815, ..
+                } => ExitCode::from(4),
                 SimError::Setup { .. } => ExitCode::from(2),
                 SimError::Exec { .. } | SimError::Kernel { .. } => ExitCode::from(1),
                 SimError::Deadlock(..) => ExitCode::from(3),
@@ -672,7 +675,7 @@ fn deadlock_static_help(
     let help: Vec<String> = ws
         .pipeline_tokens_bound(root, &bound, &names)
         .into_iter()
-        .filter(|d| d.code == "W0504")
+        .filter(|d| d.code == codes::W0504)
         .filter_map(|d| d.help)
         .collect();
     let text = if bound.is_empty() {

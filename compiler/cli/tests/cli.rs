@@ -208,7 +208,7 @@ fn emit_ir_prints_the_program_ir() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("\"version\": 1") && out.contains("matmul_tile"),
+        out.contains("\"version\": 2") && out.contains("matmul_tile"),
         "{out}"
     );
     let o = wsp(

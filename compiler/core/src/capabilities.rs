@@ -23,6 +23,7 @@ use wsp_syntax::ast::{
 use wsp_syntax::Span;
 
 use crate::db::{item_ast, Db, ItemId};
+use wsp_vocab::codes;
 
 /// The backend a program is checked for, and whether losses are errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,13 +55,18 @@ pub fn uses(kind: &ItemKind) -> Vec<(&'static str, Span)> {
         ItemKind::Schedule(s) => {
             for d in &s.directives {
                 let name = d.name.name.as_str();
-                let (key, span) = if matches!(name, "dispatch" | "timing" | "ready") {
+                let takes_policy = wsp_vocab::schedule::Directive::from_name(name)
+                    .is_some_and(|d| d.arg() == wsp_vocab::schedule::DirectiveArg::Policy);
+                let (key, span) = if takes_policy {
                     let Some(policy) = d.args.first().and_then(|a| policy_name(&a.value)) else {
                         continue;
                     };
-                    (caps::schedule_key(name, Some(&policy.name)), policy.span)
+                    (
+                        wsp_vocab::schedule::capability_key(name, Some(&policy.name)),
+                        policy.span,
+                    )
                 } else {
-                    (caps::schedule_key(name, None), d.name.span)
+                    (wsp_vocab::schedule::capability_key(name, None), d.name.span)
                 };
                 // Unknown directives and policies are the checker's errors (E0602, E0604).
                 if let Some(key) = key {
@@ -113,23 +119,9 @@ fn policy_name(e: &Expr) -> Option<&ast::Ident> {
     }
 }
 
-/// The operation family of a kernel function name.
+/// The capability-matrix key of a kernel function's operation family.
 fn family(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "max" | "min" | "pow" | "exp" | "log" | "sqrt" | "rsqrt" | "recip" | "tanh" | "sigmoid"
-        | "sin" | "cos" | "relu" | "gelu" | "silu" | "abs" | "neg" => "kernel.elementwise",
-        "rowsum" | "rowmax" | "rowmin" | "rowmean" | "colsum" | "colmax" | "colmin" => {
-            "kernel.reduction"
-        }
-        "matmul" => "kernel.matmul",
-        "transpose" => "kernel.transpose",
-        "cast" => "kernel.cast",
-        "rowtopk" => "kernel.rowtopk",
-        "full" | "iota" => "kernel.iota_full",
-        "select" => "kernel.select_compare",
-        "talloc" | "tpush" | "tpop" | "tfree" => "kernel.pipe",
-        _ => return None,
-    })
+    wsp_vocab::ops::KernelFn::from_name(name).map(|f| f.family().capability_key())
 }
 
 fn kernel_block(b: &Block, out: &mut BTreeMap<&'static str, Span>) {
@@ -305,7 +297,7 @@ fn diagnose(file: &FileName, target: Target, key: &str, span: Span) -> Option<Di
     let d = match entry.support {
         Support::Enforced => return None,
         Support::Unsupported => Diagnostic::new(
-            "E0712",
+            codes::E0712,
             format!("{what} is not supported on the `{backend}` backend"),
             Label::new(file.clone(), span, format!("unsupported on {backend}")),
         )
@@ -316,7 +308,7 @@ fn diagnose(file: &FileName, target: Target, key: &str, span: Span) -> Option<Di
         s @ (Support::Recorded | Support::Diagnosed) => {
             let (code, message, help) = if target.strict {
                 (
-                    "E0711",
+                    codes::E0711,
                     format!("{what} is only {s} on the `{backend}` backend (`--strict`)"),
                     format!(
                         "remove it, or check without `--strict` to accept the loss ({elsewhere})"
@@ -324,7 +316,7 @@ fn diagnose(file: &FileName, target: Target, key: &str, span: Span) -> Option<Di
                 )
             } else {
                 (
-                    "W0710",
+                    codes::W0710,
                     format!("{what} is only {s} on the `{backend}` backend"),
                     format!("remove it to silence this, or keep it for the backends that enforce it ({elsewhere}); `--strict` makes this an error"),
                 )

@@ -13,170 +13,14 @@ use wsp_syntax::Span;
 use crate::db::{item_ast, parse_file, Db, File, ItemId, Symbol};
 use crate::resolve::{imports_of, scope, ImportTarget, Scoped};
 
-pub const DTYPES: &[&str] = &[
-    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
-];
-
-/// Tile operations and functions usable in kernel bodies.
-pub const KERNEL_FUNCTIONS: &[&str] = &[
-    "max",
-    "min",
-    "pow",
-    "select",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "recip",
-    "tanh",
-    "sigmoid",
-    "sin",
-    "cos",
-    "relu",
-    "gelu",
-    "silu",
-    "abs",
-    "neg",
-    "rowsum",
-    "rowmax",
-    "rowmin",
-    "rowmean",
-    "colsum",
-    "colmax",
-    "colmin",
-    "matmul",
-    "transpose",
-    "cast",
-    "full",
-    "iota",
-    "rowtopk",
-    "talloc",
-    "tpush",
-    "tpop",
-    "tfree",
-];
-
-/// How each of [`KERNEL_FUNCTIONS`] is called (completion, signature help).
-pub fn kernel_function_signature(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "max" => "max(a, b)",
-        "min" => "min(a, b)",
-        "pow" => "pow(a, b)",
-        "select" => "select(mask, a, b)",
-        "exp" => "exp(x)",
-        "log" => "log(x)",
-        "sqrt" => "sqrt(x)",
-        "rsqrt" => "rsqrt(x)",
-        "recip" => "recip(x)",
-        "tanh" => "tanh(x)",
-        "sigmoid" => "sigmoid(x)",
-        "sin" => "sin(x)",
-        "cos" => "cos(x)",
-        "relu" => "relu(x)",
-        "gelu" => "gelu(x)",
-        "silu" => "silu(x)",
-        "abs" => "abs(x)",
-        "neg" => "neg(x)",
-        "rowsum" => "rowsum(x) -> [R, 1]",
-        "rowmax" => "rowmax(x) -> [R, 1]",
-        "rowmin" => "rowmin(x) -> [R, 1]",
-        "rowmean" => "rowmean(x) -> [R, 1]",
-        "colsum" => "colsum(x) -> [1, C]",
-        "colmax" => "colmax(x) -> [1, C]",
-        "colmin" => "colmin(x) -> [1, C]",
-        "matmul" => "matmul(a: [M, K], b: [K, N], acc: c?) -> [M, N]",
-        "transpose" => "transpose(x: [R, C]) -> [C, R]",
-        "cast" => "cast(x, dtype)",
-        "full" => "full([R, C], value)",
-        "iota" => "iota([R, C])",
-        "rowtopk" => "rowtopk(x, k) -> (values, indices)",
-        "talloc" => "talloc(pipe) -> slot",
-        "tpush" => "tpush(pipe, slot)",
-        "tpop" => "tpop(pipe) -> tile",
-        "tfree" => "tfree(pipe, tile)",
-        _ => return None,
-    })
-}
-
-/// How each of [`AXIS_CTORS`] is written (completion).
-pub fn axis_ctor_signature(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "Dense" => "Dense[n]: a constant size",
-        "DenseDyn" => "DenseDyn(size): a runtime size (a param)",
-        "Ragged" => "Ragged(outer, lens): per outer index, lens[i] rows",
-        "Sparse" => "Sparse(outer, indptr, indices): CSR rows of selected columns",
-        _ => return None,
-    })
-}
-
-/// The policies each policy-taking schedule directive accepts, with how each is written.
-pub fn directive_policies(directive: &str) -> &'static [(&'static str, &'static str)] {
-    match directive {
-        "dispatch" => &[
-            ("round_robin", "round_robin(n)"),
-            ("affinity", "affinity(axis)"),
-            ("hash", "hash(expr)"),
-            ("work_steal", "work_steal"),
-            ("by", "by(expr)"),
-        ],
-        "timing" => &[
-            ("immediate", "immediate"),
-            ("batched", "batched(n)"),
-            ("interleaved", "interleaved(n)"),
-            ("rate_limit", "rate_limit(n)"),
-        ],
-        "ready" => &[
-            ("fifo", "fifo"),
-            ("lifo", "lifo"),
-            ("priority", "priority(expr)"),
-        ],
-        _ => &[],
-    }
-}
-
-/// Initialisers of global tensors.
-pub const INITIALISERS: &[&str] = &["load", "random", "zeros", "ones", "full"];
-
-pub const AXIS_CTORS: &[&str] = &["Dense", "DenseDyn", "Ragged", "Sparse"];
-
-/// Names usable in workload and process bodies besides user items.
-pub const WORKLOAD_BUILTINS: &[&str] = &["P", "combine", "sequential", "connect", "replicate"];
-
-pub const EXPECT_BUILTINS: &[&str] = &[
-    "close",
-    "total_cycles",
-    "tasks",
-    "load",
-    "random",
-    "zeros",
-    "ones",
-    "full",
-];
-
-pub const SCHEDULE_DIRECTIVES: &[&str] = &[
-    "dispatch",
-    "streams",
-    "stream_by",
-    "timing",
-    "task_window",
-    "ready",
-    "target",
-];
-
-pub const SCHEDULE_POLICIES: &[&str] = &[
-    "round_robin",
-    "affinity",
-    "hash",
-    "work_steal",
-    "by",
-    "immediate",
-    "batched",
-    "interleaved",
-    "rate_limit",
-    "fifo",
-    "lifo",
-    "priority",
-];
+use wsp_vocab::codes;
+use wsp_vocab::ops::KERNEL_FN_NAMES;
+use wsp_vocab::schedule::{
+    Directive as DirectiveKind, DirectiveArg, Policy, PolicyArg, DIRECTIVE_NAMES, POLICY_NAMES,
+};
+pub use wsp_vocab::words::{
+    axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
+};
 
 /// Architecture models a schedule may target.
 pub const TARGETS: &[&str] = &["ascend910b", "ascend950", "aie_ml", "pto_wsp_v9", "cpu_sim"];
@@ -235,7 +79,7 @@ struct Checker<'a> {
     header_end: u32,
 }
 
-const KERNEL_CTX: &[&[&str]] = &[KERNEL_FUNCTIONS, DTYPES];
+const KERNEL_CTX: &[&[&str]] = &[&KERNEL_FN_NAMES, DTYPES];
 const WORKLOAD_CTX: &[&[&str]] = &[WORKLOAD_BUILTINS];
 const GLOBAL_CTX: &[&[&str]] = &[INITIALISERS, DTYPES];
 const EXPECT_CTX: &[&[&str]] = &[EXPECT_BUILTINS];
@@ -295,7 +139,7 @@ impl<'a> Checker<'a> {
         let cands = self.candidates();
         let sugg = suggest(&id.name, cands.iter().copied()).map(str::to_string);
         let mut d = Diagnostic::new(
-            "E0101",
+            codes::E0101,
             format!("cannot find `{}` in this scope", id.name),
             self.label(id.span, "not found"),
         );
@@ -359,7 +203,7 @@ impl<'a> Checker<'a> {
         if !DTYPES.contains(&ty.dtype.name.as_str()) {
             let sugg = suggest(&ty.dtype.name, DTYPES.iter().copied());
             let mut d = Diagnostic::new(
-                "E0201",
+                codes::E0201,
                 format!("unknown dtype `{}`", ty.dtype.name),
                 self.label(ty.dtype.span, "not a dtype"),
             )
@@ -422,7 +266,7 @@ impl<'a> Checker<'a> {
             )
         };
         self.diags.push(
-            Diagnostic::new("E0213", msg, self.label(e.span, label)).with_help(
+            Diagnostic::new(codes::E0213, msg, self.label(e.span, label)).with_help(
                 "integer constants are 64-bit signed integers folded when the program is checked; \
                  change the expression so it has a value",
             ),
@@ -435,7 +279,7 @@ impl<'a> Checker<'a> {
         if crate::races::index_overflows(e, self.consts) {
             self.diags.push(
                 Diagnostic::new(
-                    "E0213",
+                    codes::E0213,
                     "integer overflow in an index expression",
                     self.label(e.span, "a coefficient outside the 64-bit integer range"),
                 )
@@ -457,7 +301,7 @@ impl<'a> Checker<'a> {
                         if !matches!(field.name.as_str(), "seq" | "sel") {
                             self.diags.push(
                                 Diagnostic::new(
-                                    "E0404",
+                                    codes::E0404,
                                     format!("`P` has no form `P.{}`", field.name),
                                     self.label(field.span, "unknown loop form"),
                                 )
@@ -534,7 +378,7 @@ impl<'a> Checker<'a> {
         let ExprKind::Name(kid) = &callee.kind else {
             self.diags.push(
                 Diagnostic::new(
-                    "E0105",
+                    codes::E0105,
                     "only a kernel can be called with task coordinates",
                     self.label(callee.span, "not a kernel name"),
                 )
@@ -546,7 +390,7 @@ impl<'a> Checker<'a> {
             Some(Symbol::Kernel(p)) => p.clone(),
             Some(other) => {
                 self.wrong_kind(
-                    "E0105",
+                    codes::E0105,
                     &kid.name,
                     other,
                     "a kernel",
@@ -568,7 +412,7 @@ impl<'a> Checker<'a> {
                     if !params.iter().any(|p| p.name == n.name) {
                         let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
                         let mut d = Diagnostic::new(
-                            "E0106",
+                            codes::E0106,
                             format!("kernel `{}` has no parameter `{}`", kid.name, n.name),
                             self.label(n.span, "unknown parameter"),
                         )
@@ -597,7 +441,7 @@ impl<'a> Checker<'a> {
                     None => {
                         self.diags.push(
                             Diagnostic::new(
-                                "E0106",
+                                codes::E0106,
                                 format!(
                                     "kernel `{}` takes {} parameters but argument {} was given",
                                     kid.name,
@@ -626,7 +470,7 @@ impl<'a> Checker<'a> {
             if let Some(first) = given.insert(pname.clone(), a.span) {
                 self.diags.push(
                     Diagnostic::new(
-                        "E0108",
+                        codes::E0108,
                         format!("parameter `{pname}` is given twice"),
                         self.label(a.span, "given again here"),
                     )
@@ -648,7 +492,7 @@ impl<'a> Checker<'a> {
                 .join(", ");
             self.diags.push(
                 Diagnostic::new(
-                    "E0107",
+                    codes::E0107,
                     format!("task `{}` is missing {list}", kid.name),
                     self.label(call.span, format!("missing {list}")),
                 )
@@ -751,7 +595,7 @@ impl<'a> Checker<'a> {
         for (i, n) in names.iter().enumerate() {
             if let Some(first) = names[..i].iter().find(|m| m.name == n.name) {
                 let d = Diagnostic::new(
-                    "E0102",
+                    codes::E0102,
                     format!("`{}` is bound twice in one {what}", n.name),
                     self.label(n.span, "bound again here"),
                 )
@@ -777,7 +621,7 @@ impl<'a> Checker<'a> {
         let Some(id) = root else {
             self.diags.push(
                 Diagnostic::new(
-                    "E0304",
+                    codes::E0304,
                     "this cannot be assigned to",
                     self.label(target.span, "not a tile, `var` or sub-range"),
                 )
@@ -788,7 +632,7 @@ impl<'a> Checker<'a> {
         match self.local(&id.name) {
             Some(Local::Tile(Direction::In)) => self.diags.push(
                 Diagnostic::new(
-                    "E0301",
+                    codes::E0301,
                     format!("cannot write to `{}`, an `in` tile", id.name),
                     self.label(id.span, "written here"),
                 )
@@ -832,7 +676,7 @@ impl<'a> Checker<'a> {
         if form != "P.sel" && vars.len() != args.len() {
             self.diags.push(
                 Diagnostic::new(
-                    "E0405",
+                    codes::E0405,
                     format!(
                         "{} loop variable(s) for {} axis/axes",
                         vars.len(),
@@ -851,7 +695,7 @@ impl<'a> Checker<'a> {
                             if form == "P.sel" {
                                 self.diags.push(
                                     Diagnostic::new(
-                                        "E0402",
+                                        codes::E0402,
                                         format!(
                                         "`P.sel` iterates over one row of a Sparse axis, but `{}` \
                                          is used without a row",
@@ -865,7 +709,7 @@ impl<'a> Checker<'a> {
                                 // A nested axis iterated as a whole needs its row.
                                 self.diags.push(
                                 Diagnostic::new(
-                                    "E0406",
+                                    codes::E0406,
                                     format!(
                                         "`{}` is a {kind} axis: iterate one row of it, \
                                          `{}[row]`",
@@ -883,7 +727,7 @@ impl<'a> Checker<'a> {
                         }
                         Some(other) => {
                             self.wrong_kind(
-                                "E0401",
+                                codes::E0401,
                                 &id.name,
                                 other,
                                 "an axis",
@@ -907,7 +751,7 @@ impl<'a> Checker<'a> {
                                 if form == "P.sel" && kind != "Sparse" {
                                     self.diags.push(
                                         Diagnostic::new(
-                                            "E0402",
+                                            codes::E0402,
                                             format!(
                                                 "`P.sel` needs a row of a Sparse axis, but `{}` is \
                                                  {kind}",
@@ -923,7 +767,7 @@ impl<'a> Checker<'a> {
                                 } else if form != "P.sel" && kind == "Sparse" {
                                     self.diags.push(
                                         Diagnostic::new(
-                                            "E0402",
+                                            codes::E0402,
                                             format!(
                                                 "`{}` is a Sparse axis: iterate its row with \
                                                  `P.sel`",
@@ -937,7 +781,7 @@ impl<'a> Checker<'a> {
                             }
                             Some(other) => {
                                 self.wrong_kind(
-                                    "E0401",
+                                    codes::E0401,
                                     &id.name,
                                     other,
                                     "an axis",
@@ -955,7 +799,7 @@ impl<'a> Checker<'a> {
                 _ => {
                     self.diags.push(
                         Diagnostic::new(
-                            "E0401",
+                            codes::E0401,
                             format!("`{form}` takes axes"),
                             self.label(a.value.span, "expected an axis"),
                         )
@@ -971,7 +815,7 @@ impl<'a> Checker<'a> {
             Some(Symbol::Channel) => {}
             Some(other) => {
                 self.wrong_kind(
-                    "E0503",
+                    codes::E0503,
                     &ch.name,
                     other,
                     "a channel",
@@ -989,7 +833,7 @@ impl<'a> Checker<'a> {
         if !self.in_process {
             self.diags.push(
                 Diagnostic::new(
-                    "E0504",
+                    codes::E0504,
                     format!(
                         "`{}` outside a process",
                         if send { "send" } else { "consume" }
@@ -1001,9 +845,9 @@ impl<'a> Checker<'a> {
             return;
         }
         let (declared, code, clause) = if send {
-            (&self.produces, "E0501", "produces")
+            (&self.produces, codes::E0501, "produces")
         } else {
-            (&self.consumes, "E0502", "consumes")
+            (&self.consumes, codes::E0502, "consumes")
         };
         if !declared.contains(&ch.name) {
             let verb = if send { "sends on" } else { "consumes" };
@@ -1111,7 +955,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                 let path = via.join(" → ");
                 c.diags.push(
                     Diagnostic::new(
-                        "E0213",
+                        codes::E0213,
                         format!(
                             "constant `{}` has no value: it depends on itself",
                             d.name.name
@@ -1137,7 +981,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
             if d.ty.dims.is_none() {
                 c.diags.push(
                     Diagnostic::new(
-                        "E0202",
+                        codes::E0202,
                         format!("tensor `{}` needs a shape", d.name.name),
                         c.label(d.ty.span, "scalar type"),
                     )
@@ -1148,7 +992,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                 if d.kind == TensorKind::Output {
                     c.diags.push(
                         Diagnostic::new(
-                            "E0203",
+                            codes::E0203,
                             format!("output `{}` cannot have an initialiser", d.name.name),
                             c.label(init.span, "initialiser"),
                         )
@@ -1188,7 +1032,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                 if t.name != "Channel" {
                     c.diags.push(
                         Diagnostic::new(
-                            "E0505",
+                            codes::E0505,
                             format!("expected `Channel`, found `{}`", t.name),
                             c.label(t.span, "not a channel type"),
                         )
@@ -1201,7 +1045,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                     Some(arg @ ("depth" | "latency")) => channel_arg(&mut c, arg, &a.value),
                     _ => c.diags.push(
                         Diagnostic::new(
-                            "E0505",
+                            codes::E0505,
                             "a channel takes `depth:` and `latency:`",
                             c.label(a.span, "unknown channel argument"),
                         )
@@ -1227,7 +1071,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                         Some(Symbol::Channel) => {}
                         Some(other) => {
                             c.wrong_kind(
-                                "E0503",
+                                codes::E0503,
                                 &ch.name,
                                 other,
                                 "a channel",
@@ -1333,7 +1177,7 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
         _ => {
             let sugg = suggest(&ctor.name, AXIS_CTORS.iter().copied());
             let mut diag = Diagnostic::new(
-                "E0403",
+                codes::E0403,
                 format!("unknown axis kind `{}`", ctor.name),
                 c.label(ctor.span, "not an axis kind"),
             )
@@ -1348,7 +1192,7 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
     if args.len() != want {
         c.diags.push(
             Diagnostic::new(
-                "E0403",
+                codes::E0403,
                 format!(
                     "`{}` takes {want} argument(s), found {}",
                     ctor.name,
@@ -1375,7 +1219,7 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
             if let Some(sym) = c.scope.get(&outer.name).map(|s| &s.symbol) {
                 if !matches!(sym, Symbol::Axis(_)) {
                     c.wrong_kind(
-                        "E0401",
+                        codes::E0401,
                         &outer.name,
                         sym,
                         "an axis",
@@ -1403,8 +1247,9 @@ fn axis_args(
 ) {
     use crate::types::D;
     let err = |c: &mut Checker, span: Span, msg: String, label: &str, help: String| {
-        c.diags
-            .push(Diagnostic::new("E0412", msg, c.label(span, label.to_string())).with_help(help));
+        c.diags.push(
+            Diagnostic::new(codes::E0412, msg, c.label(span, label.to_string())).with_help(help),
+        );
     };
     match ctor.name.as_str() {
         "Dense" => {
@@ -1548,7 +1393,7 @@ fn axis_args(
 fn bad_axis(c: &mut Checker, e: &Expr) {
     c.diags.push(
         Diagnostic::new(
-            "E0403",
+            codes::E0403,
             "expected an axis kind",
             c.label(e.span, "not an axis kind"),
         )
@@ -1583,7 +1428,7 @@ fn kernel(c: &mut Checker, k: &Kernel) {
         if matches!(p.dir, Some((Direction::Out, _))) && !written.contains(p.name.name.as_str()) {
             c.diags.push(
                 Diagnostic::new(
-                    "E0302",
+                    codes::E0302,
                     format!("`out` tile `{}` is never written", p.name.name),
                     c.label(p.name.span, "never written"),
                 )
@@ -1641,7 +1486,7 @@ fn composition(c: &mut Checker, e: &Expr) {
     else {
         c.diags.push(
             Diagnostic::new(
-                "E0407",
+                codes::E0407,
                 "a workload is a block or `combine(..)`, `sequential(..)` or `connect(..)`",
                 c.label(e.span, "not a workload composition"),
             )
@@ -1659,7 +1504,7 @@ fn composition(c: &mut Checker, e: &Expr) {
         _ => {
             c.diags.push(
                 Diagnostic::new(
-                    "E0407",
+                    codes::E0407,
                     "a workload is a block or `combine(..)`, `sequential(..)` or `connect(..)`",
                     c.label(callee.span, "not a workload composition"),
                 )
@@ -1684,7 +1529,7 @@ fn composition(c: &mut Checker, e: &Expr) {
                 if rargs.len() != 2 {
                     c.diags.push(
                         Diagnostic::new(
-                            "E0407",
+                            codes::E0407,
                             "`replicate` takes a process and a count",
                             c.label(v.span, "write `replicate(worker, 4)`"),
                         )
@@ -1706,7 +1551,7 @@ fn composition(c: &mut Checker, e: &Expr) {
                 // A literal or arithmetic: not an item at all.
                 c.diags.push(
                     Diagnostic::new(
-                        "E0407",
+                        codes::E0407,
                         format!("`{form}` takes {plural}, but this is not the name of one"),
                         c.label(v.span, format!("expected {expected}")),
                     )
@@ -1723,7 +1568,7 @@ fn composition(c: &mut Checker, e: &Expr) {
                 let what = other.describe();
                 c.diags.push(
                     Diagnostic::new(
-                        "E0407",
+                        codes::E0407,
                         format!("`{form}` takes {plural}, but `{}` is {what}", id.name),
                         c.label(id.span, format!("expected {expected}")),
                     )
@@ -1740,7 +1585,7 @@ fn composition(c: &mut Checker, e: &Expr) {
     if want_process && instances > MAX_PROCESSES {
         c.diags.push(
             Diagnostic::new(
-                "E0407",
+                codes::E0407,
                 format!("`connect` of {instances} process instances"),
                 c.label(e.span, format!("at most {MAX_PROCESSES}")),
             )
@@ -1777,7 +1622,7 @@ fn replicate_count(c: &mut Checker, n: &Expr) -> i64 {
         ),
     };
     c.diags.push(
-        Diagnostic::new("E0407", msg, c.label(n.span, label)).with_help(format!(
+        Diagnostic::new(codes::E0407, msg, c.label(n.span, label)).with_help(format!(
             "write `replicate(worker, 4)`: a count from 1 to {MAX_PROCESSES}"
         )),
     );
@@ -1806,7 +1651,7 @@ fn schedule(c: &mut Checker, s: &Schedule) {
         Some(Symbol::Workload) => {}
         Some(other) => {
             c.wrong_kind(
-                "E0602",
+                codes::E0602,
                 &s.workload.name,
                 other,
                 "a workload",
@@ -1817,25 +1662,25 @@ fn schedule(c: &mut Checker, s: &Schedule) {
         }
         None => c.unresolved(&s.workload),
     }
-    c.builtins = &[SCHEDULE_POLICIES, TARGETS];
+    c.builtins = &[&POLICY_NAMES, TARGETS];
     let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
     for d in &s.directives {
         let name = d.name.name.as_str();
-        if !SCHEDULE_DIRECTIVES.contains(&name) {
+        let Some(kind) = DirectiveKind::from_name(name) else {
             let mut diag = Diagnostic::new(
-                "E0601",
+                codes::E0601,
                 format!("unknown schedule directive `.{name}`"),
                 c.label(d.name.span, "unknown directive"),
             )
             .with_note(format!(
                 "the directives are {}",
-                SCHEDULE_DIRECTIVES
+                DIRECTIVE_NAMES
                     .iter()
                     .map(|d| format!("`.{d}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            if let Some(sg) = suggest(name, SCHEDULE_DIRECTIVES.iter().copied()) {
+            if let Some(sg) = suggest(name, DIRECTIVE_NAMES.iter().copied()) {
                 diag = diag
                     .with_help(format!("did you mean `.{sg}`?"))
                     .with_fix(Fix {
@@ -1849,11 +1694,11 @@ fn schedule(c: &mut Checker, s: &Schedule) {
             }
             c.diags.push(diag);
             continue;
-        }
+        };
         if let Some(first) = seen.insert(name, d.span) {
             c.diags.push(
                 Diagnostic::new(
-                    "W0601",
+                    codes::W0601,
                     format!("`.{name}` is given twice; the last one applies"),
                     c.label(d.span, "repeated here"),
                 )
@@ -1864,7 +1709,7 @@ fn schedule(c: &mut Checker, s: &Schedule) {
         if d.args.len() != 1 {
             c.diags.push(
                 Diagnostic::new(
-                    "E0603",
+                    codes::E0603,
                     format!("`.{name}` takes one argument, found {}", d.args.len()),
                     c.label(d.span, "wrong number of arguments"),
                 )
@@ -1883,12 +1728,10 @@ fn schedule(c: &mut Checker, s: &Schedule) {
             },
             _ => None,
         };
-        let allowed: &[&str] = match name {
-            "dispatch" => &["round_robin", "affinity", "hash", "work_steal", "by"],
-            "timing" => &["immediate", "batched", "interleaved", "rate_limit"],
-            "ready" => &["fifo", "lifo", "priority"],
-            "target" => TARGETS,
-            _ => &[],
+        let allowed: Vec<&str> = match kind.arg() {
+            DirectiveArg::Policy => kind.policies().map(Policy::name).collect(),
+            DirectiveArg::Arch => TARGETS.to_vec(),
+            DirectiveArg::Count | DirectiveArg::Key => Vec::new(),
         };
         if !allowed.is_empty() {
             match policy {
@@ -1896,7 +1739,7 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                 _ => {
                     let span = policy.map(|p| p.span).unwrap_or(arg.span);
                     let mut diag = Diagnostic::new(
-                        "E0604",
+                        codes::E0604,
                         format!("`.{name}` does not accept this policy"),
                         c.label(span, "unknown policy"),
                     )
@@ -1909,26 +1752,26 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                     c.diags.push(diag);
                 }
             }
-        } else if matches!(name, "task_window" | "streams")
+        } else if kind.arg() == DirectiveArg::Count
             && crate::types::eval_int(arg, c.consts).is_none()
             && !matches!(arg.kind, ExprKind::Error)
         {
             c.diags.push(
                 Diagnostic::new(
-                    "E0606",
+                    codes::E0606,
                     format!("`.{name}` takes an integer constant"),
                     c.label(arg.span, "not an integer constant"),
                 )
                 .with_help(directive_help(name)),
             );
-        } else if let Some(n) = (name == "task_window")
+        } else if let Some(n) = (kind == DirectiveKind::TaskWindow)
             .then(|| crate::types::eval_int(arg, c.consts))
             .flatten()
             .filter(|n| *n > MAX_TASK_WINDOW)
         {
             c.diags.push(
                 Diagnostic::new(
-                    "E0607",
+                    codes::E0607,
                     format!("`.task_window({n})` is larger than the runtime's ring"),
                     c.label(arg.span, format!("at most {MAX_TASK_WINDOW}")),
                 )
@@ -1936,14 +1779,14 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                     "the runtime allocates the window's ring of task slots before the run, so a window holds at most {MAX_TASK_WINDOW} tasks in flight; use a smaller window"
                 )),
             );
-        } else if let Some(n) = (name == "streams")
+        } else if let Some(n) = (kind == DirectiveKind::Streams)
             .then(|| crate::types::eval_int(arg, c.consts))
             .flatten()
             .filter(|n| *n > MAX_STREAMS)
         {
             c.diags.push(
                 Diagnostic::new(
-                    "E0607",
+                    codes::E0607,
                     format!("`.streams({n})` is more streams than the runtime keeps"),
                     c.label(arg.span, format!("at most {MAX_STREAMS}")),
                 )
@@ -1951,14 +1794,14 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                     "the runtime keeps each stream's last task from the start of the run, so a schedule has at most {MAX_STREAMS} streams; use fewer"
                 )),
             );
-        } else if let Some(n) = matches!(name, "task_window" | "streams")
+        } else if let Some(n) = (kind.arg() == DirectiveArg::Count)
             .then(|| crate::types::eval_int(arg, c.consts))
             .flatten()
             .filter(|n| *n < 1)
         {
             c.diags.push(
                 Diagnostic::new(
-                    "E0605",
+                    codes::E0605,
                     format!("`.{name}({n})` can never run a task"),
                     c.label(arg.span, "must be at least 1"),
                 )
@@ -1984,7 +1827,7 @@ fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
                 Some(other) => {
                     c.diags.push(
                         Diagnostic::new(
-                            "E0606",
+                            codes::E0606,
                             format!(
                                 "a schedule key is built from axes, integer constants and arithmetic; `{}` is {}",
                                 n.name,
@@ -2020,7 +1863,7 @@ fn key_axes(c: &mut Checker, s: &Schedule, iterated: &BTreeSet<String>) {
             }
             c.diags.push(
                 Diagnostic::new(
-                    "E0608",
+                    codes::E0608,
                     format!("the schedule's key uses axis `{}`, which no loop iterates", n.name),
                     c.label(n.span, "no loop of this file's workloads or processes iterates it"),
                 )
@@ -2057,7 +1900,7 @@ fn channel_arg(c: &mut Checker, arg: &str, value: &Expr) {
         ),
     };
     c.diags.push(
-        Diagnostic::new("E0505", msg, c.label(value.span, label))
+        Diagnostic::new(codes::E0505, msg, c.label(value.span, label))
             .with_help("write `Channel[depth: 2]` or `Channel[depth: 2, latency: 10]`"),
     );
 }
@@ -2074,12 +1917,12 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
     let p = policy.name.as_str();
     let fail = |c: &mut Checker, span: Span, msg: String, label: &str| {
         c.diags.push(
-            Diagnostic::new("E0606", msg, c.label(span, label.to_string()))
+            Diagnostic::new(codes::E0606, msg, c.label(span, label.to_string()))
                 .with_help(directive_help(directive)),
         );
     };
-    match p {
-        "round_robin" | "batched" | "interleaved" | "rate_limit" => match args.as_slice() {
+    match Policy::from_name(p).map(Policy::arg) {
+        Some(PolicyArg::Count) => match args.as_slice() {
             [n] => match crate::types::eval_int(n, c.consts) {
                 Some(v) if (1..=u32::MAX as i64).contains(&v) => {}
                 Some(v) if v >= 1 => fail(
@@ -2108,7 +1951,7 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
                 "write e.g. `round_robin(4)`",
             ),
         },
-        "affinity" => match args.as_slice() {
+        Some(PolicyArg::Axis) => match args.as_slice() {
             [Expr {
                 kind: ExprKind::Name(n),
                 span,
@@ -2132,7 +1975,7 @@ fn policy_args(c: &mut Checker, directive: &str, policy: &Ident, arg: &Expr) {
                 "write e.g. `affinity(batch)`",
             ),
         },
-        "hash" | "by" | "priority" => {
+        Some(PolicyArg::Key) => {
             if args.len() != 1 {
                 fail(
                     c,
@@ -2164,18 +2007,10 @@ pub const MAX_STREAMS: i64 = 1 << 16;
 
 /// How a schedule directive is written (for messages and hovers).
 pub fn directive_help(name: &str) -> &'static str {
-    match name {
-        "dispatch" => {
-            "`.dispatch(round_robin(n) | affinity(axis) | hash(expr) | work_steal | by(expr))`"
-        }
-        "streams" => "`.streams(n)` with n ≥ 1",
-        "stream_by" => "`.stream_by(expr)`, e.g. `.stream_by(heads % 4)`",
-        "timing" => "`.timing(immediate | batched(n) | interleaved(n) | rate_limit(n))`",
-        "task_window" => "`.task_window(n)`: at most n tasks in flight, n ≥ 1",
-        "ready" => "`.ready(fifo | lifo | priority(expr))`",
-        "target" => "`.target(ascend910b | ascend950 | aie_ml | pto_wsp_v9 | cpu_sim)`",
-        _ => "see `wsp explain E0601` for the directives",
-    }
+    DirectiveKind::from_name(name).map_or(
+        "see `wsp explain E0601` for the directives",
+        DirectiveKind::usage,
+    )
 }
 
 /// File-level diagnostics (absolute spans): duplicate definitions and imports.
@@ -2191,7 +2026,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             if let Some(prev) = first.get(name.name.as_str()) {
                 diags.push(
                     Diagnostic::new(
-                        "E0102",
+                        codes::E0102,
                         format!("`{}` is defined twice", name.name),
                         Label::new(fname.clone(), span, "defined again here"),
                     )
@@ -2261,7 +2096,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             match imported.get(n.name.as_str()) {
                                 Some((p, prev)) if *p != path.as_str() => diags.push(
                                     Diagnostic::new(
-                                        "E0102",
+                                        codes::E0102,
                                         format!("`{}` is imported from two modules", n.name),
                                         Label::new(fname.clone(), span, "imported again here"),
                                     )
@@ -2293,7 +2128,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                         diags.extend(kernels.memory(db, *m, std, &n.name, at));
                         if !theirs.contains_key(&n.name) {
                             let mut d = Diagnostic::new(
-                                "E0104",
+                                codes::E0104,
                                 format!("module `{modname}` has no item `{}`", n.name),
                                 Label::new(fname.clone(), n.span.shift(off), "not in the module"),
                             );
@@ -2332,7 +2167,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 };
                 diags.push(
                     Diagnostic::new(
-                        "E0103",
+                        codes::E0103,
                         format!("cannot find module `{modname}`"),
                         Label::new(fname.clone(), path_span, format!("no file `{path}`")),
                     )
@@ -2341,7 +2176,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             }
             ImportTarget::Unreadable(e) => diags.push(
                 Diagnostic::new(
-                    "E0103",
+                    codes::E0103,
                     format!("cannot read module `{modname}` ({path}): {e}"),
                     Label::new(fname.clone(), path_span, "could not be read"),
                 )
@@ -2405,7 +2240,7 @@ impl ImportedKernels<'_> {
             .filter(|b| b.peak > b.capacity)
             .map(|b| {
                 Diagnostic::new(
-                    "E0701",
+                    codes::E0701,
                     format!(
                         "imported kernel `{name}` needs {} bytes of {} on {here}, which has {} bytes",
                         crate::memory::thousands(b.peak),
@@ -2446,7 +2281,7 @@ fn unused_import(
         )
     };
     Diagnostic::new(
-        "W0103",
+        codes::W0103,
         format!("`{}` is imported but never used", n.name),
         Label::new(fname.clone(), n.span.shift(off), "never used in this file"),
     )
@@ -2513,7 +2348,7 @@ pub fn add_import_fixes(db: &dyn Db, file: File, diags: &mut [Diagnostic]) {
     };
     let files = db.file_set().files(db);
     for d in diags.iter_mut() {
-        if d.code != "E0101" || d.primary.file != fname {
+        if d.code != codes::E0101 || d.primary.file != fname {
             continue;
         }
         let (s, e) = (d.primary.span.start as usize, d.primary.span.end as usize);
@@ -2617,27 +2452,4 @@ fn const_cycle(db: &dyn Db, file: File, name: &str) -> Option<Vec<String>> {
         }
     }
     None
-}
-
-#[cfg(test)]
-mod signature_tests {
-    use super::*;
-
-    #[test]
-    fn every_builtin_has_a_signature() {
-        for f in KERNEL_FUNCTIONS {
-            assert!(kernel_function_signature(f).is_some(), "{f}");
-        }
-        for c in AXIS_CTORS {
-            assert!(axis_ctor_signature(c).is_some(), "{c}");
-        }
-        let mut all: Vec<&str> = ["dispatch", "timing", "ready"]
-            .iter()
-            .flat_map(|d| directive_policies(d).iter().map(|p| p.0))
-            .collect();
-        all.sort_unstable();
-        let mut want = SCHEDULE_POLICIES.to_vec();
-        want.sort_unstable();
-        assert_eq!(all, want);
-    }
 }

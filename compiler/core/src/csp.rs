@@ -19,6 +19,7 @@ use wsp_syntax::ast::{Expr, ExprKind, ItemKind, WorkloadBody};
 
 use crate::db::{parse_file, Db, File, Symbol};
 use crate::resolve::Scoped;
+use wsp_vocab::codes;
 
 struct Proc {
     name: String,
@@ -86,7 +87,7 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 };
                 diags.push(
                     Diagnostic::new(
-                        "W0501",
+                        codes::W0501,
                         format!("process `{}` consumes `{ch}` but no process produces it", procs[c].name),
                         Label::new(fname.clone(), *span, "never produced"),
                     )
@@ -102,7 +103,7 @@ pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             };
             diags.push(
                 Diagnostic::new(
-                    "W0502",
+                    codes::W0502,
                     format!(
                         "process `{}` produces `{ch}` but no process consumes it",
                         procs[p].name
@@ -521,7 +522,7 @@ fn token_arity(fname: &FileName, members: &[Member], connect: Span, diags: &mut 
             };
             diags.push(
                 Diagnostic::new(
-                    "E0508",
+                    codes::E0508,
                     format!(
                         "`{}` binds {bound} names to a token of `{ch}`, but `{}` sends tokens of {}",
                         c.name,
@@ -567,7 +568,7 @@ fn left_behind(
             }
             diags.push(
                 Diagnostic::new(
-                    "W0506",
+                    codes::W0506,
                     format!(
                         "no process of this pipeline consumes `{}`, which `{}` produces",
                         ch.1, p.name
@@ -722,7 +723,7 @@ fn race_diag(
             ),
         )
     };
-    let mut d = Diagnostic::new("E0507", msg, label(a, x, &first));
+    let mut d = Diagnostic::new(codes::E0507, msg, label(a, x, &first));
     if !same || x.span != y.span {
         d = d.with_label(label(b, y, &second));
     }
@@ -739,7 +740,7 @@ fn consumers_diag(fname: &FileName, ch: &str, who: &[(&str, Span)], connect: Spa
     };
     let (first, at) = who[0];
     let mut d = Diagnostic::new(
-        "E0506",
+        codes::E0506,
         format!("channel `{ch}` is consumed by {listed} in one pipeline"),
         Label::new(fname.clone(), at, format!("`{first}` consumes `{ch}`")),
     );
@@ -764,7 +765,7 @@ fn cycle_diag(
     let first = cycle[0];
     let mut names: Vec<String> = Vec::new();
     let mut d = Diagnostic::new(
-        "W0503",
+        codes::W0503,
         String::new(),
         Label::new(fname.clone(), procs[first].span, "on a cycle of channels"),
     );

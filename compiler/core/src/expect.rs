@@ -15,6 +15,7 @@ use wsp_syntax::Span;
 use crate::db::Symbol;
 use crate::resolve::Scoped;
 use crate::types::eval_int;
+use wsp_vocab::codes;
 
 /// Statistics an `expect` can compare.
 pub const STATS: &[&str] = &["total_cycles", "tasks"];
@@ -32,8 +33,12 @@ struct Cx<'a> {
 impl Cx<'_> {
     fn err(&mut self, msg: String, span: Span, label: &str, help: &str) {
         self.diags.push(
-            Diagnostic::new("E0212", msg, Label::new(self.file.clone(), span, label))
-                .with_help(help.to_string()),
+            Diagnostic::new(
+                codes::E0212,
+                msg,
+                Label::new(self.file.clone(), span, label),
+            )
+            .with_help(help.to_string()),
         );
     }
 

@@ -18,6 +18,7 @@ use wsp_syntax::ast::*;
 use wsp_syntax::Span;
 
 use crate::types::eval_int;
+use wsp_vocab::codes;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SlotKind {
@@ -78,7 +79,8 @@ impl Flow<'_> {
     }
 
     fn pipe_err(&mut self, msg: String, span: Span, label: &str, help: &str) {
-        let d = Diagnostic::new("E0305", msg, self.label(span, label)).with_help(help.to_string());
+        let d =
+            Diagnostic::new(codes::E0305, msg, self.label(span, label)).with_help(help.to_string());
         self.diags.push(d);
     }
 
@@ -129,7 +131,7 @@ impl Flow<'_> {
         {
             self.diags.push(
                 Diagnostic::new(
-                    "E0303",
+                    codes::E0303,
                     format!("`out` tile `{}` is read before it is written", id.name),
                     self.label(id.span, "read here, but nothing has been written to it yet"),
                 )
@@ -219,7 +221,7 @@ impl Flow<'_> {
         else {
             if !matches!(iter.kind, ExprKind::Error) {
                 let d = Diagnostic::new(
-                    "E0307",
+                    codes::E0307,
                     "a kernel loop iterates a constant range `a..b`",
                     self.label(iter.span, "not a range with both bounds"),
                 )
@@ -231,7 +233,7 @@ impl Flow<'_> {
         for e in [a, b] {
             if eval_int(e, self.consts).is_none() {
                 let d = Diagnostic::new(
-                    "E0307",
+                    codes::E0307,
                     "kernel loop bounds must be constant",
                     self.label(e.span, "not a constant"),
                 )
@@ -243,7 +245,7 @@ impl Flow<'_> {
         if let (Some(x), Some(y)) = (eval_int(a, self.consts), eval_int(b, self.consts)) {
             if y <= x {
                 let d = Diagnostic::new(
-                    "E0307",
+                    codes::E0307,
                     format!("the kernel loop `{x}..{y}` never runs"),
                     self.label(iter.span, "empty range"),
                 )
@@ -318,7 +320,7 @@ impl Flow<'_> {
         }
         if slot.done {
             let d = Diagnostic::new(
-                "E0305",
+                codes::E0305,
                 format!("slot `{}` is released twice (`{op}`)", id.name),
                 self.label(id.span, "second release"),
             )
@@ -346,7 +348,7 @@ impl Flow<'_> {
                 };
                 self.diags.push(
                     Diagnostic::new(
-                        "E0305",
+                        codes::E0305,
                         format!(
                             "slot `{name}` of pipe `{}` is never {what} in this block",
                             slot.pipe

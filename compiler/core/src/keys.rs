@@ -16,6 +16,7 @@ use wsp_syntax::ast::{Block, Directive, Expr, ExprKind, Ident, ItemKind, Schedul
 use wsp_syntax::ast::{Workload, WorkloadBody};
 
 use crate::db::{parse_file, Db, File};
+use wsp_vocab::codes;
 
 /// A key expression of a schedule directive.
 pub(crate) struct KeyExpr<'a> {
@@ -226,7 +227,7 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 k => format!(" (and {k} other tasks)"),
             };
             let mut diag = Diagnostic::new(
-                "E0608",
+                codes::E0608,
                 format!(
                     "the schedule's key uses axis `{}`, but task `{}` of `{}` is not inside a loop over it{others}",
                     n.name, first.kernel, s.workload.name

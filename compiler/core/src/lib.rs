@@ -26,6 +26,7 @@ use salsa::{Durability, Setter};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
 
 use crate::db::{file_items, parse_file, Database, File, FileSet};
+use wsp_vocab::codes;
 
 /// The facade drivers use: owns the database and the file inputs.
 pub struct Workspace {
@@ -286,7 +287,7 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
             out.push(d.clone().shifted(&fname, *offset));
         }
     }
-    if out.iter().any(|d| d.code == "E0101") {
+    if out.iter().any(|d| d.code == codes::E0101) {
         check::add_import_fixes(db, file, &mut out);
     }
     out.sort_by(|a, b| {

@@ -32,6 +32,7 @@ use wsp_syntax::ast::*;
 use wsp_syntax::Span;
 
 use crate::db::{file_items, item_ast, Db, File, ItemId};
+use wsp_vocab::codes;
 
 /// The built-in model a name denotes: the model's own name, or the language's spelling with
 /// `_` for `-` (`aie_ml`).
@@ -726,7 +727,7 @@ pub fn memory_diagnostics(file: &FileName, kernel: &str, fp: &Footprint) -> Vec<
             continue;
         }
         let mut d = Diagnostic::new(
-            "E0701",
+            codes::E0701,
             format!(
                 "kernel `{kernel}` needs {} bytes of {} on {}, which has {} bytes",
                 thousands(b.peak),

@@ -25,6 +25,7 @@ use wsp_syntax::Span;
 use crate::db::Symbol;
 use crate::resolve::Scoped;
 use crate::types::{eval_int, D};
+use wsp_vocab::codes;
 
 /// An affine form: coefficients per variable name plus a constant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -556,7 +557,7 @@ pub fn view_bounds(
     cx.oob
         .into_iter()
         .map(|(span, msg, note)| {
-            Diagnostic::new("E0411", msg, Label::new(file.clone(), span, "out of bounds"))
+            Diagnostic::new(codes::E0411, msg, Label::new(file.clone(), span, "out of bounds"))
                 .with_note(note)
                 .with_help("keep every index inside the tensor: check the axis sizes, the offsets and the slice ends")
         })
@@ -732,7 +733,7 @@ fn report(file: &FileName, r: Race, p_span: Span, vars: &[Ident], sel: bool) -> 
         )
     };
     let mut d = Diagnostic::new(
-        "E0409",
+        codes::E0409,
         format!(
             "iterations of this `{}` loop race on `{}`: {what}",
             if sel { "P.sel" } else { "P" },
@@ -819,7 +820,7 @@ pub fn check_combine(
                     let verb = if b.write { "writes" } else { "reads" };
                     diags.push(
                         Diagnostic::new(
-                            "E0410",
+                            codes::E0410,
                             format!(
                                 "`combine` operands race on `{}`: `{}` writes `{}` and `{}` {verb} `{}`",
                                 a.tensor, na.name, a.text, nb.name, b.text

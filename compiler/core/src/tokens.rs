@@ -32,6 +32,7 @@ use wsp_syntax::ast::{Block, Expr, ExprKind, ItemKind, StmtKind};
 
 use crate::db::{parse_file, Db, File, Symbol};
 use crate::resolve::Scoped;
+use wsp_vocab::codes;
 
 /// Budget of abstract steps for one `connect` (all simulations, including the depth search).
 const STEP_BUDGET: u64 = 1_000_000;
@@ -762,7 +763,7 @@ fn analyse_connect(
     let undecidable = |at: At, why: String| {
         Some(
             Diagnostic::new(
-                "W0505",
+                codes::W0505,
                 format!("cannot decide statically whether `{wname}` completes or deadlocks"),
                 Label::new(fname.clone(), span, "pipeline not decided statically"),
             )
@@ -935,7 +936,7 @@ fn analyse_connect(
     let label = |w: &Wait| Label::new(names[w.at.file].clone(), w.at.span, describe(w));
     let primary = waits.iter().position(|w| w.at.file == 0);
     let mut d = Diagnostic::new(
-        "W0504",
+        codes::W0504,
         format!("the pipeline `{wname}` deadlocks"),
         match primary {
             Some(i) => label(&waits[i]),

@@ -11,9 +11,11 @@ use std::fmt;
 use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label};
 use wsp_syntax::ast::*;
 use wsp_syntax::Span;
+use wsp_vocab::ops::KernelFn;
 
 use crate::db::{KernelParamSig, Symbol};
 use crate::resolve::Scoped;
+use wsp_vocab::codes;
 
 /// One dimension: a known size or a symbolic `param`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -147,11 +149,6 @@ fn is_float(d: &str) -> bool {
     matches!(d, "f16" | "bf16" | "f32" | "f64")
 }
 
-const UNARY: &[&str] = &[
-    "exp", "log", "sqrt", "rsqrt", "recip", "tanh", "sigmoid", "sin", "cos", "relu", "gelu",
-    "silu", "abs", "neg",
-];
-
 struct TyCx<'a> {
     file: FileName,
     consts: &'a BTreeMap<String, i64>,
@@ -239,7 +236,7 @@ impl TyCx<'_> {
                     _ => {
                         self.diags.push(
                             Diagnostic::new(
-                                "E0204",
+                                codes::E0204,
                                 format!(
                                     "`{op}` of tiles with incompatible shapes [{ra}, {ca}] and [{rb}, {cb}]"
                                 ),
@@ -260,7 +257,7 @@ impl TyCx<'_> {
     fn dtype_mismatch(&mut self, op: &str, a: &str, b: &str, span: Span) {
         self.diags.push(
             Diagnostic::new(
-                "E0205",
+                codes::E0205,
                 format!("`{op}` mixes {a} and {b}"),
                 self.label(span, format!("{a} {op} {b}")),
             )
@@ -293,7 +290,7 @@ impl TyCx<'_> {
         let arity = |n: usize, me: &mut Self| -> bool {
             if a.len() < n {
                 me.err(
-                    "E0306",
+                    codes::E0306,
                     format!("`{name}` takes {n} argument(s), found {}", a.len()),
                     span,
                     "missing arguments".into(),
@@ -304,27 +301,27 @@ impl TyCx<'_> {
                 true
             }
         };
-        match name {
-            n if UNARY.contains(&n) => {
+        match KernelFn::from_name(name) {
+            Some(KernelFn::Unary(_)) => {
                 if !arity(1, self) {
                     return Ty::Unknown;
                 }
                 a[0].0.clone()
             }
-            "max" | "min" | "pow" => {
+            Some(KernelFn::Binary(_)) => {
                 if !arity(2, self) {
                     return Ty::Unknown;
                 }
                 self.broadcast(name, &a[0].0, &a[1].0, span)
             }
-            "select" => {
+            Some(KernelFn::Select) => {
                 if !arity(3, self) {
                     return Ty::Unknown;
                 }
                 if let Ty::Tile { dtype, .. } = &a[0].0 {
                     if dtype != "bool" {
                         self.err(
-                            "E0207",
+                            codes::E0207,
                             format!("`select` needs a bool mask, found {}", a[0].0.describe()),
                             a[0].1.span,
                             "not a mask".into(),
@@ -334,7 +331,7 @@ impl TyCx<'_> {
                 }
                 self.broadcast("select", &a[1].0, &a[2].0, span)
             }
-            "rowsum" | "rowmax" | "rowmin" | "rowmean" | "colsum" | "colmax" | "colmin" => {
+            Some(KernelFn::Reduce(op)) => {
                 if !arity(1, self) {
                     return Ty::Unknown;
                 }
@@ -345,7 +342,7 @@ impl TyCx<'_> {
                         } else {
                             dtype.clone()
                         };
-                        if name.starts_with("row") {
+                        if op.is_row() {
                             Ty::Tile {
                                 dtype: out,
                                 r: r.clone(),
@@ -361,7 +358,7 @@ impl TyCx<'_> {
                     }
                     Ty::Scalar(_) => {
                         self.err(
-                            "E0206",
+                            codes::E0206,
                             format!("`{name}` reduces a tile, found a scalar"),
                             a[0].1.span,
                             "not a tile".into(),
@@ -372,7 +369,7 @@ impl TyCx<'_> {
                     Ty::Unknown => Ty::Unknown,
                 }
             }
-            "matmul" => {
+            Some(KernelFn::Matmul) => {
                 if !arity(2, self) {
                     return Ty::Unknown;
                 }
@@ -392,7 +389,7 @@ impl TyCx<'_> {
                         if k1 != k2 {
                             self.diags.push(
                                 Diagnostic::new(
-                                    "E0206",
+                                    codes::E0206,
                                     format!(
                                         "`matmul` inner dimensions differ: [{m}, {k1}] × [{k2}, {n}]"
                                     ),
@@ -417,7 +414,7 @@ impl TyCx<'_> {
                         if let Some((Ty::Tile { r, c, .. }, ae)) = a.get(2) {
                             if (r, c) != (m, n) {
                                 self.err(
-                                    "E0206",
+                                    codes::E0206,
                                     format!(
                                         "`matmul` accumulator is [{r}, {c}], the product is [{m}, {n}]"
                                     ),
@@ -432,7 +429,7 @@ impl TyCx<'_> {
                     (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
                     _ => {
                         self.err(
-                            "E0206",
+                            codes::E0206,
                             "`matmul` multiplies two tiles".into(),
                             span,
                             "needs tiles".into(),
@@ -442,7 +439,7 @@ impl TyCx<'_> {
                     }
                 }
             }
-            "transpose" => {
+            Some(KernelFn::Transpose) => {
                 if !arity(1, self) {
                     return Ty::Unknown;
                 }
@@ -455,7 +452,7 @@ impl TyCx<'_> {
                     t => t.clone(),
                 }
             }
-            "cast" => {
+            Some(KernelFn::Cast) => {
                 if !arity(2, self) {
                     return Ty::Unknown;
                 }
@@ -465,7 +462,7 @@ impl TyCx<'_> {
                     }
                     _ => {
                         self.err(
-                            "E0207",
+                            codes::E0207,
                             "`cast` takes a dtype as its second argument".into(),
                             a[1].1.span,
                             "not a dtype".into(),
@@ -484,7 +481,7 @@ impl TyCx<'_> {
                     Ty::Unknown => Ty::Unknown,
                 }
             }
-            "full" | "iota" => {
+            Some(KernelFn::Full | KernelFn::Iota) => {
                 let need = if name == "full" { 2 } else { 1 };
                 if !arity(need, self) {
                     return Ty::Unknown;
@@ -503,7 +500,7 @@ impl TyCx<'_> {
                     }
                     None => {
                         self.err(
-                            "E0207",
+                            codes::E0207,
                             format!("`{name}` takes a constant shape `[R, C]`"),
                             a[0].1.span,
                             "not a constant shape".into(),
@@ -513,7 +510,7 @@ impl TyCx<'_> {
                     }
                 }
             }
-            "talloc" | "tpop" => match args.first().map(|x| &x.value.kind) {
+            Some(KernelFn::TAlloc | KernelFn::TPop) => match args.first().map(|x| &x.value.kind) {
                 Some(ExprKind::Name(p)) => self.pipes.get(&p.name).cloned().unwrap_or(Ty::Unknown),
                 _ => Ty::Unknown,
             },
@@ -586,7 +583,7 @@ impl TyCx<'_> {
                             if let D::K(limit) = full {
                                 if s < 0 || en > *limit || s >= en {
                                     self.err(
-                                        "E0208",
+                                        codes::E0208,
                                         format!(
                                             "sub-range {s}..{en} of dimension {} is outside 0..{limit}",
                                             i + 1
@@ -605,7 +602,7 @@ impl TyCx<'_> {
                 }
                 _ => {
                     self.err(
-                        "E0208",
+                        codes::E0208,
                         "a tile is indexed by static sub-ranges `a..b` or `:`".into(),
                         ix.span,
                         "not a range".into(),
@@ -635,7 +632,7 @@ impl TyCx<'_> {
             };
             self.diags.push(
                 Diagnostic::new(
-                    "E0209",
+                    codes::E0209,
                     format!("cannot assign a [{r}, {c}] tile to {name}, which is [{tr}, {tc}]"),
                     self.label(vspan, format!("[{r}, {c}]")),
                 )
@@ -677,7 +674,7 @@ impl TyCx<'_> {
                                 if let D::K(cols) = c {
                                     if k < 1 || k > *cols {
                                         self.err(
-                                            "E0208",
+                                            codes::E0208,
                                             format!("`rowtopk` k = {k} is outside 1..={cols}"),
                                             value.span,
                                             "k out of range".into(),
@@ -769,7 +766,7 @@ pub fn check_kernel(
             (Some(_), Some(d)) => {
                 if d.len() > 2 {
                     cx.err(
-                        "E0210",
+                        codes::E0210,
                         format!(
                             "tile `{}` has {} dimensions; tiles are at most 2-D",
                             p.name.name,
@@ -1010,7 +1007,7 @@ pub fn check_view(
     if *dtype != param.dtype {
         out.push(
             Diagnostic::new(
-                "E0211",
+                codes::E0211,
                 format!(
                     "`{}` is {dtype} but `{kernel}`'s parameter `{}` is {}",
                     name.name, param.name, param.dtype
@@ -1026,7 +1023,7 @@ pub fn check_view(
     if matches!(param.dir, Some(Direction::Out | Direction::InOut)) && *kind == TensorKind::Input {
         out.push(
             Diagnostic::new(
-                "E0408",
+                codes::E0408,
                 format!(
                     "`{}` is an `input`, but `{kernel}` writes its parameter `{}`",
                     name.name, param.name
@@ -1062,7 +1059,7 @@ pub fn check_view(
                     edits,
                 });
                 let mut d = Diagnostic::new(
-                    "E0209",
+                    codes::E0209,
                     format!(
                         "the view `{}` is {} but `{kernel}`'s parameter `{}` is a {} tile",
                         expr_text(&arg.value),
@@ -1082,7 +1079,7 @@ pub fn check_view(
         }
         Err(msg) if !msg.is_empty() => out.push(
             Diagnostic::new(
-                "E0209",
+                codes::E0209,
                 format!("the view of `{}` has {msg}", name.name),
                 label(arg.value.span, "too many indices".into()),
             )

@@ -655,7 +655,7 @@ pub fn isa_name(e: &Event) -> String {
         },
         EventKind::Cmp(_) => "TCMP".into(),
         EventKind::Select => "TSEL".into(),
-        EventKind::Unary(op) => format!("T{}", crate::num::unary_name(op).to_uppercase()),
+        EventKind::Unary(op) => format!("T{}", op.name().to_uppercase()),
         EventKind::Cast => "TCVT".into(),
         EventKind::Reduce(op) => format!("T{}", format!("{op:?}").to_uppercase()),
         EventKind::Matmul { .. } => "TMATMUL".into(),

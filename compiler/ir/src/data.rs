@@ -8,6 +8,7 @@ use crate::tensor::{convert, random_normal, Data, El, HostTensor};
 use crate::workload::*;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use wsp_vocab::codes;
 
 /// An error about run-time data, with a stable code (E08xx).
 #[derive(Clone, Debug, PartialEq)]
@@ -65,7 +66,7 @@ pub fn parse_param_value(name: &str, dtype: DType, text: &str) -> Result<ScalarV
     let t = text.trim();
     let bad = || {
         derr(
-            "E0809",
+            codes::E0809,
             format!("--set {name}={text}: `{t}` is not a valid {dtype} value"),
         )
     };
@@ -103,7 +104,7 @@ pub fn resolve_params(
         let Some(i) = program.params.iter().position(|p| &p.name == name) else {
             let known: Vec<_> = program.params.iter().map(|p| p.name.as_str()).collect();
             return Err(derr(
-                "E0809",
+                codes::E0809,
                 format!(
                     "--set {name}: the program has no param `{name}` (params: {})",
                     if known.is_empty() {
@@ -150,12 +151,13 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
         .shape
         .iter()
         .map(|a| {
-            let v = eval_param_affine(a, params)
-                .map_err(|m| decl_err(decl, "E0808", format!("tensor `{}`: {m}", decl.name)))?;
+            let v = eval_param_affine(a, params).map_err(|m| {
+                decl_err(decl, codes::E0808, format!("tensor `{}`: {m}", decl.name))
+            })?;
             usize::try_from(v).map_err(|_| {
                 decl_err(
                     decl,
-                    "E0808",
+                    codes::E0808,
                     format!("tensor `{}` has a negative dimension ({v})", decl.name),
                 )
             })
@@ -168,7 +170,7 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
     {
         return Err(decl_err(
             decl,
-            "E0808",
+            codes::E0808,
             format!(
                 "tensor `{}` of shape {shape:?} has more elements than a 64-bit count holds",
                 decl.name
@@ -185,7 +187,7 @@ fn check_host(decl: &TensorDecl, shape: &[usize]) -> Result<(), DataError> {
     if n > MAX_ELEMENTS {
         return Err(decl_err(
             decl,
-            "E0808",
+            codes::E0808,
             format!(
                 "tensor `{}` of shape {shape:?} has more than {MAX_ELEMENTS} elements, the limit of host tensors",
                 decl.name
@@ -205,7 +207,7 @@ pub fn can_allocate(what: &str, bytes: usize) -> Result<(), DataError> {
     match Vec::<u8>::new().try_reserve_exact(bytes) {
         Ok(()) => Ok(()),
         Err(_) => Err(derr(
-            "E0808",
+            codes::E0808,
             format!("{what} needs {bytes} bytes of memory, which cannot be allocated"),
         )),
     }
@@ -245,7 +247,7 @@ pub fn materialise(
         Init::Literal { values } => {
             if values.len() != n {
                 return Err(derr(
-                    "E0808",
+                    codes::E0808,
                     format!(
                         "{what}: the literal has {} values, the shape [{}] has {n} elements",
                         values.len(),
@@ -287,13 +289,13 @@ fn check_input_names(program: &Program, inputs: &[(String, PathBuf)]) -> Result<
             Some(t) if t.kind == TensorKind::Input => {}
             Some(_) => {
                 return Err(derr(
-                    "E0809",
+                    codes::E0809,
                     format!("--input {name}: `{name}` is not an `input` tensor"),
                 ))
             }
             None => {
                 return Err(derr(
-                    "E0809",
+                    codes::E0809,
                     format!("--input {name}: the program has no tensor `{name}`"),
                 ))
             }
@@ -322,7 +324,7 @@ fn source<'a>(
         Some(init) => Ok(Source::Init(init)),
         None if decl.kind == TensorKind::Input => Err(decl_err(
             decl,
-            "E0807",
+            codes::E0807,
             format!(
                 "input `{}` has no data: give it an initialiser or pass --input {}=path.npy",
                 decl.name, decl.name
@@ -376,7 +378,7 @@ pub fn materialise_tensor(
     index: usize,
 ) -> Result<HostTensor, DataError> {
     let Some(decl) = program.tensors.get(index) else {
-        return Err(derr("E0808", format!("no tensor #{index}")));
+        return Err(derr(codes::E0808, format!("no tensor #{index}")));
     };
     let shape = tensor_shape(decl, params)?;
     check_host(decl, &shape)?;
@@ -430,7 +432,7 @@ pub fn check_close(
 ) -> Result<Result<(), CloseFailure>, DataError> {
     if actual.shape != expected.shape {
         return Err(derr(
-            "E0803",
+            codes::E0803,
             format!(
                 "expect close: the tensor has shape {:?}, the expected data {:?}",
                 actual.shape, expected.shape
@@ -508,7 +510,7 @@ fn init_text(init: &Init) -> String {
 fn read_expected(path: &Path, dtype: DType) -> Result<HostTensor, DataError> {
     let bytes = std::fs::read(path).map_err(|e| {
         derr(
-            "E0806",
+            codes::E0806,
             format!("{}: cannot read the file: {e}", path.display()),
         )
     })?;
@@ -561,7 +563,7 @@ pub fn check_expects_where(
                 };
                 let a = tensors.get(actual.index()).ok_or_else(|| {
                     derr(
-                        "E0812",
+                        codes::E0812,
                         format!("expect: tensor #{} does not exist", actual.0),
                     )
                 })?;
@@ -569,7 +571,7 @@ pub fn check_expects_where(
                     ExpectData::Tensor { tensor } => (
                         name(tensor),
                         tensors.get(tensor.index()).cloned().ok_or_else(|| {
-                            derr("E0812", "expect: expected tensor does not exist")
+                            derr(codes::E0812, "expect: expected tensor does not exist")
                         })?,
                     ),
                     ExpectData::Init {
@@ -578,7 +580,7 @@ pub fn check_expects_where(
                         let t = read_expected(&base_dir.join(path), a.dtype)?;
                         if t.shape != a.shape {
                             return Err(derr(
-                                "E0803",
+                                codes::E0803,
                                 format!(
                                     "{}: shape mismatch: expected {:?} (the shape of `{}`), found {:?}",
                                     base_dir.join(path).display(),

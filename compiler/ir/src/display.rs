@@ -9,7 +9,6 @@
 //! ```
 
 use crate::kernel::*;
-use crate::num::unary_name;
 use std::fmt::{self, Write};
 
 fn ty(t: &Type) -> String {
@@ -84,7 +83,7 @@ impl Kernel {
                 on_true,
                 on_false,
             } => format!("select {}, {}, {}", v(cond), v(on_true), v(on_false)),
-            Op::Unary { op, x } => format!("{} {}", unary_name(*op), v(x)),
+            Op::Unary { op, x } => format!("{} {}", op.name(), v(x)),
             Op::Reduce { op, x } => format!("{} {}", format!("{op:?}").to_lowercase(), v(x)),
             Op::Matmul { a, b, acc } => match acc {
                 Some(c) => format!("matmul {}, {}, acc {}", v(a), v(b), v(c)),

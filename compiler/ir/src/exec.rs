@@ -18,6 +18,7 @@ use crate::tensor::{El, HostTensor};
 use crate::workload::*;
 use std::collections::VecDeque;
 use std::fmt;
+use wsp_vocab::codes;
 
 /// An error of a workload run (E0810: task/view errors; E0811: deadlock).
 #[derive(Clone, Debug, PartialEq)]
@@ -80,7 +81,7 @@ impl fmt::Display for ExecError {
 impl std::error::Error for ExecError {}
 
 fn xerr(message: impl Into<String>) -> ExecError {
-    ExecError::new("E0810", message)
+    ExecError::new(codes::E0810, message)
 }
 
 /// The most process instances of one `connect` (each keeps its state for the whole run).
@@ -741,7 +742,7 @@ pub fn round_robin<T>(
                 })
                 .collect();
             return Err(ExecError::new(
-                "E0811",
+                codes::E0811,
                 format!(
                     "deadlock in `{wname}`: {}; channels: {}. Increase a channel's depth or \
                      reorder sends and consumes so that every wait can be satisfied",

@@ -744,55 +744,31 @@ fn every_ir_construct_round_trips_through_json_and_validates() {
         name: "main".into(),
         workload: WorkloadId(0),
         directives: vec![
-            Directive {
-                name: "dispatch".into(),
-                args: vec![DirArg {
-                    name: None,
-                    value: DirValue::Call {
-                        name: "round_robin".into(),
-                        args: vec![DirArg {
-                            name: None,
-                            value: DirValue::Int { value: 4 },
-                        }],
-                    },
+            Directive::Policy {
+                policy: Policy::RoundRobin,
+                args: vec![DirValue::Int { value: 4 }],
+            },
+            Directive::StreamBy {
+                key: DirValue::Binary {
+                    op: ExprOp::Rem,
+                    lhs: Box::new(DirValue::Axis { axis: dynb }),
+                    rhs: Box::new(DirValue::Int { value: 4 }),
+                },
+            },
+            Directive::Policy {
+                policy: Policy::Priority,
+                args: vec![DirValue::Call {
+                    name: "max".into(),
+                    args: vec![DirArg {
+                        name: Some("key".into()),
+                        value: DirValue::Float { value: 0.5 },
+                    }],
                 }],
             },
-            Directive {
-                name: "stream_by".into(),
-                args: vec![DirArg {
-                    name: None,
-                    value: DirValue::Binary {
-                        op: ExprOp::Rem,
-                        lhs: Box::new(DirValue::Axis { axis: dynb }),
-                        rhs: Box::new(DirValue::Int { value: 4 }),
-                    },
-                }],
+            Directive::Target {
+                arch: "ascend910b".into(),
             },
-            Directive {
-                name: "ready".into(),
-                args: vec![DirArg {
-                    name: Some("policy".into()),
-                    value: DirValue::Ident {
-                        name: "fifo".into(),
-                    },
-                }],
-            },
-            Directive {
-                name: "target".into(),
-                args: vec![DirArg {
-                    name: None,
-                    value: DirValue::Str {
-                        value: "ascend910b".into(),
-                    },
-                }],
-            },
-            Directive {
-                name: "rate".into(),
-                args: vec![DirArg {
-                    name: None,
-                    value: DirValue::Float { value: 0.5 },
-                }],
-            },
+            Directive::TaskWindow { size: 64 },
         ],
     });
     p.expects.push(Expect::Close {

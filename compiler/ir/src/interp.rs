@@ -675,7 +675,7 @@ impl Interp<'_, '_> {
             }
             Op::Const { value, dtype } => one(Val::Scalar(*dtype, El::from_scalar(*value, *dtype))),
             Op::Binary { op, lhs, rhs } => {
-                let d = self.same_dtype(*lhs, *rhs, num::bin_name(*op))?;
+                let d = self.same_dtype(*lhs, *rhs, op.symbol())?;
                 let v = self.elementwise(&[*lhs, *rhs], d, |e| num::binary(*op, d, e[0], e[1]))?;
                 one(v)
             }

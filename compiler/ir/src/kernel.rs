@@ -278,24 +278,8 @@ pub struct Region {
     pub cols: u32,
 }
 
-/// Binary elementwise operations (broadcasting `[R,C] op [R,1] | [1,C] | [1,1] | scalar`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    /// Remainder: truncated (`fmod` for floats).
-    Rem,
-    Max,
-    Min,
-    Pow,
-    /// Logical and on bool operands.
-    And,
-    /// Logical or on bool operands.
-    Or,
-}
+/// Binary, unary and reduction operations: declared once, in the language's vocabulary.
+pub use wsp_vocab::ops::{BinaryOp, ReduceOp, UnaryOp};
 
 /// Comparisons; the result has dtype bool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -307,61 +291,6 @@ pub enum CmpOp {
     Le,
     Gt,
     Ge,
-}
-
-/// Unary elementwise operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnaryOp {
-    Exp,
-    Log,
-    Sqrt,
-    Rsqrt,
-    Recip,
-    Tanh,
-    Sigmoid,
-    Sin,
-    Cos,
-    Relu,
-    Gelu,
-    Silu,
-    Abs,
-    Neg,
-    /// Logical not on bool operands.
-    Not,
-}
-
-impl UnaryOp {
-    /// Whether the op needs a float operand.
-    pub fn float_only(self) -> bool {
-        !matches!(
-            self,
-            UnaryOp::Relu | UnaryOp::Abs | UnaryOp::Neg | UnaryOp::Not
-        )
-    }
-}
-
-/// Row and column reductions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReduceOp {
-    RowSum,
-    RowMax,
-    RowMin,
-    RowMean,
-    ColSum,
-    ColMax,
-    ColMin,
-}
-
-impl ReduceOp {
-    /// Row reductions give `[R, 1]`, column reductions `[1, C]`.
-    pub fn is_row(self) -> bool {
-        matches!(
-            self,
-            ReduceOp::RowSum | ReduceOp::RowMax | ReduceOp::RowMin | ReduceOp::RowMean
-        )
-    }
 }
 
 /// An operation producing values. Serialized with a `"kind"` tag.

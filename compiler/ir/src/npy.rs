@@ -19,6 +19,7 @@ use crate::dtype::DType;
 use crate::tensor::{decode_el, encode_el, El, HostTensor};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use wsp_vocab::codes;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
@@ -120,7 +121,7 @@ pub fn descr_of(dtype: DType) -> &'static str {
 pub fn parse_header(bytes: &[u8], path: &Path) -> Result<NpyHeader, NpyError> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err(err(
-            "E0801",
+            codes::E0801,
             path,
             "not a .npy file (it does not start with the NumPy magic string \\x93NUMPY)",
         ));
@@ -133,7 +134,7 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<NpyHeader, NpyError> {
         ),
         2 | 3 => {
             if bytes.len() < 12 {
-                return Err(err("E0804", path, "truncated .npy header"));
+                return Err(err(codes::E0804, path, "truncated .npy header"));
             }
             (
                 u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
@@ -142,7 +143,7 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<NpyHeader, NpyError> {
         }
         v => {
             return Err(err(
-                "E0805",
+                codes::E0805,
                 path,
                 format!(
                     "unsupported .npy format version {v}.{} (supported: 1.0, 2.0, 3.0)",
@@ -156,7 +157,7 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<NpyHeader, NpyError> {
         .filter(|e| *e <= bytes.len())
         .ok_or_else(|| {
             err(
-                "E0804",
+                codes::E0804,
                 path,
                 format!(
                     "truncated .npy header: it declares {len} bytes, the file has {}",
@@ -167,13 +168,13 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<NpyHeader, NpyError> {
     let raw = &bytes[start..end];
     let text: String = if major == 3 {
         String::from_utf8(raw.to_vec())
-            .map_err(|_| err("E0801", path, "the .npy header is not valid UTF-8"))?
+            .map_err(|_| err(codes::E0801, path, "the .npy header is not valid UTF-8"))?
     } else {
         raw.iter().map(|b| char::from(*b)).collect()
     };
     let dict = parse_dict(&text).map_err(|m| {
         err(
-            "E0801",
+            codes::E0801,
             path,
             format!("not a .npy file: malformed header ({m}): {}", text.trim()),
         )
@@ -327,7 +328,7 @@ pub fn decode_npy(bytes: &[u8], path: &Path) -> Result<HostTensor, NpyError> {
     let (kind, big) = parse_descr(&h.descr).ok_or_else(|| unsupported_descr(&h.descr, path))?;
     let FileKind::Plain(dtype) = kind else {
         return Err(err(
-            "E0805",
+            codes::E0805,
             path,
             format!(
                 "dtype '{}' has no wsp equivalent unless read as bf16",
@@ -340,7 +341,7 @@ pub fn decode_npy(bytes: &[u8], path: &Path) -> Result<HostTensor, NpyError> {
 
 fn unsupported_descr(descr: &str, path: &Path) -> NpyError {
     err(
-        "E0805",
+        codes::E0805,
         path,
         format!(
             "unsupported dtype '{descr}' (wsp reads f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1, and V2 as bf16)"
@@ -361,13 +362,13 @@ fn read_data(
         .shape
         .iter()
         .try_fold(1usize, |a, d| a.checked_mul(*d))
-        .ok_or_else(|| err("E0801", path, "the shape's element count overflows"))?;
+        .ok_or_else(|| err(codes::E0801, path, "the shape's element count overflows"))?;
     let size = file_dtype.size_bytes();
     let data = &bytes[h.data_offset.min(bytes.len())..];
     let need = n.saturating_mul(size);
     if data.len() < need {
         return Err(err(
-            "E0804",
+            codes::E0804,
             path,
             format!(
                 "truncated data: shape {} of '{}' needs {need} bytes, the file has {}",
@@ -427,7 +428,7 @@ fn check_header(
     if let Some(s) = shape {
         if s != h.shape.as_slice() {
             return Err(err(
-                "E0803",
+                codes::E0803,
                 path,
                 format!(
                     "shape mismatch: expected {dtype}{}, found {}{} ('{}')",
@@ -444,7 +445,7 @@ fn check_header(
     }
     let mismatch = |found: &str| {
         err(
-            "E0802",
+            codes::E0802,
             path,
             format!(
                 "dtype mismatch: expected {dtype} ('{}'{}), found {found} ('{}')",
@@ -509,7 +510,7 @@ pub fn decode_npy_as(
 /// `dtype` and `shape` in full: the errors [`read_npy_as`] gives, without reading the data
 /// (a timing-only run needs an input's data only if its orchestration reads it).
 pub fn check_npy_as(path: &Path, dtype: DType, shape: &[usize]) -> Result<(), NpyError> {
-    let cannot = |e: std::io::Error| err("E0806", path, format!("cannot read the file: {e}"));
+    let cannot = |e: std::io::Error| err(codes::E0806, path, format!("cannot read the file: {e}"));
     let mut f = std::fs::File::open(path).map_err(cannot)?;
     let len = f.metadata().map_err(cannot)?.len();
     // The fixed part of the header, then as much of the rest as it declares (a header is
@@ -541,12 +542,12 @@ pub fn check_npy_as(path: &Path, dtype: DType, shape: &[usize]) -> Result<(), Np
         .shape
         .iter()
         .try_fold(1usize, |a, d| a.checked_mul(*d))
-        .ok_or_else(|| err("E0801", path, "the shape's element count overflows"))?;
+        .ok_or_else(|| err(codes::E0801, path, "the shape's element count overflows"))?;
     let need = n.saturating_mul(size) as u64;
     let have = len.saturating_sub(h.data_offset as u64);
     if have < need {
         return Err(err(
-            "E0804",
+            codes::E0804,
             path,
             format!(
                 "truncated data: shape {} of '{}' needs {need} bytes, the file has {have}",
@@ -573,7 +574,7 @@ fn read_up_to(f: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usi
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, NpyError> {
-    std::fs::read(path).map_err(|e| err("E0806", path, format!("cannot read the file: {e}")))
+    std::fs::read(path).map_err(|e| err(codes::E0806, path, format!("cannot read the file: {e}")))
 }
 
 /// Reads a `.npy` file of any supported dtype.
@@ -640,7 +641,7 @@ pub fn encode_npy(t: &HostTensor) -> Vec<u8> {
 /// Writes `bytes` to `path` atomically ([`crate::fsio::write_atomic`]); E0806 on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NpyError> {
     crate::fsio::write_atomic(path, bytes)
-        .map_err(|e| err("E0806", path, format!("cannot write the file: {e}")))
+        .map_err(|e| err(codes::E0806, path, format!("cannot write the file: {e}")))
 }
 
 /// Writes a tensor as `.npy`, atomically.

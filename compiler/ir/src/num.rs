@@ -190,7 +190,7 @@ pub fn binary(op: BinaryOp, dtype: DType, a: El, b: El) -> Result<El, String> {
             || float_binary_in(op, x, y),
         )
         .map(El::F)
-        .ok_or_else(|| format!("`{}` needs bool operands, found {dtype}", bin_name(op))),
+        .ok_or_else(|| format!("`{}` needs bool operands, found {dtype}", op.symbol())),
         (El::I(x), El::I(y)) => {
             let r = match op {
                 BinaryOp::Add => x + y,
@@ -214,7 +214,7 @@ pub fn binary(op: BinaryOp, dtype: DType, a: El, b: El) -> Result<El, String> {
                 BinaryOp::And | BinaryOp::Or => {
                     return Err(format!(
                         "`{}` needs bool operands, found {dtype}",
-                        bin_name(op)
+                        op.symbol()
                     ))
                 }
             };
@@ -223,47 +223,9 @@ pub fn binary(op: BinaryOp, dtype: DType, a: El, b: El) -> Result<El, String> {
         (El::B(x), El::B(y)) => match op {
             BinaryOp::And => Ok(El::B(x && y)),
             BinaryOp::Or => Ok(El::B(x || y)),
-            _ => Err(format!(
-                "`{}` is not defined on bool operands",
-                bin_name(op)
-            )),
+            _ => Err(format!("`{}` is not defined on bool operands", op.symbol())),
         },
-        _ => Err(format!("`{}` on elements of different kinds", bin_name(op))),
-    }
-}
-
-pub fn bin_name(op: BinaryOp) -> &'static str {
-    match op {
-        BinaryOp::Add => "+",
-        BinaryOp::Sub => "-",
-        BinaryOp::Mul => "*",
-        BinaryOp::Div => "/",
-        BinaryOp::Rem => "%",
-        BinaryOp::Max => "max",
-        BinaryOp::Min => "min",
-        BinaryOp::Pow => "pow",
-        BinaryOp::And => "&&",
-        BinaryOp::Or => "||",
-    }
-}
-
-pub fn unary_name(op: UnaryOp) -> &'static str {
-    match op {
-        UnaryOp::Exp => "exp",
-        UnaryOp::Log => "log",
-        UnaryOp::Sqrt => "sqrt",
-        UnaryOp::Rsqrt => "rsqrt",
-        UnaryOp::Recip => "recip",
-        UnaryOp::Tanh => "tanh",
-        UnaryOp::Sigmoid => "sigmoid",
-        UnaryOp::Sin => "sin",
-        UnaryOp::Cos => "cos",
-        UnaryOp::Relu => "relu",
-        UnaryOp::Gelu => "gelu",
-        UnaryOp::Silu => "silu",
-        UnaryOp::Abs => "abs",
-        UnaryOp::Neg => "neg",
-        UnaryOp::Not => "not",
+        _ => Err(format!("`{}` on elements of different kinds", op.symbol())),
     }
 }
 
@@ -276,22 +238,19 @@ pub fn unary(op: UnaryOp, dtype: DType, x: El) -> Result<El, String> {
             || float_unary_in(op, v),
         )
         .map(El::F)
-        .ok_or_else(|| format!("`{}` needs a bool operand, found {dtype}", unary_name(op))),
+        .ok_or_else(|| format!("`{}` needs a bool operand, found {dtype}", op.name())),
         El::I(v) => match op {
             UnaryOp::Neg => Ok(El::I(wrap_int(dtype, -v))),
             UnaryOp::Abs => Ok(El::I(wrap_int(dtype, v.abs()))),
             UnaryOp::Relu => Ok(El::I(v.max(0))),
             _ => Err(format!(
                 "`{}` needs a float operand, found {dtype}",
-                unary_name(op)
+                op.name()
             )),
         },
         El::B(b) => match op {
             UnaryOp::Not => Ok(El::B(!b)),
-            _ => Err(format!(
-                "`{}` is not defined on bool operands",
-                unary_name(op)
-            )),
+            _ => Err(format!("`{}` is not defined on bool operands", op.name())),
         },
     }
 }

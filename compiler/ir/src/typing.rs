@@ -48,7 +48,7 @@ pub fn result_types(k: &Kernel, op: &Op) -> Result<Vec<Type>, String> {
             if d != b.dtype() {
                 return Err(format!(
                     "`{}` mixes {} and {}; insert a `cast`",
-                    crate::num::bin_name(*op),
+                    op.symbol(),
                     d,
                     b.dtype()
                 ));
@@ -59,10 +59,7 @@ pub fn result_types(k: &Kernel, op: &Op) -> Result<Vec<Type>, String> {
                 _ => !d.is_bool(),
             };
             if !ok {
-                return Err(format!(
-                    "`{}` is not defined on {d} operands",
-                    crate::num::bin_name(*op)
-                ));
+                return Err(format!("`{}` is not defined on {d} operands", op.symbol()));
             }
             elementwise(d, &[a, b])?
         }
@@ -107,10 +104,7 @@ pub fn result_types(k: &Kernel, op: &Op) -> Result<Vec<Type>, String> {
                 _ => d.is_float(),
             };
             if !ok {
-                return Err(format!(
-                    "`{}` is not defined on {d}",
-                    crate::num::unary_name(*op)
-                ));
+                return Err(format!("`{}` is not defined on {d}", op.name()));
             }
             t
         }

@@ -31,7 +31,7 @@ use crate::kernel::{CmpOp, Kernel};
 use serde::{Deserialize, Serialize};
 
 /// Version of the serialized Program IR. Readers reject other versions.
-pub const IR_VERSION: u32 = 1;
+pub const IR_VERSION: u32 = 2;
 
 macro_rules! id_type {
     ($(#[$m:meta])* $name:ident) => {
@@ -647,12 +647,43 @@ pub struct Schedule {
     pub directives: Vec<Directive>,
 }
 
-/// One directive, e.g. `dispatch(round_robin(4))`, `task_window(8192)`.
+/// One directive of a schedule, typed by the language's vocabulary
+/// (`wsp_vocab::schedule`). Serialized with a `"directive"` tag.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Directive {
-    pub name: String,
-    #[serde(default)]
-    pub args: Vec<DirArg>,
+#[serde(tag = "directive", rename_all = "snake_case")]
+pub enum Directive {
+    /// `.dispatch(p)`, `.timing(p)` or `.ready(p)`: the policy names its directive
+    /// ([`Policy::directive`]). `args` as written: counts for `round_robin(n)`, `batched(n)`
+    /// and the like, one key expression for `affinity`, `hash`, `by` and `priority`.
+    Policy {
+        policy: Policy,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        args: Vec<DirValue>,
+    },
+    /// `.task_window(n)`.
+    TaskWindow { size: i64 },
+    /// `.streams(n)`.
+    Streams { count: i64 },
+    /// `.stream_by(key)`.
+    StreamBy { key: DirValue },
+    /// `.target(arch)`.
+    Target { arch: String },
+}
+
+pub use wsp_vocab::schedule::Policy;
+
+impl Directive {
+    /// The directive as the language names it.
+    pub fn kind(&self) -> wsp_vocab::schedule::Directive {
+        use wsp_vocab::schedule::Directive as D;
+        match self {
+            Directive::Policy { policy, .. } => policy.directive(),
+            Directive::TaskWindow { .. } => D::TaskWindow,
+            Directive::Streams { .. } => D::Streams,
+            Directive::StreamBy { .. } => D::StreamBy,
+            Directive::Target { .. } => D::Target,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1035,7 +1035,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 _ => {
                     return Err(JitError::invalid(
                         self.k,
-                        format!("`{}` on {kind:?} values", wsp_ir::num::unary_name(op)),
+                        format!("`{}` on {kind:?} values", op.name()),
                     ))
                 }
             });
@@ -1102,12 +1102,7 @@ impl<'a, 'b> Lower<'a, 'b> {
 
     fn apply_binary(&mut self, op: BinaryOp, a: Value, c: Value, vec: bool, d: DType) -> R<Value> {
         let kind = Kind::of(d).ok_or_else(|| JitError::unsupported(self.k, format!("{d}")))?;
-        let bad = |s: &Self| {
-            JitError::invalid(
-                s.k,
-                format!("`{}` on {d} operands", wsp_ir::num::bin_name(op)),
-            )
-        };
+        let bad = |s: &Self| JitError::invalid(s.k, format!("`{}` on {d} operands", op.symbol()));
         Ok(match kind {
             Kind::F => match op {
                 BinaryOp::Add => self.b.ins().fadd(a, c),

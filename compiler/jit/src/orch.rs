@@ -393,7 +393,7 @@ pub fn compile_orchestration<'p>(
 }
 
 fn xerr(message: impl Into<String>) -> ExecError {
-    ExecError::new("E0810", message)
+    ExecError::new(wsp_vocab::codes::E0810, message)
 }
 
 /// The state shared by every body invocation of one run.

@@ -22,9 +22,11 @@ use wsp_ir::kernel as k;
 use wsp_ir::workload as w;
 use wsp_syntax::ast::{self, BinOp, ExprKind, ItemKind, StmtKind, UnOp};
 use wsp_syntax::Span;
+use wsp_vocab::codes;
+use wsp_vocab::ops::KernelFn;
 
 /// The code of "this construct cannot be lowered yet".
-pub const UNSUPPORTED: &str = "E0813";
+pub const UNSUPPORTED: &str = codes::E0813;
 
 /// Lowers the program rooted at `root` (a path loaded in `ws`).
 pub fn lower(ws: &wsp_core::Workspace, root: &str) -> Result<wsp_ir::Program, Vec<Diagnostic>> {
@@ -510,7 +512,7 @@ impl Lowerer {
                 // the check gets the same error, never a wrapped index.
                 r.ok_or_else(|| {
                     Diagnostic::new(
-                        "E0213",
+                        codes::E0213,
                         "integer overflow in an index expression",
                         Label::new(
                             self.file.clone(),
@@ -1296,16 +1298,68 @@ impl Lowerer {
             .collect()
     }
 
+    /// A schedule directive in its typed IR form. The checker has validated the directive and
+    /// its policy (E0601-E0607); what does not fit here is E0813.
+    fn directive(&self, d: &ast::Directive) -> R<w::Directive> {
+        use wsp_vocab::schedule::{Directive as D, DirectiveArg, Policy};
+        let unsupported = || self.unsupported(d.span, "this schedule directive");
+        let kind = D::from_name(&d.name.name).ok_or_else(unsupported)?;
+        let [arg] = d.args.as_slice() else {
+            return Err(unsupported());
+        };
+        let arg = &arg.value;
+        Ok(match kind.arg() {
+            DirectiveArg::Policy => {
+                let (name, args) = match &arg.kind {
+                    ExprKind::Name(n) => (n, &[][..]),
+                    ExprKind::Call {
+                        callee,
+                        coords: None,
+                        args,
+                    } => match &callee.kind {
+                        ExprKind::Name(n) => (n, args.as_slice()),
+                        _ => return Err(unsupported()),
+                    },
+                    _ => return Err(unsupported()),
+                };
+                let policy = Policy::from_name(&name.name)
+                    .filter(|p| p.directive() == kind)
+                    .ok_or_else(unsupported)?;
+                w::Directive::Policy {
+                    policy,
+                    args: args
+                        .iter()
+                        .map(|a| self.dir_value(&a.value))
+                        .collect::<R<_>>()?,
+                }
+            }
+            DirectiveArg::Count => {
+                let n = self.const_int(arg)?;
+                match kind {
+                    D::TaskWindow => w::Directive::TaskWindow { size: n },
+                    _ => w::Directive::Streams { count: n },
+                }
+            }
+            DirectiveArg::Key => w::Directive::StreamBy {
+                key: self.dir_value(arg)?,
+            },
+            DirectiveArg::Arch => match &arg.kind {
+                ExprKind::Name(n) => w::Directive::Target {
+                    arch: n.name.clone(),
+                },
+                ExprKind::Str(s) => w::Directive::Target { arch: s.clone() },
+                _ => return Err(unsupported()),
+            },
+        })
+    }
+
     fn schedule(&mut self, s: &ast::Schedule) -> R<()> {
         let Some(wid) = self.workloads.get(&s.workload.name).copied() else {
             return Err(self.unsupported(s.workload.span, "a schedule of an unknown workload"));
         };
         let mut directives = Vec::new();
         for d in &s.directives {
-            directives.push(w::Directive {
-                name: d.name.name.clone(),
-                args: self.dir_args(&d.args)?,
-            });
+            directives.push(self.directive(d)?);
         }
         self.p.schedules.push(w::Schedule {
             name: s.name.name.clone(),
@@ -1939,38 +1993,12 @@ impl KLower<'_> {
             args.iter()
                 .find(|a| a.name.as_ref().is_some_and(|i| i.name == n))
         };
-        let unary = match f {
-            "exp" => Some(k::UnaryOp::Exp),
-            "log" => Some(k::UnaryOp::Log),
-            "sqrt" => Some(k::UnaryOp::Sqrt),
-            "rsqrt" => Some(k::UnaryOp::Rsqrt),
-            "recip" => Some(k::UnaryOp::Recip),
-            "tanh" => Some(k::UnaryOp::Tanh),
-            "sigmoid" => Some(k::UnaryOp::Sigmoid),
-            "sin" => Some(k::UnaryOp::Sin),
-            "cos" => Some(k::UnaryOp::Cos),
-            "relu" => Some(k::UnaryOp::Relu),
-            "gelu" => Some(k::UnaryOp::Gelu),
-            "silu" => Some(k::UnaryOp::Silu),
-            "abs" => Some(k::UnaryOp::Abs),
-            "neg" => Some(k::UnaryOp::Neg),
-            _ => None,
-        };
-        let reduce = match f {
-            "rowsum" => Some(k::ReduceOp::RowSum),
-            "rowmax" => Some(k::ReduceOp::RowMax),
-            "rowmin" => Some(k::ReduceOp::RowMin),
-            "rowmean" => Some(k::ReduceOp::RowMean),
-            "colsum" => Some(k::ReduceOp::ColSum),
-            "colmax" => Some(k::ReduceOp::ColMax),
-            "colmin" => Some(k::ReduceOp::ColMin),
-            _ => None,
-        };
-        let binary = match f {
-            "max" => Some(k::BinaryOp::Max),
-            "min" => Some(k::BinaryOp::Min),
-            "pow" => Some(k::BinaryOp::Pow),
-            _ => None,
+        let callee = KernelFn::from_name(f);
+        let (unary, reduce, binary) = match callee {
+            Some(KernelFn::Unary(op)) => (Some(op), None, None),
+            Some(KernelFn::Reduce(op)) => (None, Some(op), None),
+            Some(KernelFn::Binary(op)) => (None, None, Some(op)),
+            _ => (None, None, None),
         };
         let arg = |i: usize| pos.get(i).map(|a| &a.value).ok_or(());
         let bad = |s: &Self| s.l.unsupported(span, format!("this call of `{f}`"));
@@ -1988,12 +2016,12 @@ impl KLower<'_> {
             let b = self.expr(arg(1).map_err(|_| bad(self))?, out, Some(dt))?;
             return self.one(out, k::Op::Binary { op, lhs: a, rhs: b }, span);
         }
-        match f {
-            "tpop" => {
+        match (callee, f) {
+            (Some(KernelFn::TPop), _) => {
                 let pipe = self.pipe_arg(args, span)?;
                 self.one(out, k::Op::TPop { pipe }, span)
             }
-            "matmul" => {
+            (Some(KernelFn::Matmul), _) => {
                 let a = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
                 let b = self.expr(arg(1).map_err(|_| bad(self))?, out, None)?;
                 let acc = match named("acc")
@@ -2005,11 +2033,11 @@ impl KLower<'_> {
                 };
                 self.one(out, k::Op::Matmul { a, b, acc }, span)
             }
-            "transpose" => {
+            (Some(KernelFn::Transpose), _) => {
                 let x = self.expr(arg(0).map_err(|_| bad(self))?, out, hint)?;
                 self.one(out, k::Op::Transpose { x }, span)
             }
-            "select" => {
+            (Some(KernelFn::Select), _) => {
                 let c = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
                 let t = self.expr(arg(1).map_err(|_| bad(self))?, out, hint)?;
                 let dt = self.k.values[t.index()].ty.dtype();
@@ -2024,7 +2052,7 @@ impl KLower<'_> {
                     span,
                 )
             }
-            "cast" => {
+            (Some(KernelFn::Cast), _) => {
                 let x = self.expr(arg(0).map_err(|_| bad(self))?, out, None)?;
                 let dt = match arg(1).map(|a| &a.kind) {
                     Ok(ExprKind::Name(n)) => DType::from_name(&n.name),
@@ -2033,7 +2061,7 @@ impl KLower<'_> {
                 let dt = dt.ok_or_else(|| bad(self))?;
                 self.one(out, k::Op::Cast { x, dtype: dt }, span)
             }
-            "full" | "iota" | "zeros" | "ones" => {
+            (Some(KernelFn::Full | KernelFn::Iota), _) | (None, "zeros" | "ones") => {
                 let shape = match arg(0).map(|a| &a.kind) {
                     Ok(ExprKind::List(xs)) if xs.len() == 2 => {
                         let r = self.l.const_int(&xs[0])?;

@@ -39,6 +39,8 @@ use wsp_ir::workload::{
 };
 use wsp_runtime as rt;
 use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
+use wsp_vocab::codes;
+use wsp_vocab::schedule::{Directive as VocabDirective, Policy, PolicyArg};
 
 /// What to run and how.
 #[derive(Clone, Debug)]
@@ -137,8 +139,8 @@ impl SimError {
     pub fn code(&self) -> &'static str {
         match self {
             SimError::Setup { code, .. } | SimError::Exec { code, .. } => code,
-            SimError::Kernel { .. } => "E0810",
-            SimError::Deadlock(..) => "E0811",
+            SimError::Kernel { .. } => codes::E0810,
+            SimError::Deadlock(..) => codes::E0811,
         }
     }
 }
@@ -159,7 +161,7 @@ impl std::error::Error for SimError {}
 
 fn setup(message: impl Into<String>) -> SimError {
     SimError::Setup {
-        code: "E0807",
+        code: codes::E0807,
         message: message.into(),
         at: None,
     }
@@ -168,7 +170,7 @@ fn setup(message: impl Into<String>) -> SimError {
 /// The schedule (its selection, a directive or a key) cannot run on the simulator.
 fn schedule_error(message: impl Into<String>) -> SimError {
     SimError::Setup {
-        code: "E0814",
+        code: codes::E0814,
         message: message.into(),
         at: None,
     }
@@ -177,7 +179,7 @@ fn schedule_error(message: impl Into<String>) -> SimError {
 /// The run reached `--max-tasks` or `--max-cycles`.
 fn limit_error(l: rt::RunLimit) -> SimError {
     SimError::Exec {
-        code: "E0815",
+        code: codes::E0815,
         message: limit_message(l),
         at: None,
         place: exec::Place::Task,
@@ -201,7 +203,7 @@ fn from_runtime(p: &Program, e: RuntimeError) -> SimError {
             message: e.to_string(),
         },
         other => SimError::Exec {
-            code: "E0810",
+            code: codes::E0810,
             message: other.to_string(),
             at: None,
             place: exec::Place::Task,
@@ -268,11 +270,10 @@ impl SimRun {
 
 /// The `.target(...)` of a schedule, if it has one.
 pub fn schedule_target(s: &Schedule) -> Option<String> {
-    let d = s.directives.iter().find(|d| d.name == "target")?;
-    match &d.args.first()?.value {
-        DirValue::Ident { name } | DirValue::Str { value: name } => Some(name.clone()),
+    s.directives.iter().find_map(|d| match d {
+        Directive::Target { arch } => Some(arch.clone()),
         _ => None,
-    }
+    })
 }
 
 /// A policy key: how a task's key (affinity, hash, stream, priority) is computed.
@@ -366,9 +367,9 @@ fn describe(p: &Program, v: &DirValue) -> String {
     }
 }
 
-fn int_args(p: &Program, d: &str, args: &[wsp_ir::workload::DirArg]) -> Result<Vec<u32>, String> {
+fn int_args(p: &Program, d: &str, args: &[DirValue]) -> Result<Vec<u32>, String> {
     args.iter()
-        .map(|a| match a.value {
+        .map(|a| match *a {
             DirValue::Int { value } => u32::try_from(value)
                 .map_err(|_| format!("`{d}` takes a count from 0 to 2³², found {value}")),
             ref other => Err(format!(
@@ -403,33 +404,24 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), Strin
     let Some(s) = s else {
         return Ok((pol, keys));
     };
-    for Directive { name, args } in &s.directives {
-        let arg = args.first().map(|a| &a.value);
-        match (name.as_str(), arg) {
-            ("target", _) => {}
-            ("task_window" | "streams", Some(DirValue::Int { value })) => {
+    for d in &s.directives {
+        match d {
+            Directive::Target { .. } => {}
+            Directive::TaskWindow { size: value } | Directive::Streams { count: value } => {
+                let name = d.kind().name();
                 let n = u32::try_from(*value)
                     .map_err(|_| format!("`{name}({value})` is out of range"))?;
                 pol.apply(name, &[n])?;
             }
-            ("stream_by", Some(v)) => keys.stream = Some(key_of(p, v)?),
-            (
-                "dispatch" | "timing" | "ready",
-                Some(v @ (DirValue::Ident { .. } | DirValue::Call { .. })),
-            ) => {
+            Directive::StreamBy { key } => keys.stream = Some(key_of(p, key)?),
+            Directive::Policy { policy, args } => {
                 // The last directive of a name applies (W0601), its key with it.
-                match name.as_str() {
-                    "dispatch" => keys.dispatch = None,
-                    "ready" => keys.priority = None,
+                match policy.directive() {
+                    VocabDirective::Dispatch => keys.dispatch = None,
+                    VocabDirective::Ready => keys.priority = None,
                     _ => {}
                 }
-                policy(p, &mut pol, &mut keys, v)?;
-            }
-            _ => {
-                return Err(format!(
-                    "schedule `{}`: the simulator does not support the directive `.{name}(...)` in this form",
-                    s.name
-                ))
+                apply_policy(p, &mut pol, &mut keys, *policy, args)?;
             }
         }
     }
@@ -437,25 +429,27 @@ fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), Strin
 }
 
 /// One `.dispatch`, `.timing` or `.ready` policy into `pol`, and its key into `keys`.
-fn policy(p: &Program, pol: &mut Policies, keys: &mut Keys, v: &DirValue) -> Result<(), String> {
-    match v {
-        DirValue::Ident { name: form } => pol.apply(form, &[])?,
-        DirValue::Call { name: form, args } => match form.as_str() {
-            "affinity" | "hash" | "by" | "priority" => {
-                let v = args
-                    .first()
-                    .map(|a| &a.value)
-                    .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
-                pol.apply(form, &[])?;
-                let k = Some(key_of(p, v)?);
-                match form.as_str() {
-                    "priority" => keys.priority = k,
-                    _ => keys.dispatch = k,
-                }
+fn apply_policy(
+    p: &Program,
+    pol: &mut Policies,
+    keys: &mut Keys,
+    policy: Policy,
+    args: &[DirValue],
+) -> Result<(), String> {
+    let form = policy.name();
+    match policy.arg() {
+        PolicyArg::Axis | PolicyArg::Key => {
+            let v = args
+                .first()
+                .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
+            pol.apply(form, &[])?;
+            let k = Some(key_of(p, v)?);
+            match policy {
+                Policy::Priority => keys.priority = k,
+                _ => keys.dispatch = k,
             }
-            _ => pol.apply(form, &int_args(p, form, args)?)?,
-        },
-        _ => return Err("a policy is a name or a call".into()), // not reached: the caller matched
+        }
+        PolicyArg::Count | PolicyArg::None => pol.apply(form, &int_args(p, form, args)?)?,
     }
     Ok(())
 }
@@ -828,9 +822,9 @@ fn submit_error(e: RuntimeError) -> exec::TaskError {
 /// (E0811), a limit (E0815), anything else (E0810).
 fn run_error(e: RuntimeError) -> exec::ExecError {
     match e {
-        RuntimeError::Deadlock(r) => exec::ExecError::new("E0811", r.to_string()),
-        RuntimeError::Limit(l) => exec::ExecError::new("E0815", limit_message(l)),
-        other => exec::ExecError::new("E0810", other.to_string()),
+        RuntimeError::Deadlock(r) => exec::ExecError::new(codes::E0811, r.to_string()),
+        RuntimeError::Limit(l) => exec::ExecError::new(codes::E0815, limit_message(l)),
+        other => exec::ExecError::new(codes::E0810, other.to_string()),
     }
 }
 
@@ -1133,7 +1127,7 @@ impl TaskBackend for RtBackend<'_> {
                     Some(id) => produces.push(*id),
                     None => {
                         return Some(Err(exec::ExecError::new(
-                            "E0810",
+                            codes::E0810,
                             format!("process `{name}` produces an unknown channel"),
                         )))
                     }
@@ -1234,7 +1228,7 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
         _: &mut [HostTensor],
     ) -> Option<Result<Vec<exec::TaskRecord>, exec::ExecError>> {
         Some(Err(exec::ExecError::new(
-            "E0810",
+            codes::E0810,
             format!(
                 "a process runs `{workload}`, a `connect`; pipelines do not nest inside processes"
             ),
@@ -1317,7 +1311,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
                     ),
                     Err(e) => {
                         return Err(SimError::Exec {
-                            code: "E0810",
+                            code: codes::E0810,
                             message: e.to_string(),
                             at: None,
                             place: exec::Place::Task,
@@ -1420,7 +1414,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         }
         // The runtime keeps the report of the deadlock that stopped it, whichever path (a
         // submission, a process step) passed the error on as text.
-        Err(e) if e.code == "E0811" || backend.rt.deadlock_report().is_some() => {
+        Err(e) if e.code == codes::E0811 || backend.rt.deadlock_report().is_some() => {
             let report = backend.rt.deadlock_report().cloned().map(Box::new);
             return Err(SimError::Deadlock(e.message, report));
         }
@@ -1437,7 +1431,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
     if !opts.timing_only {
         for i in 0..tensors.len() {
             read_back(&mut backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
-                code: "E0810",
+                code: codes::E0810,
                 message: m,
                 at: None,
                 place: exec::Place::Task,

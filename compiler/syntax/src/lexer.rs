@@ -188,6 +188,32 @@ impl Token {
 }
 
 /// A token with its absolute span.
+/// The keywords that start an item, with their spelling, in the order completion lists them.
+/// The parser's item split and the language server both read this table.
+pub const ITEM_KEYWORDS: [(Token, &str); 14] = [
+    (Token::Import, "import"),
+    (Token::Const, "const"),
+    (Token::Param, "param"),
+    (Token::Axis, "axis"),
+    (Token::Input, "input"),
+    (Token::Output, "output"),
+    (Token::Tensor, "tensor"),
+    (Token::Kernel, "kernel"),
+    (Token::Extern, "extern"),
+    (Token::Workload, "workload"),
+    (Token::Channel, "channel"),
+    (Token::Process, "process"),
+    (Token::Schedule, "schedule"),
+    (Token::Expect, "expect"),
+];
+
+impl Token {
+    /// Whether the token is one of [`ITEM_KEYWORDS`].
+    pub fn is_item_keyword(self) -> bool {
+        ITEM_KEYWORDS.iter().any(|(t, _)| *t == self)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TokenInfo {
     pub kind: Token,
@@ -249,5 +275,20 @@ mod tests {
     fn unknown_bytes_are_errors() {
         assert!(kinds("@ #").iter().all(|k| *k == Token::Error));
         assert_eq!(kinds("\"abc"), vec![Token::UnterminatedStr]);
+    }
+}
+
+#[cfg(test)]
+mod item_keyword_tests {
+    use super::*;
+
+    #[test]
+    fn every_item_keyword_lexes_to_its_token() {
+        for (tok, kw) in ITEM_KEYWORDS {
+            let toks: Vec<Token> = lex(kw).iter().map(|t| t.kind).collect();
+            assert_eq!(toks.first(), Some(&tok), "{kw}");
+            assert!(tok.is_item_keyword());
+        }
+        assert!(!Token::For.is_item_keyword());
     }
 }

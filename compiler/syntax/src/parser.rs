@@ -54,19 +54,19 @@ pub const MAX_CHAIN: u32 = 1024;
 /// Error codes of the syntax layer (explained in `compiler/diagnostics/explanations`).
 pub mod codes {
     /// Unexpected token: expected one thing, found another.
-    pub const UNEXPECTED: &str = "E0001";
+    pub const UNEXPECTED: &str = wsp_vocab::codes::E0001;
     /// An opening delimiter that is never closed.
-    pub const UNCLOSED: &str = "E0002";
+    pub const UNCLOSED: &str = wsp_vocab::codes::E0002;
     /// A number literal that is malformed or out of range.
-    pub const BAD_NUMBER: &str = "E0003";
+    pub const BAD_NUMBER: &str = wsp_vocab::codes::E0003;
     /// A string literal that is not closed before the end of the line.
-    pub const UNTERMINATED_STRING: &str = "E0004";
+    pub const UNTERMINATED_STRING: &str = wsp_vocab::codes::E0004;
     /// A character that is not part of the language.
-    pub const UNKNOWN_CHAR: &str = "E0005";
+    pub const UNKNOWN_CHAR: &str = wsp_vocab::codes::E0005;
     /// Nesting deeper than the parser accepts.
-    pub const TOO_DEEP: &str = "E0006";
+    pub const TOO_DEEP: &str = wsp_vocab::codes::E0006;
     /// Text at the top level that does not start an item.
-    pub const EXPECTED_ITEM: &str = "E0007";
+    pub const EXPECTED_ITEM: &str = wsp_vocab::codes::E0007;
 }
 
 /// Parses a whole file. Never fails and never panics.
@@ -346,26 +346,6 @@ fn line_of(src: &str, offset: u32) -> usize {
         .count()
 }
 
-fn is_item_keyword(t: Token) -> bool {
-    matches!(
-        t,
-        Token::Import
-            | Token::Const
-            | Token::Param
-            | Token::Axis
-            | Token::Input
-            | Token::Output
-            | Token::Tensor
-            | Token::Kernel
-            | Token::Workload
-            | Token::Process
-            | Token::Channel
-            | Token::Schedule
-            | Token::Expect
-            | Token::Extern
-    )
-}
-
 /// Splits the token stream (newlines included) into item token ranges.
 /// Top-level tokens before the first item or between items that cannot start an item
 /// are reported once per run (E0007) and dropped.
@@ -384,13 +364,13 @@ fn split_items(
             i += 1;
             continue;
         }
-        if line_start && (is_item_keyword(k) || k == Token::DocComment) {
+        if line_start && (k.is_item_keyword() || k == Token::DocComment) {
             // A doc-comment run starts an item only if an item keyword follows it.
             let mut j = i;
             while j < tokens.len() && matches!(tokens[j].kind, Token::DocComment | Token::Newline) {
                 j += 1;
             }
-            if j < tokens.len() && is_item_keyword(tokens[j].kind) {
+            if j < tokens.len() && tokens[j].kind.is_item_keyword() {
                 let at_line_start = j == i
                     || tokens[..j]
                         .iter()

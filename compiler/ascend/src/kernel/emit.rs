@@ -193,9 +193,16 @@ impl<'k> Cg<'k> {
 
     /// An affine index as a C++ `int64_t` expression.
     pub fn index(&self, ix: &KIndex) -> String {
-        let mut s = format!("(int64_t){}", ix.constant);
+        let lit = |c: i64| {
+            if c == i64::MIN {
+                "INT64_MIN".to_string()
+            } else {
+                format!("(int64_t){c}")
+            }
+        };
+        let mut s = lit(ix.constant);
         for (v, c) in &ix.terms {
-            let _ = write!(s, " + s{} * (int64_t){c}", v.0);
+            let _ = write!(s, " + s{} * {}", v.0, lit(*c));
         }
         format!("({s})")
     }
@@ -509,6 +516,9 @@ impl<'k> Cg<'k> {
     }
 }
 
+/// The largest tile dimension (PTO-ISA's tile coordinates are `uint16_t`).
+const MAX_DIM: u32 = 65535;
+
 /// Emits the translation unit of `k`.
 pub fn emit(k: &Kernel, arch: Arch, buffers: Buffers) -> R<(String, Unit)> {
     let err =
@@ -525,6 +535,24 @@ pub fn emit(k: &Kernel, arch: Arch, buffers: Buffers) -> R<(String, Unit)> {
         ))
         .with_help("the host side uses an `ascend` extern implementation as given"));
     };
+    // Tile coordinates are 16-bit in PTO-ISA (TEXTRACT/TINSERT take uint16_t indices).
+    let tiles = k
+        .values
+        .iter()
+        .map(|v| v.ty)
+        .chain(k.vars.iter().map(|v| v.ty))
+        .filter_map(|t| t.tile())
+        .chain(k.pipes.iter().map(|p| p.elem))
+        .chain(k.tile_params().map(|(_, _, t, _)| t));
+    for t in tiles {
+        if t.rows() == 0 || t.cols() == 0 || t.rows() > MAX_DIM || t.cols() > MAX_DIM {
+            return Err(err(format!(
+                "a tile of shape [{}, {}]: PTO-ISA tiles have 1 to {MAX_DIM} rows and columns",
+                t.rows(),
+                t.cols()
+            )));
+        }
+    }
     let is_tile = |v: ValueId| matches!(k.value_type(v), Some(Type::Tile(_)));
     let live = plan::live_ranges(body, &is_tile);
     let mut items: Vec<(ValueId, (usize, usize), u64)> = live

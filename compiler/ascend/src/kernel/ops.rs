@@ -58,16 +58,27 @@ impl Cg<'_> {
                     _ => {
                         return Err(self.err(format!(
                             "`{}` on {d} tiles has no PTO-ISA lowering (integer division needs wsp's division-by-zero error)",
-                            wsp_ir::num::bin_name(*bop)
+                            bop.symbol()
                         )))
                     }
                 };
                 let (vr, vc) = self.bcast_extent(&[*lhs, *rhs], rt.shape)?;
                 let a = self.bcast(*lhs, rt.shape, &vr, &vc)?;
                 let b = self.bcast(*rhs, rt.shape, &vr, &vc)?;
+                let tmp = if *bop == BinaryOp::Pow {
+                    Some(self.temp(Loc::Vec, rt, &vr, &vc))
+                } else {
+                    None
+                };
                 let t = self.def_tile(res, rt, &vr, &vc)?;
                 self.on_pipe("PIPE_V");
-                self.line(format!("{inst}({}, {}, {});", t.name, a.name, b.name));
+                match tmp {
+                    Some(tmp) => self.line(format!(
+                        "{inst}({}, {}, {}, {});",
+                        t.name, a.name, b.name, tmp.name
+                    )),
+                    None => self.line(format!("{inst}({}, {}, {});", t.name, a.name, b.name)),
+                }
                 Ok(())
             }
             Op::Cmp { op: cop, lhs, rhs } => {
@@ -307,7 +318,7 @@ impl Cg<'_> {
         }
         if let Some(inst) = direct {
             if !d.is_float() && uop.float_only() {
-                return Err(self.err(format!("`{}` on {d} tiles", wsp_ir::num::unary_name(uop))));
+                return Err(self.err(format!("`{}` on {d} tiles", uop.name())));
             }
             let t = self.def_tile(res, rt, &vr, &vc)?;
             self.on_pipe("PIPE_V");
@@ -315,7 +326,7 @@ impl Cg<'_> {
             return Ok(());
         }
         if !d.is_float() {
-            return Err(self.err(format!("`{}` on {d} tiles", wsp_ir::num::unary_name(uop))));
+            return Err(self.err(format!("`{}` on {d} tiles", uop.name())));
         }
         // A composite: computed in f32 (f64 for f64) and rounded once to the dtype.
         let p = compute_dtype(d);
@@ -354,7 +365,7 @@ impl Cg<'_> {
                 }
             }
             UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos => {
-                let f = wsp_ir::num::unary_name(uop);
+                let f = uop.name();
                 self.elementwise_libm(&y, &xin, f);
             }
             UnaryOp::Gelu => {
@@ -372,12 +383,7 @@ impl Cg<'_> {
                 self.line(format!("TMULS({}, {}, {half});", y.name, xin.name));
                 self.line(format!("TMUL({}, {}, {});", y.name, y.name, t.name));
             }
-            _ => {
-                return Err(self.err(format!(
-                    "`{}` has no lowering",
-                    wsp_ir::num::unary_name(uop)
-                )))
-            }
+            _ => return Err(self.err(format!("`{}` has no lowering", uop.name()))),
         }
         if is_16(d) {
             let t = self.def_tile(res, rt, &vr, &vc)?;

@@ -78,7 +78,7 @@ impl Cg<'_> {
             return match op {
                 BinaryOp::And => Ok(format!("({a} && {b})")),
                 BinaryOp::Or => Ok(format!("({a} || {b})")),
-                _ => Err(self.err(format!("`{}` on bool", wsp_ir::num::bin_name(op)))),
+                _ => Err(self.err(format!("`{}` on bool", op.symbol()))),
             };
         }
         let ty = scalar_ty(d);
@@ -93,7 +93,7 @@ impl Cg<'_> {
                 BinaryOp::Max => format!("wsp_maximum<{ty}>({a}, {b})"),
                 BinaryOp::Min => format!("wsp_minimum<{ty}>({a}, {b})"),
                 BinaryOp::And | BinaryOp::Or => {
-                    return Err(self.err(format!("`{}` on {d}", wsp_ir::num::bin_name(op))))
+                    return Err(self.err(format!("`{}` on {d}", op.symbol())))
                 }
             };
             return Ok(round(d, &format!("({ty}){e}")));
@@ -117,7 +117,7 @@ impl Cg<'_> {
                 }
             }
             BinaryOp::Pow | BinaryOp::And | BinaryOp::Or => {
-                return Err(self.err(format!("`{}` on {d}", wsp_ir::num::bin_name(op))))
+                return Err(self.err(format!("`{}` on {d}", op.symbol())))
             }
         })
     }
@@ -126,7 +126,7 @@ impl Cg<'_> {
         if d == DType::Bool {
             return match op {
                 UnaryOp::Not => Ok(format!("(!{x})")),
-                _ => Err(self.err(format!("`{}` on bool", wsp_ir::num::unary_name(op)))),
+                _ => Err(self.err(format!("`{}` on bool", op.name()))),
             };
         }
         let ty = scalar_ty(d);
@@ -137,7 +137,7 @@ impl Cg<'_> {
                     "({x} < 0 ? wsp_wrap<{ty}>(0 - (uint64_t){x}) : {x})"
                 )),
                 UnaryOp::Relu => Ok(format!("({x} < 0 ? ({ty})0 : {x})")),
-                _ => Err(self.err(format!("`{}` on {d}", wsp_ir::num::unary_name(op)))),
+                _ => Err(self.err(format!("`{}` on {d}", op.name()))),
             };
         }
         let p = scalar_ty(compute_dtype(d));

@@ -376,10 +376,17 @@ WSP_STANDIN_BINARY(TDIV, T(standin::up(x) / standin::up(y)))
 WSP_STANDIN_BINARY(TMAX, standin::max(x, y))
 WSP_STANDIN_BINARY(TMIN, standin::min(x, y))
 WSP_STANDIN_BINARY(TFMOD, T(std::fmod(standin::up(x), standin::up(y))))
-WSP_STANDIN_BINARY(TPOW, T(std::pow(standin::up(x), standin::up(y))))
 WSP_STANDIN_BINARY(TAND, T(x & y))
 WSP_STANDIN_BINARY(TOR, T(x | y))
 #undef WSP_STANDIN_BINARY
+
+/* dst = base ^ exp (the C library's pow in the compute type); tmp is scratch. */
+template <typename D, typename S0, typename S1, typename Tmp> inline void TPOW(D &dst, S0 &a, S1 &b, Tmp &) {
+    using T = typename D::DType;
+    standin::each(dst, [&](unsigned r, unsigned c) -> T {
+        return T(std::pow(standin::up(a.at(r, c)), standin::up(b.at(r, c))));
+    });
+}
 
 #define WSP_STANDIN_SCALAR(NAME, EXPR)                                                             \
     template <typename D, typename S> inline void NAME(D &dst, S &a, typename S::DType s) {       \

@@ -519,7 +519,12 @@ pub fn run_jobs(
         total_ok += ok;
         failures.extend(errs.into_iter().map(|e| format!("{file}: {e}")));
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    // WSP_ASCEND_KEEP=1 keeps the emitted sources and harnesses for inspection.
+    if std::env::var_os("WSP_ASCEND_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("kept {}", dir.display());
+    }
     // Most tasks must run: a corpus whose tasks the interpreter all rejects proves nothing.
     if total_ok * 4 < total * 3 {
         failures.push(format!(

@@ -10,6 +10,7 @@ use wsp_ir::exec::TaskError;
 use wsp_ir::interp::{run_kernel, KernelArg};
 use wsp_ir::kernel::{BinaryOp, Direction, Kernel, TileType};
 use wsp_ir::typing::KernelBuilder;
+use wsp_vocab::codes;
 
 const COLS: u32 = 4;
 
@@ -429,7 +430,7 @@ fn data_errors_are_the_interpreters() {
     ] {
         let (p, t) = dynamic_program(&lens, &indptr, &indices);
         let e = same(&p, WorkloadId(1), t).expect_err("fails");
-        assert_eq!(e.code, "E0810");
+        assert_eq!(e.code, codes::E0810);
     }
 }
 
@@ -600,7 +601,7 @@ fn a_deadlock_is_reported_like_the_interpreter() {
     );
     let r = same(&p, WorkloadId(0), t);
     if let Err(e) = r {
-        assert!(e.code == "E0811" || e.code == "E0810");
+        assert!(e.code == codes::E0811 || e.code == codes::E0810);
     }
 }
 

@@ -1,0 +1,118 @@
+//! Every example of `examples/manifest.toml` on the AIE target: either the emitter refuses it
+//! with one of the expected diagnostics below, or the emitted tree's CPU stand-in is built
+//! (CMake, else g++ directly), run, and every output tensor equals `wsp run`'s bit for bit
+//! (the kernels compute wsp's arithmetic exactly), and `aie.mlir` is verified by `mlir-opt-19
+//! --allow-unregistered-dialect` (Debian's mlir-19-tools: required when `CI=true`, else the
+//! check is skipped with a note).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use wsp_backend::Severity;
+
+/// Examples the AIE target refuses, with a piece of the expected error and why.
+const REFUSED: &[(&str, &str, &str)] = &[
+    (
+        "lightning_indexer",
+        "cannot place the tasks of this `when`: its condition reads tensor data",
+        "its tasks are chosen by a `when` on a tensor's contents (the effective sequence length)",
+    ),
+    (
+        "llama_layer",
+        "bytes of data memory",
+        "its attention tiles and intermediates need about 600 KiB per core; a compute tile has 64 KiB",
+    ),
+    (
+        "moe_routing",
+        "cannot place a loop over the Sparse axis `routing`",
+        "the experts a token visits are tensor data (CSR routing)",
+    ),
+    (
+        "varlen_attention",
+        "cannot place a loop over the Ragged axis `tiles`",
+        "the sequence lengths are tensor data",
+    ),
+];
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn manifest() -> Vec<(String, PathBuf)> {
+    let text = std::fs::read_to_string(examples_dir().join("manifest.toml")).expect("manifest");
+    let table: toml::Table = text.parse().expect("manifest parses");
+    table
+        .iter()
+        .map(|(name, v)| {
+            (
+                name.clone(),
+                examples_dir().join(v["program"].as_str().expect("program")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_example_emits_and_matches_wsp_run_or_is_refused_with_a_reason() {
+    let base = std::env::temp_dir().join(format!("wsp-aie-examples-{}", std::process::id()));
+    let mut emitted = 0;
+    let mut summary: Vec<String> = Vec::new();
+    let mut failures = Vec::new();
+    for (name, path) in manifest() {
+        let r = std::panic::catch_unwind(|| check(&base, &name, &path));
+        match r {
+            Ok(Some(line)) => {
+                emitted += 1;
+                summary.push(line);
+            }
+            Ok(None) => summary.push(format!(
+                "{name}: refused as expected: {}",
+                REFUSED
+                    .iter()
+                    .find(|(n, _, _)| *n == name)
+                    .map_or("", |r| r.2)
+            )),
+            Err(e) => failures.push(format!(
+                "{name}: {}",
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+    eprintln!("{}", summary.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(emitted >= 10, "only {emitted} examples emitted");
+}
+
+/// One example: `Some(summary)` when it emitted and matched, `None` when refused as expected.
+fn check(base: &Path, name: &str, path: &Path) -> Option<String> {
+    let program = common::lower(path);
+    let expected = REFUSED.iter().find(|(n, _, _)| *n == name);
+    match (common::emit(&program), expected) {
+        (Err(diags), Some((_, want, _))) => {
+            assert!(
+                diags
+                    .iter()
+                    .any(|d| d.severity == Severity::Error && d.message.contains(want)),
+                "{name}: refused, but not with `{want}`: {diags:#?}"
+            );
+            // Located at the construct, where the IR knows it.
+            assert!(diags.iter().all(|d| d.at.is_some()), "{name}: {diags:#?}");
+            None
+        }
+        (Err(diags), None) => panic!("{name}: refused unexpectedly: {diags:#?}"),
+        (Ok(_), Some((_, want, _))) => {
+            panic!("{name}: expected a refusal (`{want}`), but it emitted")
+        }
+        (Ok(_), None) => {
+            let n = common::run_and_compare(name, &program, &wsp_sim::base_dir_of(path), base);
+            Some(format!(
+                "{name}: emitted, {n} outputs bit-identical to wsp run"
+            ))
+        }
+    }
+}

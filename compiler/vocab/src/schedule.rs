@@ -1,0 +1,335 @@
+//! Schedule directives (`.dispatch(...)`, `.task_window(n)`, ...) and the policies of
+//! `.dispatch`, `.timing` and `.ready`.
+//!
+//! [`Directive::ALL`] and [`Policy::ALL`] are the tables: each directive and policy has its
+//! name, how it is written, the form of its argument and the key of its row in the capability
+//! matrix (`wsp_arch::capabilities`), where each backend's support is declared.
+
+use serde::{Deserialize, Serialize};
+
+/// A schedule directive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Directive {
+    Dispatch,
+    Streams,
+    StreamBy,
+    Timing,
+    TaskWindow,
+    Ready,
+    Target,
+}
+
+/// What a directive takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectiveArg {
+    /// One of the directive's [`Policy`]s.
+    Policy,
+    /// An integer constant ≥ 1.
+    Count,
+    /// A key expression over axes (`heads % 4`).
+    Key,
+    /// An architecture model's name.
+    Arch,
+}
+
+impl Directive {
+    /// In the order completion lists them.
+    pub const ALL: [Directive; 7] = [
+        Directive::Dispatch,
+        Directive::Streams,
+        Directive::StreamBy,
+        Directive::Timing,
+        Directive::TaskWindow,
+        Directive::Ready,
+        Directive::Target,
+    ];
+
+    /// The directive's name, as written after the `.`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Directive::Dispatch => "dispatch",
+            Directive::Streams => "streams",
+            Directive::StreamBy => "stream_by",
+            Directive::Timing => "timing",
+            Directive::TaskWindow => "task_window",
+            Directive::Ready => "ready",
+            Directive::Target => "target",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Directive> {
+        Directive::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    pub const fn arg(self) -> DirectiveArg {
+        match self {
+            Directive::Dispatch | Directive::Timing | Directive::Ready => DirectiveArg::Policy,
+            Directive::Streams | Directive::TaskWindow => DirectiveArg::Count,
+            Directive::StreamBy => DirectiveArg::Key,
+            Directive::Target => DirectiveArg::Arch,
+        }
+    }
+
+    /// The policies the directive accepts (empty for a directive that takes no policy).
+    pub fn policies(self) -> impl Iterator<Item = Policy> {
+        Policy::ALL
+            .into_iter()
+            .filter(move |p| p.directive() == self)
+    }
+
+    /// How the directive is written (messages, hovers).
+    pub const fn usage(self) -> &'static str {
+        match self {
+            Directive::Dispatch => {
+                "`.dispatch(round_robin(n) | affinity(axis) | hash(expr) | work_steal | by(expr))`"
+            }
+            Directive::Streams => "`.streams(n)` with n ≥ 1",
+            Directive::StreamBy => "`.stream_by(expr)`, e.g. `.stream_by(heads % 4)`",
+            Directive::Timing => {
+                "`.timing(immediate | batched(n) | interleaved(n) | rate_limit(n))`"
+            }
+            Directive::TaskWindow => "`.task_window(n)`: at most n tasks in flight, n ≥ 1",
+            Directive::Ready => "`.ready(fifo | lifo | priority(expr))`",
+            Directive::Target => {
+                "`.target(ascend910b | ascend950 | aie_ml | pto_wsp_v9 | cpu_sim)`"
+            }
+        }
+    }
+
+    /// The key of the directive's row in the capability matrix; `None` for the directives
+    /// whose rows are per policy.
+    pub const fn capability_key(self) -> Option<&'static str> {
+        match self {
+            Directive::Dispatch | Directive::Timing | Directive::Ready => None,
+            Directive::Streams => Some("streams"),
+            Directive::StreamBy => Some("stream_by"),
+            Directive::TaskWindow => Some("task_window"),
+            Directive::Target => Some("target"),
+        }
+    }
+}
+
+/// What a policy takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyArg {
+    /// Written bare: `work_steal`.
+    None,
+    /// One integer constant ≥ 1: `round_robin(4)`.
+    Count,
+    /// One axis: `affinity(batch)`.
+    Axis,
+    /// One key expression over axes: `hash(b * 8 + h)`.
+    Key,
+}
+
+/// A policy of `.dispatch`, `.timing` or `.ready`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    RoundRobin,
+    Affinity,
+    Hash,
+    WorkSteal,
+    By,
+    Immediate,
+    Batched,
+    Interleaved,
+    RateLimit,
+    Fifo,
+    Lifo,
+    Priority,
+}
+
+impl Policy {
+    /// In the order completion lists them.
+    pub const ALL: [Policy; 12] = [
+        Policy::RoundRobin,
+        Policy::Affinity,
+        Policy::Hash,
+        Policy::WorkSteal,
+        Policy::By,
+        Policy::Immediate,
+        Policy::Batched,
+        Policy::Interleaved,
+        Policy::RateLimit,
+        Policy::Fifo,
+        Policy::Lifo,
+        Policy::Priority,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::RoundRobin => "round_robin",
+            Policy::Affinity => "affinity",
+            Policy::Hash => "hash",
+            Policy::WorkSteal => "work_steal",
+            Policy::By => "by",
+            Policy::Immediate => "immediate",
+            Policy::Batched => "batched",
+            Policy::Interleaved => "interleaved",
+            Policy::RateLimit => "rate_limit",
+            Policy::Fifo => "fifo",
+            Policy::Lifo => "lifo",
+            Policy::Priority => "priority",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The directive the policy belongs to.
+    pub const fn directive(self) -> Directive {
+        match self {
+            Policy::RoundRobin
+            | Policy::Affinity
+            | Policy::Hash
+            | Policy::WorkSteal
+            | Policy::By => Directive::Dispatch,
+            Policy::Immediate | Policy::Batched | Policy::Interleaved | Policy::RateLimit => {
+                Directive::Timing
+            }
+            Policy::Fifo | Policy::Lifo | Policy::Priority => Directive::Ready,
+        }
+    }
+
+    pub const fn arg(self) -> PolicyArg {
+        match self {
+            Policy::RoundRobin | Policy::Batched | Policy::Interleaved | Policy::RateLimit => {
+                PolicyArg::Count
+            }
+            Policy::Affinity => PolicyArg::Axis,
+            Policy::Hash | Policy::By | Policy::Priority => PolicyArg::Key,
+            Policy::WorkSteal | Policy::Immediate | Policy::Fifo | Policy::Lifo => PolicyArg::None,
+        }
+    }
+
+    /// How the policy is written: `round_robin(n)`, `work_steal`.
+    pub const fn written(self) -> &'static str {
+        match self {
+            Policy::RoundRobin => "round_robin(n)",
+            Policy::Affinity => "affinity(axis)",
+            Policy::Hash => "hash(expr)",
+            Policy::WorkSteal => "work_steal",
+            Policy::By => "by(expr)",
+            Policy::Immediate => "immediate",
+            Policy::Batched => "batched(n)",
+            Policy::Interleaved => "interleaved(n)",
+            Policy::RateLimit => "rate_limit(n)",
+            Policy::Fifo => "fifo",
+            Policy::Lifo => "lifo",
+            Policy::Priority => "priority(expr)",
+        }
+    }
+
+    /// The key of the policy's row in the capability matrix: `dispatch.round_robin`.
+    pub const fn capability_key(self) -> &'static str {
+        match self {
+            Policy::RoundRobin => "dispatch.round_robin",
+            Policy::Affinity => "dispatch.affinity",
+            Policy::Hash => "dispatch.hash",
+            Policy::WorkSteal => "dispatch.work_steal",
+            Policy::By => "dispatch.by",
+            Policy::Immediate => "timing.immediate",
+            Policy::Batched => "timing.batched",
+            Policy::Interleaved => "timing.interleaved",
+            Policy::RateLimit => "timing.rate_limit",
+            Policy::Fifo => "ready.fifo",
+            Policy::Lifo => "ready.lifo",
+            Policy::Priority => "ready.priority",
+        }
+    }
+}
+
+/// The capability-matrix key of a directive as written, with its policy's name for the
+/// directives that take one: `("dispatch", Some("hash"))` → `dispatch.hash`,
+/// `("task_window", None)` → `task_window`. `None` for an unknown directive or policy, or a
+/// policy of another directive.
+pub fn capability_key(directive: &str, policy: Option<&str>) -> Option<&'static str> {
+    let d = Directive::from_name(directive)?;
+    match (d.capability_key(), policy) {
+        (Some(key), _) => Some(key),
+        (None, Some(p)) => Policy::from_name(p)
+            .filter(|p| p.directive() == d)
+            .map(Policy::capability_key),
+        (None, None) => None,
+    }
+}
+
+/// The names of [`Directive::ALL`], in table order.
+pub const DIRECTIVE_NAMES: [&str; Directive::ALL.len()] = {
+    let mut out = [""; Directive::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Directive::ALL[i].name();
+        i += 1;
+    }
+    out
+};
+
+/// The names of [`Policy::ALL`], in table order.
+pub const POLICY_NAMES: [&str; Policy::ALL.len()] = {
+    let mut out = [""; Policy::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Policy::ALL[i].name();
+        i += 1;
+    }
+    out
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in Directive::ALL {
+            assert_eq!(Directive::from_name(d.name()), Some(d));
+            assert!(d.usage().contains(d.name()), "{d:?}");
+        }
+        for p in Policy::ALL {
+            assert_eq!(Policy::from_name(p.name()), Some(p));
+            assert!(p.written().starts_with(p.name()));
+            assert_eq!(
+                p.capability_key(),
+                format!("{}.{}", p.directive().name(), p.name())
+            );
+            assert!(p.directive().usage().contains(p.name()), "{p:?}");
+            assert_eq!(p.written().contains('('), p.arg() != PolicyArg::None);
+        }
+    }
+
+    #[test]
+    fn capability_keys_of_written_directives() {
+        assert_eq!(
+            capability_key("dispatch", Some("hash")),
+            Some("dispatch.hash")
+        );
+        assert_eq!(capability_key("task_window", None), Some("task_window"));
+        assert_eq!(
+            capability_key("task_window", Some("x")),
+            Some("task_window")
+        );
+        assert_eq!(capability_key("dispatch", Some("teleport")), None);
+        assert_eq!(capability_key("dispatch", Some("fifo")), None);
+        assert_eq!(capability_key("dispatch", None), None);
+        assert_eq!(capability_key("teleport", None), None);
+    }
+
+    #[test]
+    fn a_directive_takes_policies_exactly_when_its_argument_is_one() {
+        for d in Directive::ALL {
+            assert_eq!(
+                d.policies().next().is_some(),
+                d.arg() == DirectiveArg::Policy,
+                "{d:?}"
+            );
+            assert_eq!(
+                d.capability_key().is_none(),
+                d.arg() == DirectiveArg::Policy
+            );
+        }
+    }
+}

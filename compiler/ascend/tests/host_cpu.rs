@@ -410,14 +410,8 @@ fn unknown_archs_options_and_schedules_are_diagnostics() {
     let mut targeted = add.clone();
     targeted.schedules[0]
         .directives
-        .push(wsp_ir::workload::Directive {
-            name: "target".into(),
-            args: vec![wsp_ir::workload::DirArg {
-                name: None,
-                value: wsp_ir::workload::DirValue::Ident {
-                    name: "ascend950".into(),
-                },
-            }],
+        .push(wsp_ir::workload::Directive::Target {
+            arch: "ascend950".into(),
         });
     let (t950, _) = b.emit(&targeted, &EmitOptions::default()).expect("emitted");
     let plan950: serde_json::Value =

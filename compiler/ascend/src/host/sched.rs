@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use wsp_ir::workload::{AxisId, DirArg, DirValue, Directive, ExprOp, Program, Schedule};
+use wsp_ir::workload::{AxisId, DirValue, Directive, ExprOp, Policy, Program, Schedule};
 use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing};
+use wsp_vocab::schedule::{Directive as VocabDirective, PolicyArg};
 
 use super::orch::c_str;
 
@@ -41,9 +42,9 @@ fn key_of(p: &Program, v: &DirValue) -> Result<Key, String> {
     })
 }
 
-fn int_args(d: &str, args: &[DirArg]) -> Result<Vec<u32>, String> {
+fn int_args(d: &str, args: &[DirValue]) -> Result<Vec<u32>, String> {
     args.iter()
-        .map(|a| match a.value {
+        .map(|a| match *a {
             DirValue::Int { value } => u32::try_from(value)
                 .map_err(|_| format!("`{d}` takes a count from 0 to 2³², found {value}")),
             _ => Err(format!("`{d}` takes integer counts")),
@@ -58,51 +59,40 @@ pub(crate) fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, K
     let Some(s) = s else {
         return Ok((pol, keys));
     };
-    for Directive { name, args } in &s.directives {
-        let arg = args.first().map(|a| &a.value);
-        match (name.as_str(), arg) {
-            ("target", _) => {}
-            ("task_window" | "streams", Some(DirValue::Int { value })) => {
+    for d in &s.directives {
+        match d {
+            Directive::Target { .. } => {}
+            Directive::TaskWindow { size: value } | Directive::Streams { count: value } => {
+                let name = d.kind().name();
                 let n = u32::try_from(*value)
                     .map_err(|_| format!("`{name}({value})` is out of range"))?;
                 pol.apply(name, &[n])?;
             }
-            ("stream_by", Some(v)) => keys.stream = Some(key_of(p, v)?),
-            (
-                "dispatch" | "timing" | "ready",
-                Some(v @ (DirValue::Ident { .. } | DirValue::Call { .. })),
-            ) => {
-                match name.as_str() {
-                    "dispatch" => keys.dispatch = None,
-                    "ready" => keys.priority = None,
+            Directive::StreamBy { key } => keys.stream = Some(key_of(p, key)?),
+            Directive::Policy { policy, args } => {
+                // The last directive of a name applies (W0601), its key with it.
+                match policy.directive() {
+                    VocabDirective::Dispatch => keys.dispatch = None,
+                    VocabDirective::Ready => keys.priority = None,
                     _ => {}
                 }
-                match v {
-                    DirValue::Ident { name: form } => pol.apply(form, &[])?,
-                    DirValue::Call { name: form, args } => match form.as_str() {
-                        "affinity" | "hash" | "by" | "priority" => {
-                            let v = args
-                                .first()
-                                .map(|a| &a.value)
-                                .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
-                            pol.apply(form, &[])?;
-                            let k = Some(key_of(p, v)?);
-                            if form == "priority" {
-                                keys.priority = k;
-                            } else {
-                                keys.dispatch = k;
-                            }
+                let form = policy.name();
+                match policy.arg() {
+                    PolicyArg::Axis | PolicyArg::Key => {
+                        let v = args
+                            .first()
+                            .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
+                        pol.apply(form, &[])?;
+                        let k = Some(key_of(p, v)?);
+                        match policy {
+                            Policy::Priority => keys.priority = k,
+                            _ => keys.dispatch = k,
                         }
-                        _ => pol.apply(form, &int_args(form, args)?)?,
-                    },
-                    _ => {}
+                    }
+                    PolicyArg::Count | PolicyArg::None => {
+                        pol.apply(form, &int_args(form, args)?)?
+                    }
                 }
-            }
-            _ => {
-                return Err(format!(
-                    "schedule `{}`: the directive `.{name}(...)` in this form is not lowered by the ascend backend",
-                    s.name
-                ))
             }
         }
     }
@@ -185,9 +175,8 @@ pub(crate) fn configure_c(pol: &Policies, max_tiles: usize) -> String {
 /// default architecture).
 pub fn schedule_target(p: &Program, schedule: Option<&str>) -> Option<String> {
     let (s, _) = p.select_run(schedule).ok()?;
-    let d = s?.directives.iter().rev().find(|d| d.name == "target")?;
-    match &d.args.first()?.value {
-        DirValue::Ident { name } | DirValue::Str { value: name } => Some(name.clone()),
+    s?.directives.iter().rev().find_map(|d| match d {
+        Directive::Target { arch } => Some(arch.clone()),
         _ => None,
-    }
+    })
 }

@@ -449,25 +449,7 @@ fn directives(s: Option<&Schedule>, diags: &mut Diags) -> Dispatch {
         return dispatch;
     };
     for d in &s.directives {
-        let first = d.args.first().map(|a| &a.value);
-        let form = match first {
-            Some(DirValue::Ident { name }) => Some(name.as_str()),
-            Some(DirValue::Call { name, .. }) => Some(name.as_str()),
-            _ => None,
-        };
-        let key = capabilities::schedule_key(&d.name, form)
-            .or_else(|| capabilities::schedule_key(&d.name, None));
-        let Some(key) = key else {
-            diags.push(error(
-                format!(
-                    "schedule `{}`: the AIE target does not know the directive `.{}(...)` in this form",
-                    s.name, d.name
-                ),
-                None,
-                "see `wsp check --target aie` for the directives AIE supports",
-            ));
-            continue;
-        };
+        let key = d.capability_key();
         let Some(cap) = capabilities::capability(key) else {
             continue;
         };
@@ -490,31 +472,28 @@ fn directives(s: Option<&Schedule>, diags: &mut Diags) -> Dispatch {
             )),
             Support::Enforced => {}
         }
-        if d.name == "dispatch" {
-            if let Some(DirValue::Call { name, args }) = first {
-                let arg = args.first().map(|a| &a.value);
-                match (name.as_str(), arg) {
-                    ("round_robin", Some(DirValue::Int { value })) => {
-                        let n = usize::try_from(*value).unwrap_or(1).max(1);
-                        if n > MAX_TILES {
-                            diags.push(warning(
-                                format!(
-                                    "schedule `{}`: round_robin({n}) is dealt over the {MAX_TILES} compute tiles the shim DMA channels can feed",
-                                    s.name
-                                ),
-                                None,
-                            ));
-                        }
-                        dispatch = Dispatch::RoundRobin(n.min(MAX_TILES));
+        if let Directive::Policy { policy, args } = d {
+            match (policy, args.first()) {
+                (Policy::RoundRobin, Some(DirValue::Int { value })) => {
+                    let n = usize::try_from(*value).unwrap_or(1).max(1);
+                    if n > MAX_TILES {
+                        diags.push(warning(
+                            format!(
+                                "schedule `{}`: round_robin({n}) is dealt over the {MAX_TILES} compute tiles the shim DMA channels can feed",
+                                s.name
+                            ),
+                            None,
+                        ));
                     }
-                    ("affinity" | "by" | "hash", Some(k)) => {
-                        dispatch = Dispatch::Key {
-                            hash: name == "hash",
-                            key: k.clone(),
-                        }
-                    }
-                    _ => {}
+                    dispatch = Dispatch::RoundRobin(n.min(MAX_TILES));
                 }
+                (Policy::Affinity | Policy::By | Policy::Hash, Some(k)) => {
+                    dispatch = Dispatch::Key {
+                        hash: *policy == Policy::Hash,
+                        key: k.clone(),
+                    }
+                }
+                _ => {}
             }
         }
     }

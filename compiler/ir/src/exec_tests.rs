@@ -1194,3 +1194,25 @@ fn counted_loops_step_like_an_odometer_over_dependent_and_empty_levels() {
     assert_eq!(coords, want.map(|c| c.to_vec()));
     assert_eq!(ts[2].to_f64(), vec![3.0; 6]);
 }
+
+#[test]
+fn every_directive_has_its_capability_key() {
+    use wsp_vocab::schedule::Directive as D;
+    let key = DirValue::Int { value: 1 };
+    for d in [
+        Directive::TaskWindow { size: 1 },
+        Directive::Streams { count: 1 },
+        Directive::StreamBy { key },
+        Directive::Target { arch: "x".into() },
+    ] {
+        assert_eq!(Some(d.capability_key()), d.kind().capability_key());
+    }
+    for p in Policy::ALL {
+        let d = Directive::Policy {
+            policy: p,
+            args: vec![],
+        };
+        assert_eq!(d.capability_key(), p.capability_key());
+        assert_ne!(d.kind(), D::Target);
+    }
+}

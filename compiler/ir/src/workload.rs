@@ -684,6 +684,18 @@ impl Directive {
             Directive::Target { .. } => D::Target,
         }
     }
+
+    /// The key of the directive's row in the capability matrix (`dispatch.hash`,
+    /// `task_window`).
+    pub fn capability_key(&self) -> &'static str {
+        match self {
+            Directive::Policy { policy, .. } => policy.capability_key(),
+            Directive::TaskWindow { .. } => "task_window",
+            Directive::Streams { .. } => "streams",
+            Directive::StreamBy { .. } => "stream_by",
+            Directive::Target { .. } => "target",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

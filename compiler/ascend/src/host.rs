@@ -1,1 +1,0 @@
-//! Orchestration, host launcher, CMake project and plan file (see the crate docs).

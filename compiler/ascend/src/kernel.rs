@@ -1,1 +1,0 @@
-//! Kernels as PTO-ISA C++ (see the crate docs).

@@ -215,8 +215,9 @@ fn emit_ir_prints_the_program_ir() {
         &root,
         &["emit", "--target", "ascend", "validated_matmul.wsp"],
     );
+    // A source tree goes to a directory, never to standard output.
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not built yet"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give `-o DIR`"));
     let d = tempdir("emit");
     std::fs::write(d.join("bad.wsp"), "workload w {\n    undefined_k[0]()\n}\n").unwrap();
     let o = wsp(&d, &["emit", "bad.wsp"]);

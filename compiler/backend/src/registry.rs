@@ -619,6 +619,7 @@ mod tests {
         let with_option = EmitOptions {
             arch: None,
             options: vec![("k".into(), "v".into())],
+            ..Default::default()
         };
         let e = r.emit_tree("ir", &program(), &with_option).unwrap_err();
         assert!(matches!(e, EmitError::Rejected { .. }), "{e}");
@@ -641,6 +642,7 @@ mod tests {
         let opts = EmitOptions {
             arch: Some("a2".into()),
             options: Vec::new(),
+            ..Default::default()
         };
         let w = r.emit_to_dir("aie", &program(), &opts, &dest, t).unwrap();
         assert_eq!(w.len(), 1);
@@ -657,6 +659,7 @@ mod tests {
         let bad_arch = EmitOptions {
             arch: Some("z".into()),
             options: Vec::new(),
+            ..Default::default()
         };
         let e = r
             .emit_to_dir("aie", &program(), &bad_arch, &dest, t)

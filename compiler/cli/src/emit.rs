@@ -174,7 +174,7 @@ pub fn main(a: Args) -> ExitCode {
     match extern_sources(&program, name) {
         Ok(sources) => opts.extern_sources = sources,
         Err(d) => {
-            eprint!("{}", render_human(&[d], &crate::WsSources(&ws), color));
+            eprint!("{}", render_human(&[*d], &crate::WsSources(&ws), color));
             return usage("an extern kernel's source file cannot be read; nothing was emitted");
         }
     }
@@ -276,7 +276,7 @@ const MAX_EXTERN_SOURCE: u64 = 16 << 20;
 fn extern_sources(
     program: &wsp_ir::Program,
     target: &str,
-) -> Result<Vec<wsp_backend::ExternSource>, Diagnostic> {
+) -> Result<Vec<wsp_backend::ExternSource>, Box<Diagnostic>> {
     let mut out = Vec::new();
     for (i, k) in program.kernels.iter().enumerate() {
         for e in k.externs.iter().filter(|e| e.target == target) {
@@ -316,7 +316,7 @@ fn extern_sources(
                         start: 0,
                         end: 0,
                     });
-                    return Err(Diagnostic::new(
+                    return Err(Box::new(Diagnostic::new(
                         wsp_vocab::codes::E0715,
                         format!(
                             "cannot read `{}`, the `{target}` source of the extern kernel `{}`: {why}",
@@ -332,7 +332,7 @@ fn extern_sources(
                     .with_help(format!(
                         "the path `{}` is relative to the file that declares the kernel",
                         e.path
-                    )));
+                    ))));
                 }
             }
         }

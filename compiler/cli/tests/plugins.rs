@@ -279,9 +279,12 @@ fn summary_plugin_refuses_extern_kernels_at_their_span() {
     let d = workdir();
     let src = CLEAN.replace(
         "kernel copy(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x\n}",
-        "extern kernel copy(x: in f32[8, 8], y: out f32[8, 8]) { ascend: \"copy.cpp\" }",
+        "extern kernel copy(x: in f32[8, 8], y: out f32[8, 8]) { summary: \"copy.cpp\" }",
     );
     std::fs::write(d.path().join("a.wsp"), src).unwrap();
+    // The kernel has a source for the plugin's target (else the check stops first, E0714),
+    // which `wsp emit` reads; the plugin refuses kernels without a `.wsp` body.
+    std::fs::write(d.path().join("copy.cpp"), "// copy\n").unwrap();
     let b = sample_plugins().to_string_lossy().into_owned();
     let o = wsp(
         d.path(),
@@ -299,7 +302,7 @@ fn summary_plugin_refuses_extern_kernels_at_their_span() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("[E0720] Error: kernel `copy` has no .wsp body to summarise (external implementations only: ascend: copy.cpp)")
+        err.contains("[E0720] Error: kernel `copy` has no .wsp body to summarise (external implementations only: summary: copy.cpp)")
             && err.contains("a.wsp:4:15")
             && err.contains("Help: give the kernel a .wsp body"),
         "{err}"
@@ -308,6 +311,7 @@ fn summary_plugin_refuses_extern_kernels_at_their_span() {
         err.contains("the `summary` backend reported 1 error; nothing was written"),
         "{err}"
     );
+    std::fs::remove_file(d.path().join("copy.cpp")).unwrap();
     assert_untouched(d.path());
 }
 

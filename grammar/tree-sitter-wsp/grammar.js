@@ -132,7 +132,11 @@ module.exports = grammar({
     extern_body: ($) => seq('{', commaSep($.extern_binding), '}'),
 
     extern_binding: ($) =>
-      seq(field('target', $.identifier), ':', field('path', $.string)),
+      seq(
+        field('target', $.identifier),
+        ':',
+        choice(field('path', prec(1, $.string)), field('value', $._expression)),
+      ),
 
     parameter_list: ($) => seq('(', commaSep($.parameter), ')'),
 

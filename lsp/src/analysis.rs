@@ -448,7 +448,7 @@ fn schedule_info(ws: &Workspace, src: &str, d: &Decl, sc: &wsp_syntax::ast::Sche
     use wsp_arch::capabilities as caps;
     let mut out =
         String::from("\n| directive | form | sim | ascend | aie |\n|---|---|---|---|---|\n");
-    let target = ws.target().map(|t| t.backend);
+    let target = ws.target().and_then(|t| t.backend());
     let mut notes = Vec::new();
     for dir in &sc.directives {
         let name = dir.name.name.as_str();

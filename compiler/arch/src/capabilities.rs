@@ -11,6 +11,7 @@
 //! FIFOs, ObjectFIFOs); where the behaviour of a backend is not certain the entry says
 //! `Recorded` or `Diagnosed` rather than claim enforcement.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How a backend treats a feature.
@@ -27,6 +28,13 @@ pub enum Support {
 }
 
 impl Support {
+    pub const ALL: [Support; 4] = [
+        Support::Enforced,
+        Support::Recorded,
+        Support::Diagnosed,
+        Support::Unsupported,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Support::Enforced => "enforced",
@@ -34,6 +42,11 @@ impl Support {
             Support::Diagnosed => "diagnosed",
             Support::Unsupported => "unsupported",
         }
+    }
+
+    /// The support level of a name (`enforced`, `recorded`, `diagnosed`, `unsupported`).
+    pub fn from_name(s: &str) -> Option<Support> {
+        Support::ALL.into_iter().find(|x| x.name() == s)
     }
 }
 
@@ -409,6 +422,167 @@ pub fn support(backend: Backend, key: &str) -> Option<Entry> {
     capability(key).map(|c| c.on(backend))
 }
 
+/// How one backend treats one feature: an owned [`Entry`] (external backends declare theirs at
+/// run time).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableEntry {
+    pub support: Support,
+    /// Empty for [`Support::Enforced`]; otherwise what happens instead, in one line.
+    pub reason: String,
+}
+
+/// One backend's column of the matrix as a value: the support of every key of [`MATRIX`] on
+/// the backend named [`CapabilityTable::name`]. Built-in backends derive theirs from the
+/// matrix ([`CapabilityTable::builtin`]); external backends declare theirs
+/// ([`CapabilityTable::declared`]). Owned, comparable and hashable, so the checker can hold it
+/// as an input.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CapabilityTable {
+    name: String,
+    builtin: Option<Backend>,
+    /// Every key of [`MATRIX`], in matrix order of keys (a `BTreeMap` for lookups).
+    entries: BTreeMap<&'static str, TableEntry>,
+}
+
+impl CapabilityTable {
+    /// The column of a built-in backend, as the matrix declares it.
+    pub fn builtin(backend: Backend) -> CapabilityTable {
+        CapabilityTable {
+            name: backend.name().to_string(),
+            builtin: Some(backend),
+            entries: MATRIX
+                .iter()
+                .map(|c| {
+                    let e = c.on(backend);
+                    (
+                        c.key,
+                        TableEntry {
+                            support: e.support,
+                            reason: e.reason.to_string(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// A backend that keeps every feature (the Program IR records all of them).
+    pub fn all_enforced(name: &str) -> CapabilityTable {
+        CapabilityTable::uniform(name, Support::Enforced, "")
+    }
+
+    /// A backend that treats every feature alike (`reason` is dropped for
+    /// [`Support::Enforced`]; otherwise it says what happens instead).
+    pub fn uniform(name: &str, support: Support, reason: &str) -> CapabilityTable {
+        let reason = if support == Support::Enforced {
+            String::new()
+        } else {
+            reason.to_string()
+        };
+        CapabilityTable {
+            name: name.to_string(),
+            builtin: None,
+            entries: MATRIX
+                .iter()
+                .map(|c| {
+                    (
+                        c.key,
+                        TableEntry {
+                            support,
+                            reason: reason.clone(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// A backend's declared column: `entries` are `(key, support, reason)`; every key of the
+    /// matrix not listed takes `default` (with `default_reason`). Errors name an unknown or
+    /// repeated key, or a non-enforced entry without a reason.
+    pub fn declared(
+        name: &str,
+        default: Support,
+        default_reason: &str,
+        entries: impl IntoIterator<Item = (String, Support, String)>,
+    ) -> Result<CapabilityTable, String> {
+        let check = |key: &str, support: Support, reason: &str| -> Result<(), String> {
+            if support != Support::Enforced && reason.trim().is_empty() {
+                return Err(format!(
+                    "capability `{key}` is declared {support} without a reason (say what happens instead)"
+                ));
+            }
+            Ok(())
+        };
+        let mut declared: BTreeMap<&'static str, TableEntry> = BTreeMap::new();
+        for (key, support, reason) in entries {
+            let Some(cap) = capability(&key) else {
+                return Err(format!(
+                    "unknown capability key `{key}`; known keys: {}",
+                    MATRIX.iter().map(|c| c.key).collect::<Vec<_>>().join(", ")
+                ));
+            };
+            check(cap.key, support, &reason)?;
+            let reason = if support == Support::Enforced {
+                String::new()
+            } else {
+                reason
+            };
+            if declared
+                .insert(cap.key, TableEntry { support, reason })
+                .is_some()
+            {
+                return Err(format!("capability `{key}` is declared twice"));
+            }
+        }
+        let mut entries = BTreeMap::new();
+        for c in MATRIX {
+            let e = match declared.remove(c.key) {
+                Some(e) => e,
+                None => {
+                    check(c.key, default, default_reason)?;
+                    TableEntry {
+                        support: default,
+                        reason: if default == Support::Enforced {
+                            String::new()
+                        } else {
+                            default_reason.to_string()
+                        },
+                    }
+                }
+            };
+            entries.insert(c.key, e);
+        }
+        Ok(CapabilityTable {
+            name: name.to_string(),
+            builtin: None,
+            entries,
+        })
+    }
+
+    /// The backend's name, for messages (`the `aie` backend`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The built-in backend this column is the matrix's column of, if it is one.
+    pub fn builtin_backend(&self) -> Option<Backend> {
+        self.builtin
+    }
+
+    /// How the backend treats the feature `key` (`None` for an unknown key).
+    pub fn entry(&self, key: &str) -> Option<&TableEntry> {
+        self.entries.get(key)
+    }
+
+    /// Every feature's entry, in matrix order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static Capability, &TableEntry)> + '_ {
+        MATRIX
+            .iter()
+            .filter_map(|c| self.entries.get(c.key).map(|e| (c, e)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,6 +623,77 @@ mod tests {
         for f in Family::ALL {
             assert!(capability(f.capability_key()).is_some(), "{f:?}");
         }
+    }
+
+    #[test]
+    fn tables_are_the_matrix_columns_or_declared() {
+        for b in Backend::ALL {
+            let t = CapabilityTable::builtin(b);
+            assert_eq!(t.name(), b.name());
+            assert_eq!(t.builtin_backend(), Some(b));
+            assert_eq!(t.iter().count(), MATRIX.len());
+            for c in MATRIX {
+                let e = t.entry(c.key).unwrap();
+                assert_eq!(
+                    (e.support, e.reason.as_str()),
+                    (c.on(b).support, c.on(b).reason)
+                );
+            }
+        }
+        assert_eq!(
+            CapabilityTable::builtin(Backend::Aie),
+            CapabilityTable::builtin(Backend::Aie)
+        );
+        assert_ne!(
+            CapabilityTable::builtin(Backend::Aie),
+            CapabilityTable::builtin(Backend::Sim)
+        );
+        let all = CapabilityTable::all_enforced("ir");
+        assert!(all
+            .iter()
+            .all(|(_, e)| e.support == Support::Enforced && e.reason.is_empty()));
+
+        let t = CapabilityTable::declared(
+            "summary",
+            Support::Enforced,
+            "",
+            [(
+                "kernel.pipe".to_string(),
+                Support::Unsupported,
+                "no pipes".to_string(),
+            )],
+        )
+        .unwrap();
+        assert_eq!(
+            t.entry("kernel.pipe").unwrap().support,
+            Support::Unsupported
+        );
+        assert_eq!(t.entry("kernel.matmul").unwrap().support, Support::Enforced);
+        assert_eq!(t.builtin_backend(), None);
+        // Undeclared keys take the default, which needs a reason unless enforced.
+        assert!(CapabilityTable::declared("x", Support::Unsupported, "", []).is_err());
+        let t = CapabilityTable::declared("x", Support::Unsupported, "not declared", []).unwrap();
+        assert_eq!(t.entry("csp.channel").unwrap().reason, "not declared");
+        for bad in [
+            vec![(
+                "kernel.teleport".to_string(),
+                Support::Enforced,
+                String::new(),
+            )],
+            vec![(
+                "kernel.pipe".to_string(),
+                Support::Recorded,
+                " ".to_string(),
+            )],
+            vec![
+                ("kernel.pipe".to_string(), Support::Enforced, String::new()),
+                ("kernel.pipe".to_string(), Support::Enforced, String::new()),
+            ],
+        ] {
+            assert!(CapabilityTable::declared("x", Support::Enforced, "", bad).is_err());
+        }
+        assert_eq!(Support::from_name("diagnosed"), Some(Support::Diagnosed));
+        assert_eq!(Support::from_name("maybe"), None);
     }
 
     #[test]

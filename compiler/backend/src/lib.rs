@@ -3,12 +3,24 @@
 //! A [`Backend`] turns a lowered [`Program`] into a [`FileTree`] (the files of a source tree,
 //! by relative path), or explains with [`BackendDiagnostic`]s what it cannot lower. It never
 //! writes the file system itself: the driver commits a tree to its output directory as a
-//! whole, so a failed emission leaves nothing half-written.
+//! whole, so a failed emission leaves nothing half-written ([`output`]).
+//!
+//! The [`registry`] holds every backend `wsp` knows: the built-ins (constructed by the driver
+//! and [`Registry::register`]ed) and external executables `wsp-backend-NAME` ([`plugin`]),
+//! each with its capability column (`wsp_arch::capabilities`), which `wsp check --target` and
+//! `wsp emit --target` both read.
+
+pub mod output;
+pub mod plugin;
+pub mod registry;
+
+pub use registry::{EmitError, Registry};
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use wsp_arch::capabilities::{self as caps, CapabilityTable, Support};
 use wsp_ir::workload::SrcSpan;
 use wsp_ir::Program;
 
@@ -111,6 +123,15 @@ impl BackendDiagnostic {
         }
     }
 
+    pub fn warning(message: impl Into<String>, at: Option<SrcSpan>) -> BackendDiagnostic {
+        BackendDiagnostic {
+            severity: Severity::Warning,
+            message: message.into(),
+            at,
+            help: None,
+        }
+    }
+
     pub fn with_help(mut self, help: impl Into<String>) -> BackendDiagnostic {
         self.help = Some(help.into());
         self
@@ -132,6 +153,20 @@ pub trait Backend {
     /// The architectures `--arch` may name for this backend; the first is the default. Empty
     /// when the backend takes no architecture.
     fn archs(&self) -> Vec<String>;
+
+    /// How the backend treats every feature of the language (what `wsp check --target`
+    /// checks). By default the column of the capability matrix with the backend's name; a
+    /// backend the matrix does not list supports nothing until it says otherwise.
+    fn capabilities(&self) -> CapabilityTable {
+        match caps::Backend::from_name(self.name()) {
+            Some(b) => CapabilityTable::builtin(b),
+            None => CapabilityTable::uniform(
+                self.name(),
+                Support::Unsupported,
+                "the backend declares no capabilities",
+            ),
+        }
+    }
 
     /// Emits the program's source tree, or the diagnostics that prevent it. Warnings may
     /// accompany a tree.

@@ -1,78 +1,259 @@
-//! `wsp emit`: lowers a checked program and prints it for a target. `--target ir` prints the
-//! Program IR as JSON (the format external backends read); the Ascend and AIE source-tree
-//! emitters are not built yet and say so.
+//! `wsp emit`: checks a program for a target, lowers it and hands the Program IR to the
+//! target's backend from the registry (built-in, or an external plugin `wsp-backend-NAME`).
+//!
+//! `--target ir` prints the Program IR as JSON (the format external backends read) when no
+//! output is named; `--out FILE` writes a one-file tree to a file; `-o DIR` commits any tree
+//! to a directory as a whole (see `wsp_backend::output`). `--list-targets` lists the
+//! backends, `--list-targets --markdown` prints the capability matrix of the built-ins
+//! (docs/backends.md), `--ir-schema` the JSON Schema of the Program IR
+//! (docs/program-ir.schema.json).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use wsp_backend::registry::Origin;
+use wsp_backend::{EmitError, EmitOptions, Registry};
 use wsp_diagnostics::render::render_human;
+use wsp_diagnostics::Severity;
+
+use crate::backends::{self, PluginArgs};
 
 /// Arguments of `wsp emit`.
 #[derive(clap::Args)]
 pub struct Args {
     /// The program to lower (a .wsp file).
-    path: PathBuf,
-    /// What to emit: `ir` (Program IR JSON), `ascend` or `aie`.
+    #[arg(required_unless_present_any = ["list_targets", "ir_schema"])]
+    path: Option<PathBuf>,
+    /// The backend: `ir` (Program IR JSON), a built-in (`wsp emit --list-targets`), or an
+    /// external backend `wsp-backend-NAME` found on `PATH` or by `--backend-path`.
     #[arg(long, default_value = "ir")]
     target: String,
-    /// Write to this file (atomically) instead of standard output.
-    #[arg(long)]
+    /// Write a one-file output (the Program IR of `--target ir`) to this file, atomically,
+    /// instead of standard output.
+    #[arg(long, conflicts_with = "out_dir")]
     out: Option<PathBuf>,
+    /// Emit the backend's tree into this directory: created, or replaced as a whole when it
+    /// is empty or was produced by `wsp emit`; never a file or another non-empty directory.
+    #[arg(short = 'o', long = "out-dir", value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// The architecture to emit for (one of the backend's archs; default its first). When it
+    /// names an architecture model, resources are checked against it too.
+    #[arg(long)]
+    arch: Option<String>,
+    /// A backend-specific option `KEY=VALUE` (repeatable, passed on in order).
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    options: Vec<String>,
+    #[command(flatten)]
+    plugins: PluginArgs,
+    /// List the backends (built-ins and plugins found) with their archs, and exit.
+    #[arg(long)]
+    list_targets: bool,
+    /// With --list-targets: print the built-ins' capability matrix as Markdown
+    /// (docs/backends.md).
+    #[arg(long, requires = "list_targets")]
+    markdown: bool,
+    /// Print the JSON Schema of the Program IR (docs/program-ir.schema.json) and exit.
+    #[arg(long, conflicts_with = "list_targets")]
+    ir_schema: bool,
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+fn failure(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(1)
 }
 
 pub fn main(a: Args) -> ExitCode {
-    match a.target.as_str() {
-        "ir" => {}
-        "ascend" | "aie" => {
-            eprintln!(
-                "error: the `{}` backend is not built yet; `wsp emit --target ir` prints the Program IR that backends read",
-                a.target
-            );
-            return ExitCode::from(2);
-        }
-        other => {
-            eprintln!("error: unknown target `{other}`; targets: ir, ascend, aie");
-            return ExitCode::from(2);
+    if a.ir_schema {
+        print!("{}", wsp_ir::schema::program_schema_json());
+        return ExitCode::SUCCESS;
+    }
+    if a.list_targets && a.markdown {
+        print!("{}", backends::builtins().capability_markdown());
+        return ExitCode::SUCCESS;
+    }
+    let timeout = match a.plugins.timeout() {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    let registry = match backends::registry(&a.plugins) {
+        Ok(r) => r,
+        Err(e) => return usage(e),
+    };
+    if a.list_targets {
+        return list(&registry, timeout);
+    }
+    let Some(path) = a.path.clone() else {
+        return usage("give the .wsp file to emit");
+    };
+    let mut options = Vec::new();
+    for o in &a.options {
+        match o.split_once('=') {
+            Some((k, v)) if !k.is_empty() => options.push((k.to_string(), v.to_string())),
+            _ => return usage(format!("`--option {o}`: write `--option KEY=VALUE`")),
         }
     }
-    if a.path.is_dir() {
-        eprintln!(
-            "error: `{}` is a directory; give one .wsp file",
-            a.path.display()
-        );
-        return ExitCode::from(2);
+    let opts = EmitOptions {
+        arch: a.arch.clone(),
+        options,
+    };
+    let name = a.target.as_str();
+    // Everything the request itself gets wrong is said before any work is done.
+    if let Err(e) = registry.can_emit(name) {
+        return usage(e);
     }
-    let (ws, roots) = match crate::load::load(std::slice::from_ref(&a.path)) {
+    if registry.is_plugin(name) && a.out_dir.is_none() {
+        return usage(format!(
+            "the `{name}` backend is an external plugin and writes a directory: give `-o DIR`"
+        ));
+    }
+    if let Some(dir) = &a.out_dir {
+        if let Err(e) = wsp_backend::output::check_destination(dir) {
+            return usage(e);
+        }
+    }
+    let info = match registry.info(name, timeout) {
+        Ok(i) => i,
+        Err(e) if e.is_usage() => return usage(e),
+        Err(e) => return failure(e),
+    };
+    if let Err(e) = registry.check_arch(name, &opts, timeout) {
+        return usage(e);
+    }
+    if path.is_dir() {
+        return usage(format!(
+            "`{}` is a directory; give one .wsp file",
+            path.display()
+        ));
+    }
+    let (mut ws, roots) = match crate::load::load(std::slice::from_ref(&path)) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let Some(root) = roots.first() else {
-        eprintln!("error: nothing to emit");
-        return ExitCode::from(2);
+    let Some(root) = roots.first().cloned() else {
+        return usage("nothing to emit");
     };
-    let program = match wsp_lower::lower(&ws, root) {
+    // The checks of `wsp check --target NAME [--arch A]`.
+    if let Some(arch) = &a.arch {
+        // An arch that is not an architecture model is the backend's own name for a target.
+        let _ = ws.set_arch(Some(arch));
+    }
+    ws.set_target_table(Some(info.capabilities.clone()), false);
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut diags = Vec::new();
+    for p in ws.paths() {
+        diags.extend(ws.check(&p));
+    }
+    if !diags.is_empty() {
+        eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
+    }
+    let errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    if errors > 0 {
+        return failure(format!(
+            "`{root}` has {errors} error{} for the `{name}` backend; nothing was emitted",
+            if errors == 1 { "" } else { "s" }
+        ));
+    }
+    let program = match wsp_lower::lower(&ws, &root) {
         Ok(p) => p,
         Err(diags) => {
-            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
-            eprintln!("error: `{root}` was not lowered");
-            return ExitCode::from(1);
+            return failure(format!("`{root}` was not lowered"));
         }
     };
-    let mut json = program.to_json();
-    json.push('\n');
-    match a.out {
-        None => {
-            print!("{json}");
-            ExitCode::SUCCESS
+    let report = |e: EmitError| -> ExitCode {
+        if let EmitError::Rejected {
+            backend,
+            diagnostics,
+        } = &e
+        {
+            eprint!("{}", backends::render(diagnostics, backend, &ws));
         }
-        Some(out) => match wsp_ir::fsio::write_atomic(&out, json.as_bytes()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: cannot write `{}`: {e}", out.display());
-                ExitCode::from(2)
+        if e.is_usage() {
+            usage(e)
+        } else {
+            failure(e)
+        }
+    };
+    if let Some(dir) = &a.out_dir {
+        return match registry.emit_to_dir(name, &program, &opts, dir, timeout) {
+            Ok(warnings) => {
+                eprint!("{}", backends::render(&warnings, name, &ws));
+                eprintln!("emitted `{root}` for `{name}` into `{}`", dir.display());
+                ExitCode::SUCCESS
             }
+            Err(e) => report(e),
+        };
+    }
+    let (tree, warnings) = match registry.emit_tree(name, &program, &opts) {
+        Ok(x) => x,
+        Err(e) => return report(e),
+    };
+    eprint!("{}", backends::render(&warnings, name, &ws));
+    let mut files = tree.iter();
+    let (Some((_, contents)), None) = (files.next(), files.next()) else {
+        return usage(format!(
+            "the `{name}` backend emits {} files; give `-o DIR` to write them",
+            tree.len()
+        ));
+    };
+    match &a.out {
+        None => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(contents).and_then(|()| stdout.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => failure(format!("cannot write to standard output: {e}")),
+            }
+        }
+        Some(out) => match wsp_ir::fsio::write_atomic(out, contents) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => usage(format!("cannot write `{}`: {e}", out.display())),
         },
     }
+}
+
+/// `wsp emit --list-targets`: one line per backend (plugins are asked to describe themselves).
+fn list(registry: &Registry, timeout: std::time::Duration) -> ExitCode {
+    let names = registry.names();
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    for name in &names {
+        match registry.info(name, timeout) {
+            Ok(info) => {
+                let archs = if info.archs.is_empty() {
+                    String::new()
+                } else {
+                    format!("  archs: {}", info.archs.join(", "))
+                };
+                let what = match &info.origin {
+                    Origin::Builtin => "built-in".to_string(),
+                    Origin::Unavailable(reason) => format!("built-in, does not emit: {reason}"),
+                    Origin::Plugin(p) => format!("plugin {}", p.display()),
+                };
+                let desc = if info.description.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", info.description)
+                };
+                println!("{name:width$}  {what}{archs}{desc}");
+            }
+            Err(e) => println!("{name:width$}  unusable: {e}"),
+        }
+    }
+    for p in registry.shadowed() {
+        println!(
+            "note: `{}` is not used: the name `{}` is taken",
+            p.path.display(),
+            p.name
+        );
+    }
+    ExitCode::SUCCESS
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod backends;
 mod emit;
 mod fmt;
 mod load;
@@ -46,13 +47,16 @@ enum Command {
         /// default: each file's schedule `.target(...)`, else ascend910b.
         #[arg(long)]
         arch: Option<String>,
-        /// Backend to check capabilities for (sim, ascend, aie): warns about every directive,
-        /// kernel operation and CSP feature it only records or diagnoses, rejects unsupported ones.
+        /// Backend to check capabilities for (sim, ascend, aie, ir, or an external backend
+        /// `wsp-backend-NAME`): warns about every directive, kernel operation and CSP feature it
+        /// only records or diagnoses, rejects unsupported ones.
         #[arg(long)]
         target: Option<String>,
         /// With --target: a feature the backend does not enforce is an error.
         #[arg(long)]
         strict: bool,
+        #[command(flatten)]
+        plugins: backends::PluginArgs,
     },
     /// Print the long explanation of a diagnostic code.
     Explain {
@@ -67,7 +71,8 @@ enum Command {
     },
     /// Compile a program and run it on real data, modelling the NPU's time in cycles.
     Run(run::Args),
-    /// Lower a program and print it for a target (`--target ir|ascend|aie`).
+    /// Check and lower a program and emit it with a backend (`--target ir`, a built-in, or an
+    /// external `wsp-backend-NAME`).
     Emit(emit::Args),
     /// Format .wsp files (keeps comments; `--check` only reports).
     Fmt(fmt::Args),
@@ -122,6 +127,7 @@ fn main() -> ExitCode {
             arch,
             target,
             strict,
+            plugins,
         } => check(
             paths,
             format,
@@ -129,7 +135,7 @@ fn main() -> ExitCode {
             explain_types,
             explain_memory,
             arch,
-            (target, strict),
+            (target, strict, plugins),
         ),
         Command::Explain {
             code,
@@ -182,20 +188,47 @@ fn check(
     explain_types: bool,
     explain_memory: bool,
     arch: Option<String>,
-    (target, strict): (Option<String>, bool),
+    (target, strict, plugins): (Option<String>, bool, backends::PluginArgs),
 ) -> ExitCode {
-    if let Some(t) = &target {
-        if wsp_arch::capabilities::Backend::from_name(t).is_none() {
-            eprintln!(
-                "error: no backend `{t}` for `--target`; known: {}",
-                wsp_arch::capabilities::Backend::known()
-            );
+    // The capability column of the target: the matrix's for a built-in, the declared one of
+    // an external backend (asked with `describe`).
+    let table = match &target {
+        Some(t) => {
+            let registry = match backends::registry(&plugins) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let timeout = match plugins.timeout() {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match registry.info(t, timeout) {
+                Ok(info) => Some(info.capabilities),
+                Err(wsp_backend::EmitError::Unknown { known, .. }) => {
+                    eprintln!(
+                        "error: no backend `{t}` for `--target`; known: {}",
+                        known.join(", ")
+                    );
+                    return ExitCode::from(2);
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        None if strict => {
+            eprintln!("error: `--strict` needs `--target sim|ascend|aie|...`");
             return ExitCode::from(2);
         }
-    } else if strict {
-        eprintln!("error: `--strict` needs `--target sim|ascend|aie`");
-        return ExitCode::from(2);
-    }
+        None => None,
+    };
     let deny_warnings = match deny.as_deref() {
         None => false,
         Some("warnings") => true,
@@ -214,10 +247,7 @@ fn check(
             return ExitCode::from(2);
         }
     }
-    if let Err(e) = ws.set_target(target.as_deref(), strict) {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
+    ws.set_target_table(table, strict);
     // Report on every loaded user file (roots and what they import), each once.
     let mut diags: Vec<Diagnostic> = Vec::new();
     let all = ws.paths();

@@ -174,6 +174,41 @@ pub fn main(a: Args) -> ExitCode {
         }
     };
 
+    // Every kernel a task calls runs: an extern kernel needs its `sim:` reference.
+    let missing: Vec<Diagnostic> = program
+        .kernels
+        .iter()
+        .filter(|k| k.body.is_none())
+        .map(|k| {
+            let at = k.at.clone().unwrap_or_else(|| SrcSpan {
+                file: root.to_string(),
+                start: 0,
+                end: 0,
+            });
+            Diagnostic::new(
+                codes::E0714,
+                format!(
+                    "the simulator has no implementation of the extern kernel `{}`",
+                    k.name
+                ),
+                Label::new(
+                    FileName::new(at.file.as_str()),
+                    Span::new(at.start, at.end.max(at.start)),
+                    "no `sim:` reference",
+                ),
+            )
+            .with_help(format!(
+                "add `sim: {}_ref`, a `.wsp` kernel with the same parameters that `wsp run` runs in its place; `wsp explain E0714`",
+                k.name
+            ))
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprint!("{}", render_human(&missing, &crate::WsSources(&ws), color));
+        eprintln!("error: `{root}` does not run: fix the errors above");
+        return ExitCode::from(1);
+    }
+
     // The architecture model.
     let (sched, ran) = match program.select_run(a.schedule.as_deref()) {
         Ok(x) => x,

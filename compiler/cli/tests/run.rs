@@ -1011,3 +1011,60 @@ schedule main = both
     let out = wsp(&d, &["run", "main.wsp"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+const EXTERN: &str = r#"
+axis rows = Dense[2]
+input  A: f32[2, 16, 16] = random(seed: 5)
+output C: f32[2, 16, 16]
+output R: f32[2, 16, 16]
+kernel twice(a: in f32[16, 16], c: out f32[16, 16]) { c = a + a }
+extern kernel fast_twice(a: in f32[16, 16], c: out f32[16, 16]) {
+    ascend: "fast_twice.cpp",
+    sim: twice,
+    cost: COST
+}
+workload w {
+    for i in P(rows) {
+        fast_twice[i](a: A[i], c: C[i])
+        twice[i](a: A[i], c: R[i])
+    }
+}
+expect close(C, R, rtol: 0.0, atol: 0.0)
+expect tasks == 4
+"#;
+
+#[test]
+fn an_extern_kernel_runs_its_reference_at_its_declared_cost() {
+    let cycles = |cost: &str| {
+        let d = program(
+            &format!("extern-{cost}"),
+            &format!("const COST = {cost}\n{EXTERN}"),
+        );
+        let o = wsp(
+            &d,
+            &["run", "p.wsp", "--arch", "pto_wsp_v9", "--stats", "json"],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let stats: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats json");
+        stats["stats"]["total_cycles"]
+            .as_u64()
+            .expect("total_cycles")
+    };
+    // The declared cost is what a task of the extern kernel takes: with 100,000 cycles a task,
+    // the run takes at least that long; with 100, the reference's own tasks dominate.
+    let (low, high) = (cycles("100"), cycles("100000"));
+    assert!(high >= 100000 && low < 1000, "{low} {high}");
+}
+
+#[test]
+fn an_extern_kernel_without_a_reference_does_not_run() {
+    let src = EXTERN.replace("    sim: twice,\n", "");
+    let d = program("extern-none", &format!("const COST = 10\n{src}"));
+    let o = wsp(&d, &["run", "p.wsp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("E0714") && err.contains("fast_twice") && err.contains("sim:"),
+        "{err}"
+    );
+}

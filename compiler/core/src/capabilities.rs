@@ -14,8 +14,9 @@
 //! first use; schedules, channels, processes and `replicate` report every use.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use wsp_arch::capabilities::{self as caps, Backend, Support};
+use wsp_arch::capabilities::{self as caps, Backend, CapabilityTable, Support};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
 use wsp_syntax::ast::{
     self, BinOp, Block, Expr, ExprKind, ItemKind, KernelBody, Stmt, StmtKind, UnOp,
@@ -25,27 +26,88 @@ use wsp_syntax::Span;
 use crate::db::{item_ast, Db, ItemId};
 use wsp_vocab::codes;
 
-/// The backend a program is checked for, and whether losses are errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The backend a program is checked for, and whether losses are errors. The backend is its
+/// capability column: a built-in backend's comes from the matrix
+/// ([`CapabilityTable::builtin`]), an external backend declares its own.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Target {
-    pub backend: Backend,
+    pub table: Arc<CapabilityTable>,
     pub strict: bool,
+}
+
+impl Target {
+    /// The target of a built-in backend.
+    pub fn builtin(backend: Backend, strict: bool) -> Target {
+        Target {
+            table: Arc::new(CapabilityTable::builtin(backend)),
+            strict,
+        }
+    }
+
+    /// The built-in backend checked for, when the target is one.
+    pub fn backend(&self) -> Option<Backend> {
+        self.table.builtin_backend()
+    }
 }
 
 /// The capability diagnostics of one item, with item-relative spans (empty without a target).
 #[salsa::tracked(returns(ref))]
 pub fn item_capabilities<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
-    let Some(target) = *db.file_set().target(db) else {
+    let Some(target) = db.file_set().target(db).clone() else {
         return Vec::new();
     };
     let Some(ast) = item_ast(db, item) else {
         return Vec::new();
     };
     let file = FileName::new(item.file(db).path(db).as_str());
-    uses(&ast.kind)
+    let mut out: Vec<Diagnostic> = uses(&ast.kind)
         .into_iter()
-        .filter_map(|(key, span)| diagnose(&file, target, key, span))
-        .collect()
+        .filter_map(|(key, span)| diagnose(&file, &target, key, span))
+        .collect();
+    if let ItemKind::Kernel(k) = &ast.kind {
+        out.extend(extern_without_implementation(&file, target.table.name(), k));
+    }
+    out
+}
+
+/// E0714: an extern kernel that says nothing of how `backend` runs it. The simulator needs
+/// `sim: reference`; another backend its own source file (`ascend: "k.cpp"`), or the
+/// reference's `.wsp` body, which every backend lowers.
+pub fn extern_without_implementation(
+    file: &FileName,
+    backend: &str,
+    k: &ast::Kernel,
+) -> Option<Diagnostic> {
+    let KernelBody::Extern(bindings) = &k.body else {
+        return None;
+    };
+    let has = |t: &str| bindings.iter().any(|b| b.target.name == t);
+    let file_for = |t: &str| {
+        bindings
+            .iter()
+            .any(|b| b.target.name == t && b.path().is_some())
+    };
+    if has("sim") || file_for(backend) {
+        return None;
+    }
+    let name = &k.name.name;
+    let help = if backend == "sim" {
+        format!("add `sim: {name}_ref`, a `.wsp` kernel with the same parameters that the simulator runs in its place")
+    } else {
+        format!("add `{backend}: \"{name}.cpp\"` (the backend's source file), or `sim: {name}_ref` (a `.wsp` kernel with the same parameters, which every backend lowers)")
+    };
+    Some(
+        Diagnostic::new(
+            codes::E0714,
+            format!("the `{backend}` backend has no implementation of the extern kernel `{name}`"),
+            Label::new(
+                file.clone(),
+                k.extern_span.unwrap_or(k.name.span),
+                "no implementation here",
+            ),
+        )
+        .with_help(help),
+    )
 }
 
 /// The features an item uses: (matrix key, span of the use), in source order.
@@ -279,10 +341,10 @@ fn replicates(e: &Expr, out: &mut Vec<(&'static str, Span)>) {
 }
 
 /// The diagnostic for one use, if the backend does not enforce it.
-fn diagnose(file: &FileName, target: Target, key: &str, span: Span) -> Option<Diagnostic> {
+fn diagnose(file: &FileName, target: &Target, key: &str, span: Span) -> Option<Diagnostic> {
     let cap = caps::capability(key)?;
-    let entry = cap.on(target.backend);
-    let backend = target.backend;
+    let entry = target.table.entry(key)?;
+    let backend = target.table.name();
     let enforced_on: Vec<&str> = Backend::ALL
         .into_iter()
         .filter(|b| cap.on(*b).support == Support::Enforced)

@@ -163,7 +163,7 @@ impl Workspace {
         let target = match target {
             None => None,
             Some(name) => match wsp_arch::capabilities::Backend::from_name(name) {
-                Some(backend) => Some(capabilities::Target { backend, strict }),
+                Some(backend) => Some(wsp_arch::capabilities::CapabilityTable::builtin(backend)),
                 None => {
                     return Err(format!(
                         "no backend `{name}`; known: {}",
@@ -172,15 +172,31 @@ impl Workspace {
                 }
             },
         };
+        self.set_target_table(target, strict);
+        Ok(())
+    }
+
+    /// Chooses the capability column checks are made for: a built-in backend's
+    /// ([`CapabilityTable::builtin`](wsp_arch::capabilities::CapabilityTable::builtin)) or one
+    /// an external backend declared (`None`: no capability checks). `strict` as in
+    /// [`Workspace::set_target`].
+    pub fn set_target_table(
+        &mut self,
+        table: Option<wsp_arch::capabilities::CapabilityTable>,
+        strict: bool,
+    ) {
+        let target = table.map(|t| capabilities::Target {
+            table: Arc::new(t),
+            strict,
+        });
         if *self.files.target(&self.db) != target {
             self.files.set_target(&mut self.db).to(target);
         }
-        Ok(())
     }
 
     /// The backend capability checks are made for (see [`Workspace::set_target`]).
     pub fn target(&self) -> Option<capabilities::Target> {
-        *self.files.target(&self.db)
+        self.files.target(&self.db).clone()
     }
 
     /// Records that `path` could not be read; importing it reports the error.

@@ -591,6 +591,9 @@ pub fn v9_event_cycles(e: &Event) -> u64 {
 
 /// The `pto_wsp_v9` compute cycles of a task of kernel `k` with the given valid extents.
 pub fn v9_cycles(k: &Kernel, extents: &[Option<[u32; 2]>]) -> Result<u64, String> {
+    if let Some(n) = k.cost {
+        return Ok(n);
+    }
     Ok(profile(k, extents)?.iter().map(v9_event_cycles).sum())
 }
 
@@ -679,6 +682,30 @@ pub struct TaskCost {
     pub store_bytes: u64,
 }
 
+/// The cost of a task of a kernel that declares its cycles (`cost: n`): those cycles, and its
+/// tile parameters' valid extents as the bytes it loads (`in`, `inout`) and stores (`out`,
+/// `inout`).
+fn declared_cost(k: &Kernel, cycles: u64, extents: &[Option<[u32; 2]>]) -> TaskCost {
+    let mut c = TaskCost {
+        compute: cycles,
+        ..TaskCost::default()
+    };
+    for (id, dir, tile, _) in k.tile_params() {
+        let [r, cols] = match extents.get(id.index()).copied().flatten() {
+            Some(v) => [v[0].min(tile.shape[0]), v[1].min(tile.shape[1])],
+            None => tile.shape,
+        };
+        let bytes = u64::from(r) * u64::from(cols) * tile.dtype.size_bytes() as u64;
+        if dir.reads() {
+            c.load_bytes = c.load_bytes.saturating_add(bytes);
+        }
+        if dir.writes() {
+            c.store_bytes = c.store_bytes.saturating_add(bytes);
+        }
+    }
+    c
+}
+
 /// The cost of a task of kernel `k` with the given valid extents under `arch`: exactly
 /// [`v9_cycles`] for a model with v9 timing; otherwise each event priced by the model —
 /// `matmul` by [`wsp_arch::Arch::matmul_cycles`], every other operation and in-core move by
@@ -689,6 +716,9 @@ pub fn task_cost(
     k: &Kernel,
     extents: &[Option<[u32; 2]>],
 ) -> Result<TaskCost, String> {
+    if let Some(n) = k.cost {
+        return Ok(declared_cost(k, n, extents));
+    }
     let events = profile(k, extents)?;
     let mut c = TaskCost::default();
     for e in &events {

@@ -4,7 +4,19 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// An element type. Serialized as its `.wsp` spelling (`"f16"`, `"bf16"`, `"i32"`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     F16,
@@ -150,7 +162,7 @@ impl ScalarValue {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum ScalarRepr {
     Float(FloatRepr),
@@ -159,11 +171,34 @@ enum ScalarRepr {
     Bool(bool),
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum FloatRepr {
     Num(f64),
+    #[schemars(with = "SpecialFloat")]
     Special(String),
+}
+
+/// A non-finite float constant (JSON has no such numbers).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)] // Only its schema is used: `FloatRepr::Special` holds the spelling.
+enum SpecialFloat {
+    #[schemars(rename = "inf")]
+    Inf,
+    #[schemars(rename = "-inf")]
+    NegInf,
+    #[schemars(rename = "nan")]
+    Nan,
+}
+
+impl schemars::JsonSchema for ScalarValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ScalarValue".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ScalarRepr::json_schema(generator)
+    }
 }
 
 impl Serialize for ScalarValue {

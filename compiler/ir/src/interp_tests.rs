@@ -1004,6 +1004,7 @@ mod fuzz {
                 pipes: vec![Pipe { name: "p".into(), elem: TileType::new(DType::F32, 2, 2), slots: 1 }],
                 body: Some(body),
                 externs: vec![],
+                cost: None,
                 at: None,
             };
             (k, args)

@@ -70,7 +70,7 @@ use serde::{Deserialize, Serialize};
 macro_rules! id_type {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(transparent)]
         pub struct $name(pub u32);
 
@@ -100,7 +100,7 @@ id_type!(
 );
 
 /// A static 2-D tile type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TileType {
     pub dtype: DType,
     /// `[rows, cols]`.
@@ -129,7 +129,7 @@ impl TileType {
 }
 
 /// The type of an SSA value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Type {
     Scalar { dtype: DType },
@@ -155,7 +155,7 @@ impl Type {
 }
 
 /// Direction of a tile parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     In,
@@ -173,14 +173,14 @@ impl Direction {
 }
 
 /// A kernel parameter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Param {
     pub name: String,
     #[serde(flatten)]
     pub kind: ParamKind,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParamKind {
     /// A tile argument, bound to a tensor view at each task.
@@ -199,7 +199,7 @@ pub enum ParamKind {
 }
 
 /// Metadata of one SSA value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ValueInfo {
     pub ty: Type,
     /// Source name (`let s = ...`), for dumps and error messages.
@@ -208,29 +208,30 @@ pub struct ValueInfo {
 }
 
 /// A mutable variable: a `var` of the source, or a pipe slot reserved by `talloc`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Var {
     pub name: String,
     pub ty: Type,
 }
 
 /// A kernel-level FIFO (`pipe s: Pipe[f32[128, 256], slots: 2]`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pipe {
     pub name: String,
     pub elem: TileType,
     pub slots: u32,
 }
 
-/// An implementation of a kernel for one target (`extern kernel k(...) { ascend: "k.cpp" }`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// An implementation of a kernel for one target (`extern kernel k(...) { ascend: "k.cpp" }`):
+/// the target's name and the source file's path, relative to the declaring `.wsp` file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExternImpl {
     pub target: String,
     pub path: String,
 }
 
 /// A kernel.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Kernel {
     pub name: String,
     pub params: Vec<Param>,
@@ -239,11 +240,16 @@ pub struct Kernel {
     pub vars: Vec<Var>,
     #[serde(default)]
     pub pipes: Vec<Pipe>,
-    /// The `.wsp` body (the reference semantics); `None` for a kernel that only has extern
+    /// The `.wsp` body (the reference semantics: a kernel's own body, or for an extern kernel the
+    /// body of the kernel its `sim:` binding names); `None` for a kernel that only has extern
     /// implementations.
     pub body: Option<Vec<Stmt>>,
     #[serde(default)]
     pub externs: Vec<ExternImpl>,
+    /// Cycles a task of this kernel takes, as an extern kernel declares them (`cost: 1200`);
+    /// they replace the cost model's figure for its body on every architecture model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u64>,
     /// The kernel's name in its declaration, for run-time errors (absent in hand-built
     /// programs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -252,7 +258,7 @@ pub struct Kernel {
 
 /// An affine index inside a kernel: `constant + Σ coeff · value`, where every value is a scalar
 /// integer (typically a `for` index).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KIndex {
     pub constant: i64,
     #[serde(default)]
@@ -270,7 +276,7 @@ impl KIndex {
 
 /// A rectangular sub-range of a tile with a static extent: rows `row_start ..
 /// row_start + rows`, columns `col_start .. col_start + cols`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Region {
     pub row_start: KIndex,
     pub rows: u32,
@@ -282,7 +288,7 @@ pub struct Region {
 pub use wsp_vocab::ops::{BinaryOp, ReduceOp, UnaryOp};
 
 /// Comparisons; the result has dtype bool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CmpOp {
     Eq,
@@ -294,7 +300,7 @@ pub enum CmpOp {
 }
 
 /// An operation producing values. Serialized with a `"kind"` tag.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Op {
     /// Reads a parameter: a tile param gives its current contents (an `inout` tile sees earlier
@@ -387,7 +393,7 @@ impl Op {
 }
 
 /// Which unit a pipe section runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SectionKind {
     Cube,
@@ -395,7 +401,7 @@ pub enum SectionKind {
 }
 
 /// A statement. Serialized with a `"stmt"` tag.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "stmt", rename_all = "snake_case")]
 pub enum Stmt {
     /// Defines `results` (one, or two for `rowtopk`).

@@ -24,6 +24,8 @@
 //! * [`cost`]: the tile operations a task executes ([`cost::profile`], for architecture
 //!   models to price), the exact `pto_wsp_v9` cycles ([`cost::v9_cycles`]) and the cost
 //!   under any `wsp-arch` model ([`cost::task_cost`]).
+//! * [`schema`]: the JSON Schema of the serialized [`Program`] (docs/program-ir.schema.json),
+//!   derived from these types.
 //! * [`data`], [`npy`], [`tensor`]: params and `--set`, tensor initialisers and `--input`,
 //!   `expect` checks, `.npy` files (atomic writes), host buffers and dtype conversions.
 //!
@@ -64,6 +66,7 @@ pub mod interp;
 pub mod kernel;
 pub mod npy;
 pub mod num;
+pub mod schema;
 pub mod tensor;
 pub mod typing;
 pub mod workload;

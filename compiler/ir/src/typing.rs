@@ -454,6 +454,7 @@ impl KernelBuilder {
                 pipes: Vec::new(),
                 body: None,
                 externs: Vec::new(),
+                cost: None,
                 at: None,
             },
             blocks: vec![Vec::new()],

@@ -36,7 +36,7 @@ pub const IR_VERSION: u32 = 2;
 macro_rules! id_type {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(transparent)]
         pub struct $name(pub u32);
 
@@ -82,7 +82,7 @@ id_type!(
 );
 
 /// A whole program.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Program {
     /// [`IR_VERSION`].
     pub version: u32,
@@ -282,14 +282,14 @@ impl Default for Program {
 }
 
 /// `param batch_size: u32 = 4`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProgParam {
     pub name: String,
     pub dtype: DType,
     pub default: ScalarValue,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TensorKind {
     Input,
@@ -298,7 +298,7 @@ pub enum TensorKind {
 }
 
 /// A global tensor.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TensorDecl {
     pub name: String,
     pub kind: TensorKind,
@@ -315,7 +315,7 @@ pub struct TensorDecl {
 }
 
 /// A tensor initialiser.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Init {
     /// `load("x.npy")`, relative to the program's directory.
@@ -338,7 +338,7 @@ pub enum Init {
 }
 
 /// A symbol of an affine expression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Sym {
     Var(LoopVar),
@@ -346,7 +346,7 @@ pub enum Sym {
 }
 
 /// `constant + Σ coeff · sym`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Affine {
     pub constant: i64,
     #[serde(default)]
@@ -375,7 +375,7 @@ impl Affine {
 }
 
 /// An axis (a typed iteration space).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Axis {
     pub name: String,
     #[serde(flatten)]
@@ -385,7 +385,7 @@ pub struct Axis {
     pub at: Option<SrcSpan>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AxisKind {
     Dense {
@@ -410,7 +410,7 @@ pub enum AxisKind {
 
 /// A runtime scalar expression (conditions, coordinates, sizes). Integers evaluate in i64,
 /// floats in f64.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Expr {
     Const {
@@ -440,7 +440,7 @@ pub enum Expr {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExprOp {
     Add,
@@ -462,7 +462,7 @@ pub enum ExprOp {
 }
 
 /// A workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     pub name: String,
     /// Names of the loop variables ([`LoopVar`] indexes this).
@@ -471,7 +471,7 @@ pub struct Workload {
     pub body: WorkloadBody,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadBody {
     /// A block of statements (`Dataflow`).
@@ -485,7 +485,7 @@ pub enum WorkloadBody {
 }
 
 /// A process of a `connect`, possibly replicated (`replicate(worker, 4)`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConnectItem {
     pub process: ProcessId,
     #[serde(default = "one")]
@@ -496,7 +496,7 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LoopKind {
     /// `P(...)`: independent iterations.
@@ -510,7 +510,7 @@ pub enum LoopKind {
 }
 
 /// What one loop iterator ranges over.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Iter {
     /// A whole axis: one variable for Dense/DenseDyn, two (row, inner) for Ragged/Sparse.
@@ -522,7 +522,7 @@ pub enum Iter {
 }
 
 /// A workload or process statement.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "stmt", rename_all = "snake_case")]
 pub enum WStmt {
     For {
@@ -555,13 +555,13 @@ pub enum WStmt {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WhenBranch {
     pub cond: Expr,
     pub body: Vec<WStmt>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SendPayload {
     Task(TaskCall),
@@ -569,7 +569,7 @@ pub enum SendPayload {
 }
 
 /// `k[coords](arg: view, ...)`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskCall {
     pub kernel: KernelId,
     pub coords: Vec<Expr>,
@@ -581,14 +581,14 @@ pub struct TaskCall {
 }
 
 /// A source range: the file as diagnostics name it, and byte offsets into its text.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SrcSpan {
     pub file: String,
     pub start: u32,
     pub end: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TaskArg {
     View(View),
@@ -596,14 +596,14 @@ pub enum TaskArg {
 }
 
 /// A view of a global tensor.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct View {
     pub tensor: TensorId,
     /// Leading dimensions; the rest are whole.
     pub dims: Vec<ViewDim>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ViewDim {
     /// Drops the dimension.
@@ -615,7 +615,7 @@ pub enum ViewDim {
 }
 
 /// `channel c: Channel[depth: 2]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Channel {
     pub name: String,
     /// Capacity in tokens; 0 is a rendezvous.
@@ -627,7 +627,7 @@ pub struct Channel {
 }
 
 /// `process p consumes a produces b { ... }`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Process {
     pub name: String,
     #[serde(default)]
@@ -640,7 +640,7 @@ pub struct Process {
 }
 
 /// `schedule main = w.dispatch(...)...`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Schedule {
     pub name: String,
     pub workload: WorkloadId,
@@ -649,7 +649,7 @@ pub struct Schedule {
 
 /// One directive of a schedule, typed by the language's vocabulary
 /// (`wsp_vocab::schedule`). Serialized with a `"directive"` tag.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "directive", rename_all = "snake_case")]
 pub enum Directive {
     /// `.dispatch(p)`, `.timing(p)` or `.ready(p)`: the policy names its directive
@@ -698,7 +698,7 @@ impl Directive {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirArg {
     #[serde(default)]
     pub name: Option<String>,
@@ -706,7 +706,7 @@ pub struct DirArg {
 }
 
 /// A directive argument.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DirValue {
     Int {
@@ -739,7 +739,7 @@ pub enum DirValue {
 }
 
 /// Something checked after a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Expect {
     /// `close(actual, expected, rtol, atol)`: `|a − e| ≤ atol + rtol·|e|` elementwise.
@@ -753,14 +753,14 @@ pub enum Expect {
     Stat { stat: Stat, op: CmpOp, value: i64 },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExpectData {
     Tensor { tensor: TensorId },
     Init { init: Init },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stat {
     TotalCycles,

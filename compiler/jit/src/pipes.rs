@@ -156,6 +156,7 @@ mod tests {
             ],
             body: Some(body),
             externs: vec![],
+            cost: None,
             at: None,
         }
     }

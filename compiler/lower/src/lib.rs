@@ -136,11 +136,14 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
     }
     let mut errs = Vec::new();
     // Declarations before uses: imported modules come after the root, so go in passes by kind.
-    let passes: [&dyn Fn(&ItemKind) -> bool; 6] = [
+    // Extern kernels after the others: an extern kernel's `sim:` reference is a kernel with a
+    // body, lowered by then.
+    let passes: [&dyn Fn(&ItemKind) -> bool; 7] = [
         &|k| matches!(k, ItemKind::Const(_) | ItemKind::Param(_)),
         &|k| matches!(k, ItemKind::Tensor(_) | ItemKind::Channel(_)),
         &|k| matches!(k, ItemKind::Axis(_)),
-        &|k| matches!(k, ItemKind::Kernel(_)),
+        &|k| matches!(k, ItemKind::Kernel(kd) if matches!(kd.body, ast::KernelBody::Block(_))),
+        &|k| matches!(k, ItemKind::Kernel(kd) if matches!(kd.body, ast::KernelBody::Extern(_))),
         &|k| matches!(k, ItemKind::Workload(_)),
         &|k| {
             matches!(
@@ -749,6 +752,7 @@ impl Lowerer {
                 pipes: Vec::new(),
                 body: None,
                 externs: Vec::new(),
+                cost: None,
                 at: Some(self.src_span(kd.name.span)),
             },
             env: Vec::new(),
@@ -810,16 +814,83 @@ impl Lowerer {
                 kl.k.body = Some(body);
             }
             ast::KernelBody::Extern(bs) => {
-                kl.k.externs = bs
-                    .iter()
-                    .map(|b| k::ExternImpl {
-                        target: b.target.name.clone(),
-                        path: b.path.value.clone(),
-                    })
-                    .collect();
+                for b in bs {
+                    match (b.target.name.as_str(), &b.value) {
+                        (target, ast::ExternValue::Path(p)) => kl.k.externs.push(k::ExternImpl {
+                            target: target.to_string(),
+                            path: p.value.clone(),
+                        }),
+                        ("cost", ast::ExternValue::Expr(e)) => {
+                            let n = self.const_int(e)?;
+                            kl.k.cost = Some(
+                                u64::try_from(n)
+                                    .map_err(|_| self.unsupported(e.span, "a negative cost"))?,
+                            );
+                        }
+                        ("sim", ast::ExternValue::Expr(e)) => self.sim_reference(&mut kl.k, e)?,
+                        _ => return Err(self.unsupported(b.value_span(), "this extern binding")),
+                    }
+                }
             }
         }
         Ok(kl.k)
+    }
+
+    /// `sim: reference` of an extern kernel: the simulator runs the reference's body, which
+    /// takes the same parameters (E0713 otherwise, from the checker; a reference that is itself
+    /// extern is refused here).
+    fn sim_reference(&self, k: &mut k::Kernel, e: &ast::Expr) -> R<()> {
+        let ExprKind::Name(n) = &e.kind else {
+            return Err(self.unsupported(e.span, "a `sim:` reference that is not a kernel name"));
+        };
+        let reference = self
+            .kernels
+            .get(&n.name)
+            .and_then(|id| self.p.kernels.get(id.index()))
+            .filter(|r| r.body.is_some())
+            .ok_or_else(|| {
+                Diagnostic::new(
+                    codes::E0713,
+                    format!("`{}` is not a kernel with a `.wsp` body", n.name),
+                    Label::new(self.file.clone(), e.span.shift(self.offset), "not a reference"),
+                )
+                .with_help("`sim:` names a kernel with a body and the same parameters: the simulator runs it in place of the extern kernel")
+            })?;
+        let same = |a: &k::Param, b: &k::Param| {
+            a.name == b.name
+                && match (&a.kind, &b.kind) {
+                    (
+                        k::ParamKind::Scalar { dtype: x, .. },
+                        k::ParamKind::Scalar { dtype: y, .. },
+                    ) => x == y,
+                    (x, y) => x == y,
+                }
+        };
+        if reference.params.len() != k.params.len()
+            || !reference
+                .params
+                .iter()
+                .zip(&k.params)
+                .all(|(a, b)| same(a, b))
+        {
+            return Err(Diagnostic::new(
+                codes::E0713,
+                format!(
+                    "the reference `{}` does not take the parameters of `{}`",
+                    n.name, k.name
+                ),
+                Label::new(
+                    self.file.clone(),
+                    e.span.shift(self.offset),
+                    "different parameters",
+                ),
+            ));
+        }
+        k.values = reference.values.clone();
+        k.vars = reference.vars.clone();
+        k.pipes = reference.pipes.clone();
+        k.body = reference.body.clone();
+        Ok(())
     }
 
     fn workload(&self, wl: &ast::Workload) -> R<w::Workload> {

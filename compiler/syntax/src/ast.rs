@@ -183,14 +183,42 @@ pub struct Kernel {
 pub enum KernelBody {
     /// A `.wsp` body: the reference semantics.
     Block(Block),
-    /// `{ ascend: "file.cpp", aie: "file.cc" }` — per-target implementations.
+    /// `{ ascend: "file.cpp", aie: "file.cc", sim: reference, cost: 1200 }` — per-target
+    /// implementations.
     Extern(Vec<ExternBinding>),
 }
 
+/// `target: value` in an extern kernel's body.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ExternBinding {
     pub target: Ident,
-    pub path: StrLit,
+    pub value: ExternValue,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ExternValue {
+    /// A backend's source file (`ascend: "k.cpp"`), relative to the declaring file.
+    Path(StrLit),
+    /// `sim: reference_kernel`, `cost: 1200`: a name or a constant expression.
+    Expr(Expr),
+}
+
+impl ExternBinding {
+    /// The file path, for a binding that gives one.
+    pub fn path(&self) -> Option<&StrLit> {
+        match &self.value {
+            ExternValue::Path(p) => Some(p),
+            ExternValue::Expr(_) => None,
+        }
+    }
+
+    /// The span of the value.
+    pub fn value_span(&self) -> Span {
+        match &self.value {
+            ExternValue::Path(p) => p.span,
+            ExternValue::Expr(e) => e.span,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -1707,10 +1707,15 @@ fn item_parser<'a>() -> Boxed<'a, ItemKind> {
         .map(|ps: Vec<Option<KernelParam>>| ps.into_iter().flatten().collect::<Vec<_>>());
     let binding = separators()
         .ignore_then(not_at_or_end(Token::RBrace))
-        .ignore_then(name_or("a target name (`ascend`, `aie`)"))
+        .ignore_then(name_or("a target name (`ascend`, `aie`, `sim`, `cost`)"))
         .then_ignore(expect(Token::Colon, "`:`"))
-        .then(string().or(fail("a file path string")))
-        .map(|(target, path)| ExternBinding { target, path })
+        .then(
+            string()
+                .map(ExternValue::Path)
+                .or(expr.clone().map(ExternValue::Expr))
+                .or(fail("a file path string, a kernel name or a cycle count")),
+        )
+        .map(|(target, value)| ExternBinding { target, value })
         .then_ignore(separators());
     let extern_body = delim(
         expect(Token::LBrace, "`{`"),

@@ -234,7 +234,11 @@ fn sexp(src: &str) -> String {
                     KernelBody::Block(b) => block(b, 1, &mut out),
                     KernelBody::Extern(bs) => {
                         for b in bs {
-                            let _ = writeln!(out, "  {} -> {:?}", b.target.name, b.path.value);
+                            let value = match &b.value {
+                                ExternValue::Path(p) => format!("{:?}", p.value),
+                                ExternValue::Expr(e) => format!("{:?}", e.kind),
+                            };
+                            let _ = writeln!(out, "  {} -> {value}", b.target.name);
                         }
                     }
                 }

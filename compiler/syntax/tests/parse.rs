@@ -211,7 +211,7 @@ fn kernel_features() {
     let KernelBody::Extern(bind) = &k2.body else {
         panic!()
     };
-    assert_eq!(bind[1].path.value, "k2.cc");
+    assert_eq!(bind[1].path().map(|p| p.value.as_str()), Some("k2.cc"));
 }
 
 #[test]

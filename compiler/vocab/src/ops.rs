@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Binary elementwise operations (broadcasting `[R,C] op [R,1] | [1,C] | [1,1] | scalar`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BinaryOp {
     Add,
@@ -47,7 +47,7 @@ impl BinaryOp {
 }
 
 /// Unary elementwise operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnaryOp {
     Exp,
@@ -100,7 +100,7 @@ impl UnaryOp {
 }
 
 /// Row and column reductions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReduceOp {
     RowSum,

@@ -83,6 +83,7 @@ impl Backend for AieBackend {
         }
         let (plan, warnings) = self.plan(program)?;
         let mut tree = FileTree::new();
+        let mut extern_files = Vec::new();
         let mut add = |path: &str, text: String| {
             tree.add(path, text)
                 .map_err(|m| vec![BackendDiagnostic::error(m, None)])
@@ -93,16 +94,34 @@ impl Backend for AieBackend {
             let (Some(io), Some(k)) = (io, program.kernels.get(i)) else {
                 continue;
             };
-            add(
-                &format!("kernels/{}.cc", kernel_cc::sanitize(&k.name)),
-                kernel_cc::kernel_source(k, io),
-            )?;
+            let path = format!("kernels/{}.cc", kernel_cc::sanitize(&k.name));
+            if let Some(e) = k.externs.iter().find(|e| e.target == "aie") {
+                // The extern kernel's own C++ for the core, which defines `wsp_NAME` with the
+                // signature the generated kernels have (docs/backends.md).
+                let Some(src) = opts.extern_source(i, "aie") else {
+                    return Err(vec![BackendDiagnostic::error(
+                        format!(
+                            "the contents of `{}`, the `aie` source of kernel `{}`, were not given to the backend",
+                            e.path, k.name
+                        ),
+                        k.at.clone(),
+                    )
+                    .with_help("`wsp emit` reads it relative to the file that declares the kernel")]);
+                };
+                extern_files.push((path, src.contents.clone()));
+                continue;
+            }
+            add(&path, kernel_cc::kernel_source(k, io))?;
         }
         add("cpu/aie_cpu.h", cpu::RUNTIME.to_string())?;
         add("cpu/main.cc", cpu::MAIN.to_string())?;
         add("cpu/design.cc", cpu::design_source(program, &plan))?;
         add("CMakeLists.txt", cpu::cmake(program, &plan))?;
         add("README.md", readme(&plan))?;
+        for (path, contents) in extern_files {
+            tree.add(&path, contents)
+                .map_err(|m| vec![BackendDiagnostic::error(m, None)])?;
+        }
         Ok((tree, warnings))
     }
 }

@@ -929,14 +929,19 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
         let Some(k) = program.kernel(*kid) else {
             continue;
         };
+        // An extern kernel's own `aie:` source replaces the body's C++.
+        if k.externs.iter().any(|e| e.target == "aie") {
+            io[kid.index()] = Some(kernel_io(k));
+            continue;
+        }
         if k.body.is_none() {
             diags.push(error(
                 format!(
-                    "kernel `{}` has no `.wsp` body, and the AIE target compiles kernels from their bodies",
+                    "kernel `{}` has no `.wsp` body and no `aie:` source, and the AIE target compiles kernels from one of them",
                     k.name
                 ),
                 k.at.clone(),
-                "give the kernel a `.wsp` body",
+                "give the extern kernel `aie: \"k.cc\"` (its C++ for the core) or `sim: k_ref` (a `.wsp` kernel with the same parameters)",
             ));
             continue;
         }

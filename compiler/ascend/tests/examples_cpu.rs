@@ -76,6 +76,7 @@ fn run_example_with(rel: &str, arch: &str, cmake: &[String]) -> Result<(), Strin
     let opts = EmitOptions {
         arch: Some(arch.to_string()),
         options: vec![("runtime_lib".into(), built().1.display().to_string())],
+        ..Default::default()
     };
     let tree = match wsp_ascend::emit(&program, &opts) {
         Ok((tree, _)) => tree,

@@ -371,18 +371,21 @@ fn unknown_archs_options_and_schedules_are_diagnostics() {
     let o = EmitOptions {
         arch: Some("aie-ml".into()),
         options: vec![],
+        ..Default::default()
     };
     let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no architecture `aie-ml`"), "{d:?}");
     let o = EmitOptions {
         arch: None,
         options: vec![("fast".into(), "yes".into())],
+        ..Default::default()
     };
     let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no option `fast`"), "{d:?}");
     let o = EmitOptions {
         arch: None,
         options: vec![("schedule".into(), "nope".into())],
+        ..Default::default()
     };
     let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no schedule `nope`"), "{d:?}");

@@ -31,6 +31,30 @@ pub struct EmitOptions {
     pub arch: Option<String>,
     /// Backend-specific options, `--option KEY=VALUE`, in the order given.
     pub options: Vec<(String, String)>,
+    /// The source files extern kernels give for this backend (`ascend: "k.cpp"`), read by the
+    /// driver (backends never read the file system).
+    pub extern_sources: Vec<ExternSource>,
+}
+
+/// The contents of an extern kernel's source file for one target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternSource {
+    /// Index of the kernel in [`Program::kernels`].
+    pub kernel: usize,
+    /// The target the file is for (`ascend`).
+    pub target: String,
+    /// The path as the program writes it.
+    pub path: String,
+    pub contents: Vec<u8>,
+}
+
+impl EmitOptions {
+    /// The source file kernel `kernel` gives for `target`, when the driver read one.
+    pub fn extern_source(&self, kernel: usize, target: &str) -> Option<&ExternSource> {
+        self.extern_sources
+            .iter()
+            .find(|s| s.kernel == kernel && s.target == target)
+    }
 }
 
 /// The files of an emitted source tree: relative paths (`/`-separated, no `..`, no leading

@@ -6,7 +6,8 @@
 //!   replaces an entry of the same name, so a placeholder becomes the real backend);
 //! * a built-in without an emitter, [`Registry::register_unavailable`]: its capabilities are
 //!   known (`wsp check --target` works), and `wsp emit` says why it cannot emit (the
-//!   simulator runs programs instead; a backend not built yet says so);
+//!   simulator runs programs instead; a built-in whose emitter the driver did not register
+//!   says so);
 //! * an external executable `wsp-backend-NAME` ([`Registry::add_plugins`], found with
 //!   [`crate::plugin::discover`]): its archs and capabilities are what its `describe` declares,
 //!   asked on first use.
@@ -187,9 +188,10 @@ impl Registry {
         Registry::default()
     }
 
-    /// The built-ins of this crate: `sim` (capabilities only: it runs programs), `ascend` and
-    /// `aie` (capabilities from the matrix; not built yet until their emitters are
-    /// registered with [`Registry::register`]) and `ir`.
+    /// The built-ins: `sim` (capabilities only: it runs programs), `ir`, and places for `ascend`
+    /// and `aie`, whose emitters live in crates of their own (`wsp-ascend`, `wsp-aie`, which
+    /// depend on this one): the driver registers them with [`Registry::register`], and until
+    /// then they have their capabilities from the matrix and refuse to emit.
     pub fn with_builtins() -> Registry {
         let mut r = Registry::new();
         r.register_unavailable(
@@ -204,7 +206,7 @@ impl Registry {
                 Vec::new(),
                 CapabilityTable::builtin(b),
                 &format!(
-                    "the `{b}` backend is not built yet; `wsp emit --target ir` prints the Program IR that backends read"
+                    "the `{b}` backend's emitter is not registered in this build of the driver"
                 ),
             );
         }
@@ -573,7 +575,7 @@ mod tests {
             aie.capabilities,
             CapabilityTable::builtin(caps::Backend::Aie)
         );
-        assert!(matches!(aie.origin, Origin::Unavailable(ref m) if m.contains("not built yet")));
+        assert!(matches!(aie.origin, Origin::Unavailable(ref m) if m.contains("not registered")));
         let e = r.can_emit("sim").unwrap_err();
         assert!(e.is_usage() && e.to_string().contains("wsp run"), "{e}");
         let e = r.info("gpu", t).unwrap_err();
@@ -617,6 +619,7 @@ mod tests {
         let with_option = EmitOptions {
             arch: None,
             options: vec![("k".into(), "v".into())],
+            ..Default::default()
         };
         let e = r.emit_tree("ir", &program(), &with_option).unwrap_err();
         assert!(matches!(e, EmitError::Rejected { .. }), "{e}");
@@ -639,6 +642,7 @@ mod tests {
         let opts = EmitOptions {
             arch: Some("a2".into()),
             options: Vec::new(),
+            ..Default::default()
         };
         let w = r.emit_to_dir("aie", &program(), &opts, &dest, t).unwrap();
         assert_eq!(w.len(), 1);
@@ -655,6 +659,7 @@ mod tests {
         let bad_arch = EmitOptions {
             arch: Some("z".into()),
             options: Vec::new(),
+            ..Default::default()
         };
         let e = r
             .emit_to_dir("aie", &program(), &bad_arch, &dest, t)
@@ -666,7 +671,7 @@ mod tests {
         let e = r
             .emit_to_dir("ascend", &program(), &EmitOptions::default(), &dest, t)
             .unwrap_err();
-        assert!(e.to_string().contains("not built yet"));
+        assert!(e.to_string().contains("not registered"));
         assert!(dest.join("src/k.c").is_file());
         let names: Vec<_> = std::fs::read_dir(tmp.path())
             .unwrap()

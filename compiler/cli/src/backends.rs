@@ -49,7 +49,10 @@ impl PluginArgs {
 /// The built-in backends of this `wsp`: the registry's own (`sim`, `ascend`, `aie`, `ir`),
 /// with every emitter compiled into the command registered over its placeholder.
 pub fn builtins() -> Registry {
-    Registry::with_builtins()
+    let mut r = Registry::with_builtins();
+    r.register(Box::new(wsp_ascend::AscendBackend));
+    r.register(Box::new(wsp_aie::AieBackend));
+    r
 }
 
 /// The built-ins and the plugins found through `--backend-path` and `PATH`.

@@ -15,7 +15,8 @@ use std::process::ExitCode;
 use wsp_backend::registry::Origin;
 use wsp_backend::{EmitError, EmitOptions, Registry};
 use wsp_diagnostics::render::render_human;
-use wsp_diagnostics::Severity;
+use wsp_diagnostics::{Diagnostic, FileName, Label, Severity};
+use wsp_syntax::Span;
 
 use crate::backends::{self, PluginArgs};
 
@@ -98,9 +99,10 @@ pub fn main(a: Args) -> ExitCode {
             _ => return usage(format!("`--option {o}`: write `--option KEY=VALUE`")),
         }
     }
-    let opts = EmitOptions {
+    let mut opts = EmitOptions {
         arch: a.arch.clone(),
         options,
+        ..Default::default()
     };
     let name = a.target.as_str();
     // Everything the request itself gets wrong is said before any work is done.
@@ -169,6 +171,13 @@ pub fn main(a: Args) -> ExitCode {
             return failure(format!("`{root}` was not lowered"));
         }
     };
+    match extern_sources(&program, name) {
+        Ok(sources) => opts.extern_sources = sources,
+        Err(d) => {
+            eprint!("{}", render_human(&[d], &crate::WsSources(&ws), color));
+            return usage("an extern kernel's source file cannot be read; nothing was emitted");
+        }
+    }
     let report = |e: EmitError| -> ExitCode {
         if let EmitError::Rejected {
             backend,
@@ -256,4 +265,77 @@ fn list(registry: &Registry, timeout: std::time::Duration) -> ExitCode {
         );
     }
     ExitCode::SUCCESS
+}
+
+/// The largest extern kernel source file `wsp emit` reads.
+const MAX_EXTERN_SOURCE: u64 = 16 << 20;
+
+/// The source files the program's extern kernels give for `target` (`ascend: "k.cpp"`), each
+/// read relative to the file that declares its kernel: only regular files, at most
+/// [`MAX_EXTERN_SOURCE`] bytes. E0715 at the kernel when one cannot be read.
+fn extern_sources(
+    program: &wsp_ir::Program,
+    target: &str,
+) -> Result<Vec<wsp_backend::ExternSource>, Diagnostic> {
+    let mut out = Vec::new();
+    for (i, k) in program.kernels.iter().enumerate() {
+        for e in k.externs.iter().filter(|e| e.target == target) {
+            let declaring =
+                k.at.as_ref()
+                    .map(|at| at.file.clone())
+                    .or_else(|| program.source.clone())
+                    .unwrap_or_default();
+            let dir = std::path::Path::new(&declaring)
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default();
+            let file = dir.join(&e.path);
+            let read = || -> Result<Vec<u8>, String> {
+                let meta = std::fs::metadata(&file).map_err(|err| err.to_string())?;
+                if !meta.is_file() {
+                    return Err("not a regular file".into());
+                }
+                if meta.len() > MAX_EXTERN_SOURCE {
+                    return Err(format!(
+                        "{} bytes, more than the {MAX_EXTERN_SOURCE} bytes an extern source may have",
+                        meta.len()
+                    ));
+                }
+                std::fs::read(&file).map_err(|err| err.to_string())
+            };
+            match read() {
+                Ok(contents) => out.push(wsp_backend::ExternSource {
+                    kernel: i,
+                    target: target.to_string(),
+                    path: e.path.clone(),
+                    contents,
+                }),
+                Err(why) => {
+                    let at = k.at.clone().unwrap_or(wsp_ir::workload::SrcSpan {
+                        file: declaring.clone(),
+                        start: 0,
+                        end: 0,
+                    });
+                    return Err(Diagnostic::new(
+                        wsp_vocab::codes::E0715,
+                        format!(
+                            "cannot read `{}`, the `{target}` source of the extern kernel `{}`: {why}",
+                            file.display(),
+                            k.name
+                        ),
+                        Label::new(
+                            FileName::new(at.file.as_str()),
+                            Span::new(at.start, at.end.max(at.start)),
+                            "declared here",
+                        ),
+                    )
+                    .with_help(format!(
+                        "the path `{}` is relative to the file that declares the kernel",
+                        e.path
+                    )));
+                }
+            }
+        }
+    }
+    Ok(out)
 }

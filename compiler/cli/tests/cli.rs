@@ -215,8 +215,9 @@ fn emit_ir_prints_the_program_ir() {
         &root,
         &["emit", "--target", "ascend", "validated_matmul.wsp"],
     );
+    // A source tree goes to a directory, never to standard output.
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not built yet"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give `-o DIR`"));
     let d = tempdir("emit");
     std::fs::write(d.join("bad.wsp"), "workload w {\n    undefined_k[0]()\n}\n").unwrap();
     let o = wsp(&d, &["emit", "bad.wsp"]);
@@ -278,4 +279,55 @@ fn a_users_std_folder_is_checked() {
         err.contains("checked ") && !err.contains("checked 0 files"),
         "{err}"
     );
+}
+
+/// `wsp emit` hands a backend the source file an extern kernel gives for it, read beside the
+/// declaring file (a module's kernel beside the module); a file it cannot read is E0715 with
+/// nothing emitted.
+#[test]
+fn emit_reads_extern_sources_beside_the_declaring_file() {
+    let d = tempdir("extern-src");
+    std::fs::create_dir_all(d.join("lib")).unwrap();
+    std::fs::write(
+        d.join("lib/ops.wsp"),
+        "kernel twice_ref(a: in f32[8, 8], c: out f32[8, 8]) {\n    c = a + a\n}\n\
+         extern kernel twice(a: in f32[8, 8], c: out f32[8, 8]) {\n    aie: \"twice.cc\",\n    sim: twice_ref\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("p.wsp"),
+        "import lib.ops.{twice}\ninput A: f32[8, 8] = random(seed: 1)\noutput C: f32[8, 8]\n\
+         workload w {\n    twice[0](a: A, c: C)\n}\n",
+    )
+    .unwrap();
+    // Missing: E0715 at the kernel, exit 2, no tree.
+    let o = wsp(&d, &["emit", "--target", "aie", "p.wsp", "-o", "out"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("E0715") && err.contains("twice.cc") && err.contains("ops.wsp"),
+        "{err}"
+    );
+    assert!(!d.join("out").exists());
+    // Present beside the module: copied into the tree as the kernel's source.
+    let src =
+        "extern \"C\" void wsp_twice(unsigned char*, unsigned char*, int, int, int, int) {}\n";
+    std::fs::write(d.join("lib/twice.cc"), src).unwrap();
+    let o = wsp(&d, &["emit", "--target", "aie", "p.wsp", "-o", "out"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("out/kernels/twice.cc")).unwrap(),
+        src
+    );
+    // A directory is not a source file.
+    std::fs::remove_file(d.join("lib/twice.cc")).unwrap();
+    std::fs::create_dir(d.join("lib/twice.cc")).unwrap();
+    let o = wsp(&d, &["emit", "--target", "aie", "p.wsp", "-o", "out2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
 }

@@ -23,8 +23,26 @@ pub fn emit(
         &EmitOptions {
             arch: Some("aie-ml".into()),
             options: Vec::new(),
+            ..Default::default()
         },
     )
+}
+
+/// The `aie:` sources of the program's extern kernels, read from `dir` as `wsp emit` reads
+/// them beside the declaring file.
+pub fn extern_sources(program: &wsp_ir::Program, dir: &Path) -> Vec<wsp_backend::ExternSource> {
+    let mut out = Vec::new();
+    for (i, k) in program.kernels.iter().enumerate() {
+        for e in k.externs.iter().filter(|e| e.target == "aie") {
+            out.push(wsp_backend::ExternSource {
+                kernel: i,
+                target: e.target.clone(),
+                path: e.path.clone(),
+                contents: std::fs::read(dir.join(&e.path)).expect("extern source"),
+            });
+        }
+    }
+    out
 }
 
 pub fn lower(path: &Path) -> wsp_ir::Program {
@@ -163,7 +181,14 @@ pub fn run_and_compare(
     data_dir: &Path,
     work: &Path,
 ) -> usize {
-    let (tree, _) = emit(program).unwrap_or_else(|d| panic!("{name}: refused: {d:#?}"));
+    let opts = EmitOptions {
+        arch: Some("aie-ml".into()),
+        extern_sources: extern_sources(program, data_dir),
+        ..Default::default()
+    };
+    let (tree, _) = AieBackend
+        .emit(program, &opts)
+        .unwrap_or_else(|d| panic!("{name}: refused: {d:#?}"));
     let dir = work.join(name);
     write_tree(&tree, &dir);
     let design = String::from_utf8_lossy(tree.get("aie.mlir").expect("aie.mlir")).to_string();

@@ -109,7 +109,36 @@ pub fn emit(
     let mut tree = FileTree::new();
     let mut diags = Vec::new();
     let mut kernels = Vec::new();
-    for k in &program.kernels {
+    for (i, k) in program.kernels.iter().enumerate() {
+        // An extern kernel's own `ascend:` source replaces the generated translation unit; it
+        // defines the same entry (`wsp_kernel_NAME`, taking the runtime's `wsp_raw_task`).
+        if let Some(e) = k.externs.iter().find(|e| e.target == "ascend") {
+            let path = format!("kernels/{}.cpp", kernel::ident(&k.name));
+            match opts.extern_source(i, "ascend") {
+                Some(src) => {
+                    if let Err(m) = tree.add(&path, src.contents.clone()) {
+                        diags.push(BackendDiagnostic::error(m, k.at.clone()));
+                    }
+                }
+                None => diags.push(
+                    BackendDiagnostic::error(
+                        format!(
+                            "the contents of `{}`, the `ascend` source of kernel `{}`, were not given to the backend",
+                            e.path, k.name
+                        ),
+                        k.at.clone(),
+                    )
+                    .with_help("`wsp emit` reads it relative to the file that declares the kernel"),
+                ),
+            }
+            kernels.push(host::HostKernel {
+                name: k.name.clone(),
+                entry: kernel::entry_name(k),
+                source: path,
+                unit: host::plan_class(k).to_string(),
+            });
+            continue;
+        }
         match kernel::emit_kernel(k, karch) {
             Ok(src) => {
                 if let Err(m) = tree.add(&src.path, src.code.clone()) {

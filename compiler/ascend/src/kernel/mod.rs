@@ -20,6 +20,7 @@
 //! results with the reference interpreter bit for bit.
 
 mod emit;
+pub use emit::ident;
 mod entry;
 mod ops;
 mod plan;

@@ -220,8 +220,9 @@ pub fn main(a: Args) -> ExitCode {
         Some(arch) => arch,
         None => {
             let name = sched
-                .and_then(wsp_sim::schedule_target)
-                .filter(|t| t != "cpu_sim")
+                .and_then(|s| s.target())
+                .filter(|t| *t != "cpu_sim")
+                .map(str::to_string)
                 .unwrap_or_else(|| "ascend910b".to_string());
             let n = wsp_core::memory::builtin_arch_name(&name).unwrap_or(name);
             match wsp_arch::Arch::builtin(&n) {

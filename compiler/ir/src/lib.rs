@@ -21,6 +21,8 @@
 //! * [`exec`]: the reference workload interpreter (tasks in program order on real data; CSP as
 //!   a deterministic round-robin); [`exec::run_workload_with`] swaps in another kernel
 //!   executor (a JIT) under the same task generation.
+//! * [`schedule`]: a schedule as engines apply it: policy forms and task keys
+//!   ([`schedule::resolve`]), shared by the simulator and the Ascend orchestration.
 //! * [`cost`]: the tile operations a task executes ([`cost::profile`], for architecture
 //!   models to price), the exact `pto_wsp_v9` cycles ([`cost::v9_cycles`]) and the cost
 //!   under any `wsp-arch` model ([`cost::task_cost`]).
@@ -66,6 +68,7 @@ pub mod interp;
 pub mod kernel;
 pub mod npy;
 pub mod num;
+pub mod schedule;
 pub mod schema;
 pub mod tensor;
 pub mod typing;

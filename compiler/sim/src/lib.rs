@@ -32,15 +32,14 @@ use wsp_ir::dtype::{DType, ScalarValue};
 use wsp_ir::exec::{self, ExecOutcome, TaskBackend, TaskInstance, TaskValue};
 use wsp_ir::interp::{run_kernel, KernelArg, Tile};
 use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
+use wsp_ir::schedule::Keys;
 use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
 use wsp_ir::workload::{
-    DirValue, Directive, ExprOp, Program, Schedule, SrcSpan, Stat, TensorId, WStmt, WorkloadBody,
-    WorkloadId,
+    Program, Schedule, SrcSpan, Stat, TensorId, WStmt, WorkloadBody, WorkloadId,
 };
 use wsp_runtime as rt;
 use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
 use wsp_vocab::codes;
-use wsp_vocab::schedule::{Directive as VocabDirective, Policy, PolicyArg};
 
 /// What to run and how.
 #[derive(Clone, Debug)]
@@ -268,220 +267,14 @@ impl SimRun {
     }
 }
 
-/// The `.target(...)` of a schedule, if it has one.
-pub fn schedule_target(s: &Schedule) -> Option<String> {
-    s.directives.iter().find_map(|d| match d {
-        Directive::Target { arch } => Some(arch.clone()),
-        _ => None,
-    })
-}
-
-/// A policy key: how a task's key (affinity, hash, stream, priority) is computed.
-#[derive(Clone, Debug, PartialEq)]
-enum Key {
-    Int(i64),
-    Axis(wsp_ir::workload::AxisId, String),
-    Binary(ExprOp, Box<Key>, Box<Key>),
-}
-
-impl Key {
-    fn eval(&self, axes: &[(wsp_ir::workload::AxisId, i64)]) -> Result<i64, String> {
-        Ok(match self {
-            Key::Int(v) => *v,
-            Key::Axis(a, name) => axes
-                .iter()
-                .rev()
-                .find(|(x, _)| x == a)
-                .map(|(_, v)| *v)
-                .ok_or_else(|| {
-                    format!("the schedule's key uses axis `{name}`, but the task is not inside a loop over it")
-                })?,
-            Key::Binary(op, l, r) => {
-                let (x, y) = (l.eval(axes)?, r.eval(axes)?);
-                match op {
-                    ExprOp::Add => x.wrapping_add(y),
-                    ExprOp::Sub => x.wrapping_sub(y),
-                    ExprOp::Mul => x.wrapping_mul(y),
-                    ExprOp::Div | ExprOp::Rem if y == 0 => {
-                        return Err("division by zero in the schedule's key".into())
-                    }
-                    ExprOp::Div => x.wrapping_div(y),
-                    ExprOp::Rem => x.wrapping_rem(y),
-                    ExprOp::Min => x.min(y),
-                    ExprOp::Max => x.max(y),
-                    other => return Err(format!("`{other:?}` in a schedule key")),
-                }
-            }
-        })
-    }
-}
-
-fn key_of(p: &Program, v: &DirValue) -> Result<Key, String> {
-    Ok(match v {
-        DirValue::Int { value } => Key::Int(*value),
-        DirValue::Axis { axis } => Key::Axis(
-            *axis,
-            p.axes
-                .get(axis.index())
-                .map(|a| a.name.clone())
-                .unwrap_or_else(|| "?".into()),
-        ),
-        DirValue::Binary { op, lhs, rhs } => {
-            Key::Binary(*op, Box::new(key_of(p, lhs)?), Box::new(key_of(p, rhs)?))
-        }
-        other => {
-            return Err(format!(
-                "`{}` is not a key expression: a key is built from axes (as in `affinity(rows)`), integers and arithmetic",
-                describe(p, other)
-            ))
-        }
-    })
-}
-
-/// A directive argument as the program spells it (for messages).
-fn describe(p: &Program, v: &DirValue) -> String {
-    match v {
-        DirValue::Int { value } => value.to_string(),
-        DirValue::Float { value } => value.to_string(),
-        DirValue::Str { value } => format!("{value:?}"),
-        DirValue::Ident { name } => name.clone(),
-        DirValue::Axis { axis } => p
-            .axes
-            .get(axis.index())
-            .map_or_else(|| "?".into(), |a| a.name.clone()),
-        DirValue::Call { name, args } => {
-            let args: Vec<String> = args.iter().map(|a| describe(p, &a.value)).collect();
-            format!("{name}({})", args.join(", "))
-        }
-        DirValue::Binary { op, lhs, rhs } => {
-            let (l, r) = (describe(p, lhs), describe(p, rhs));
-            match op {
-                ExprOp::Add => format!("{l} + {r}"),
-                ExprOp::Sub => format!("{l} - {r}"),
-                ExprOp::Mul => format!("{l} * {r}"),
-                ExprOp::Div => format!("{l} / {r}"),
-                ExprOp::Rem => format!("{l} % {r}"),
-                other => format!("{other:?}({l}, {r})").to_lowercase(),
-            }
-        }
-    }
-}
-
-fn int_args(p: &Program, d: &str, args: &[DirValue]) -> Result<Vec<u32>, String> {
-    args.iter()
-        .map(|a| match *a {
-            DirValue::Int { value } => u32::try_from(value)
-                .map_err(|_| format!("`{d}` takes a count from 0 to 2³², found {value}")),
-            ref other => Err(format!(
-                "`{d}` takes integer counts, found `{}`",
-                describe(p, other)
-            )),
-        })
-        .collect()
-}
-
-/// The key expressions of a schedule: each policy that reads a key has its own.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Keys {
-    /// `affinity(key)` or `hash(key)`.
-    dispatch: Option<Key>,
-    /// `priority(key)`.
-    priority: Option<Key>,
-    /// `stream_by(key)`, else the dispatch key.
-    stream: Option<Key>,
-}
-
-impl Keys {
-    fn eval(k: &Option<Key>, axes: &[(wsp_ir::workload::AxisId, i64)]) -> Result<i64, String> {
-        k.as_ref().map_or(Ok(0), |k| k.eval(axes))
-    }
-}
-
 /// The runtime policies of a schedule and the key expressions of its tasks.
 fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), String> {
+    let r = wsp_ir::schedule::resolve(p, s)?;
     let mut pol = Policies::default();
-    let mut keys = Keys::default();
-    let Some(s) = s else {
-        return Ok((pol, keys));
-    };
-    for d in &s.directives {
-        match d {
-            Directive::Target { .. } => {}
-            Directive::TaskWindow { size: value } | Directive::Streams { count: value } => {
-                let name = d.kind().name();
-                let n = u32::try_from(*value)
-                    .map_err(|_| format!("`{name}({value})` is out of range"))?;
-                pol.apply(name, &[n])?;
-            }
-            Directive::StreamBy { key } => keys.stream = Some(key_of(p, key)?),
-            Directive::Policy { policy, args } => {
-                // The last directive of a name applies (W0601), its key with it.
-                match policy.directive() {
-                    VocabDirective::Dispatch => keys.dispatch = None,
-                    VocabDirective::Ready => keys.priority = None,
-                    _ => {}
-                }
-                apply_policy(p, &mut pol, &mut keys, *policy, args)?;
-            }
-        }
+    for (form, args) in &r.forms {
+        pol.apply(form, args)?;
     }
-    streams_and_keys(s, pol, keys)
-}
-
-/// One `.dispatch`, `.timing` or `.ready` policy into `pol`, and its key into `keys`.
-fn apply_policy(
-    p: &Program,
-    pol: &mut Policies,
-    keys: &mut Keys,
-    policy: Policy,
-    args: &[DirValue],
-) -> Result<(), String> {
-    let form = policy.name();
-    match policy.arg() {
-        PolicyArg::Axis | PolicyArg::Key => {
-            let v = args
-                .first()
-                .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
-            pol.apply(form, &[])?;
-            let k = Some(key_of(p, v)?);
-            match policy {
-                Policy::Priority => keys.priority = k,
-                _ => keys.dispatch = k,
-            }
-        }
-        PolicyArg::Count | PolicyArg::None => pol.apply(form, &int_args(p, form, args)?)?,
-    }
-    Ok(())
-}
-
-/// Checks the streams against their key: the schedule's policies and keys as the run uses them.
-fn streams_and_keys(
-    s: &Schedule,
-    pol: Policies,
-    mut keys: Keys,
-) -> Result<(Policies, Keys), String> {
-    // Streams need a key to say which stream a task is on, and a key picks one only among
-    // streams: neither is left to mean something silently.
-    let stream_by = keys.stream.is_some();
-    if keys.stream.is_none() {
-        keys.stream.clone_from(&keys.dispatch);
-    }
-    match (pol.streams, &keys.stream) {
-        (Some(rt::Streams(n)), None) if n > 1 => {
-            return Err(format!(
-                "schedule `{}`: `.streams({n})` needs `.stream_by(expr)` (or a dispatch key) to say which stream a task is on; without one every task would be on one stream",
-                s.name
-            ))
-        }
-        (None, _) if stream_by => {
-            return Err(format!(
-                "schedule `{}`: `.stream_by(...)` needs `.streams(n)`, the number of streams its key picks among",
-                s.name
-            ))
-        }
-        _ => {}
-    }
-    Ok((pol, keys))
+    Ok((pol, r.keys))
 }
 
 fn has_matmul(stmts: &[Stmt]) -> bool {

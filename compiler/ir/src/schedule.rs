@@ -1,0 +1,290 @@
+//! A schedule as an engine applies it: the policy forms its directives set, in order, with
+//! their integer arguments (what `wsp_runtime::Policies::apply` takes), and the key expressions
+//! (dispatch, priority, stream) evaluated on each task's axis coordinates. The simulator and
+//! the Ascend backend's orchestration both read a schedule through [`resolve`], so they
+//! configure the runtime alike.
+
+use crate::workload::{AxisId, DirValue, Directive, ExprOp, Policy, Program, Schedule};
+use wsp_vocab::schedule::{Directive as VocabDirective, PolicyArg};
+
+/// A policy key: how a task's key (affinity, hash, stream, priority) is computed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Key {
+    Int(i64),
+    Axis(AxisId, String),
+    Binary(ExprOp, Box<Key>, Box<Key>),
+}
+
+impl Key {
+    pub fn eval(&self, axes: &[(AxisId, i64)]) -> Result<i64, String> {
+        Ok(match self {
+            Key::Int(v) => *v,
+            Key::Axis(a, name) => axes
+                .iter()
+                .rev()
+                .find(|(x, _)| x == a)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    format!("the schedule's key uses axis `{name}`, but the task is not inside a loop over it")
+                })?,
+            Key::Binary(op, l, r) => {
+                let (x, y) = (l.eval(axes)?, r.eval(axes)?);
+                match op {
+                    ExprOp::Add => x.wrapping_add(y),
+                    ExprOp::Sub => x.wrapping_sub(y),
+                    ExprOp::Mul => x.wrapping_mul(y),
+                    ExprOp::Div | ExprOp::Rem if y == 0 => {
+                        return Err("division by zero in the schedule's key".into())
+                    }
+                    ExprOp::Div => x.wrapping_div(y),
+                    ExprOp::Rem => x.wrapping_rem(y),
+                    ExprOp::Min => x.min(y),
+                    ExprOp::Max => x.max(y),
+                    other => return Err(format!("`{other:?}` in a schedule key")),
+                }
+            }
+        })
+    }
+}
+
+fn key_of(p: &Program, v: &DirValue) -> Result<Key, String> {
+    Ok(match v {
+        DirValue::Int { value } => Key::Int(*value),
+        DirValue::Axis { axis } => Key::Axis(
+            *axis,
+            p.axes
+                .get(axis.index())
+                .map(|a| a.name.clone())
+                .unwrap_or_else(|| "?".into()),
+        ),
+        DirValue::Binary { op, lhs, rhs } => {
+            Key::Binary(*op, Box::new(key_of(p, lhs)?), Box::new(key_of(p, rhs)?))
+        }
+        other => {
+            return Err(format!(
+                "`{}` is not a key expression: a key is built from axes (as in `affinity(rows)`), integers and arithmetic",
+                describe(p, other)
+            ))
+        }
+    })
+}
+
+/// A directive argument as the program spells it (for messages).
+pub fn describe(p: &Program, v: &DirValue) -> String {
+    match v {
+        DirValue::Int { value } => value.to_string(),
+        DirValue::Float { value } => value.to_string(),
+        DirValue::Str { value } => format!("{value:?}"),
+        DirValue::Ident { name } => name.clone(),
+        DirValue::Axis { axis } => p
+            .axes
+            .get(axis.index())
+            .map_or_else(|| "?".into(), |a| a.name.clone()),
+        DirValue::Call { name, args } => {
+            let args: Vec<String> = args.iter().map(|a| describe(p, &a.value)).collect();
+            format!("{name}({})", args.join(", "))
+        }
+        DirValue::Binary { op, lhs, rhs } => {
+            let (l, r) = (describe(p, lhs), describe(p, rhs));
+            match op {
+                ExprOp::Add => format!("{l} + {r}"),
+                ExprOp::Sub => format!("{l} - {r}"),
+                ExprOp::Mul => format!("{l} * {r}"),
+                ExprOp::Div => format!("{l} / {r}"),
+                ExprOp::Rem => format!("{l} % {r}"),
+                other => format!("{other:?}({l}, {r})").to_lowercase(),
+            }
+        }
+    }
+}
+
+fn int_args(p: &Program, d: &str, args: &[DirValue]) -> Result<Vec<u32>, String> {
+    args.iter()
+        .map(|a| match *a {
+            DirValue::Int { value } => u32::try_from(value)
+                .map_err(|_| format!("`{d}` takes a count from 0 to 2³², found {value}")),
+            ref other => Err(format!(
+                "`{d}` takes integer counts, found `{}`",
+                describe(p, other)
+            )),
+        })
+        .collect()
+}
+
+/// The key expressions of a schedule: each policy that reads a key has its own.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Keys {
+    /// `affinity(key)` or `hash(key)`.
+    pub dispatch: Option<Key>,
+    /// `priority(key)`.
+    pub priority: Option<Key>,
+    /// `stream_by(key)`, else the dispatch key.
+    pub stream: Option<Key>,
+}
+
+impl Keys {
+    pub fn eval(k: &Option<Key>, axes: &[(AxisId, i64)]) -> Result<i64, String> {
+        k.as_ref().map_or(Ok(0), |k| k.eval(axes))
+    }
+}
+
+impl Schedule {
+    /// The architecture model its `.target(...)` names; the last one applies, as for every
+    /// directive given twice (W0601).
+    pub fn target(&self) -> Option<&str> {
+        self.directives.iter().rev().find_map(|d| match d {
+            Directive::Target { arch } => Some(arch.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// A schedule resolved: the policy forms to apply in order (`("round_robin", [4])`,
+/// `("task_window", [64])`), and its keys.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Resolved {
+    pub forms: Vec<(&'static str, Vec<u32>)>,
+    pub keys: Keys,
+}
+
+/// Resolves a schedule (`None`: no schedule, the defaults). The last directive of a name
+/// applies (W0601), its key with it; streams need a key to say which stream a task is on
+/// (`.stream_by(expr)`, else the dispatch key), and `.stream_by` needs `.streams(n)`.
+pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
+    let mut r = Resolved::default();
+    let Some(s) = s else {
+        return Ok(r);
+    };
+    let mut streams: Option<u32> = None;
+    for d in &s.directives {
+        match d {
+            Directive::Target { .. } => {}
+            Directive::TaskWindow { size: value } | Directive::Streams { count: value } => {
+                let name = d.kind().name();
+                let n = u32::try_from(*value)
+                    .map_err(|_| format!("`{name}({value})` is out of range"))?;
+                if matches!(d, Directive::Streams { .. }) {
+                    streams = Some(n);
+                }
+                r.forms.push((name, vec![n]));
+            }
+            Directive::StreamBy { key } => r.keys.stream = Some(key_of(p, key)?),
+            Directive::Policy { policy, args } => {
+                match policy.directive() {
+                    VocabDirective::Dispatch => r.keys.dispatch = None,
+                    VocabDirective::Ready => r.keys.priority = None,
+                    _ => {}
+                }
+                let form = policy.name();
+                match policy.arg() {
+                    PolicyArg::Axis | PolicyArg::Key => {
+                        let v = args
+                            .first()
+                            .ok_or_else(|| format!("`{form}(...)` needs a key expression"))?;
+                        r.forms.push((form, Vec::new()));
+                        let k = Some(key_of(p, v)?);
+                        match policy {
+                            Policy::Priority => r.keys.priority = k,
+                            _ => r.keys.dispatch = k,
+                        }
+                    }
+                    PolicyArg::Count | PolicyArg::None => {
+                        r.forms.push((form, int_args(p, form, args)?))
+                    }
+                }
+            }
+        }
+    }
+    // Streams need a key to say which stream a task is on, and a key picks one only among
+    // streams: neither is left to mean something silently.
+    let stream_by = r.keys.stream.is_some();
+    if r.keys.stream.is_none() {
+        r.keys.stream.clone_from(&r.keys.dispatch);
+    }
+    match (streams, &r.keys.stream) {
+        (Some(n), None) if n > 1 => {
+            return Err(format!(
+                "schedule `{}`: `.streams({n})` needs `.stream_by(expr)` (or a dispatch key) to say which stream a task is on; without one every task would be on one stream",
+                s.name
+            ))
+        }
+        (None, _) if stream_by => {
+            return Err(format!(
+                "schedule `{}`: `.stream_by(...)` needs `.streams(n)`, the number of streams its key picks among",
+                s.name
+            ))
+        }
+        _ => {}
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadId;
+
+    fn schedule(directives: Vec<Directive>) -> Schedule {
+        Schedule {
+            name: "s".into(),
+            workload: WorkloadId(0),
+            directives,
+        }
+    }
+
+    #[test]
+    fn forms_in_order_and_the_last_target_applies() {
+        let p = Program::new();
+        let s = schedule(vec![
+            Directive::Target {
+                arch: "ascend950".into(),
+            },
+            Directive::Policy {
+                policy: Policy::RoundRobin,
+                args: vec![DirValue::Int { value: 4 }],
+            },
+            Directive::TaskWindow { size: 64 },
+            Directive::Target {
+                arch: "ascend910b".into(),
+            },
+        ]);
+        assert_eq!(s.target(), Some("ascend910b"));
+        let r = resolve(&p, Some(&s)).expect("resolves");
+        assert_eq!(
+            r.forms,
+            vec![("round_robin", vec![4]), ("task_window", vec![64])]
+        );
+        assert_eq!(r.keys, Keys::default());
+        assert_eq!(resolve(&p, None).expect("defaults"), Resolved::default());
+    }
+
+    #[test]
+    fn streams_and_their_key_go_together() {
+        let p = Program::new();
+        let streams = resolve(&p, Some(&schedule(vec![Directive::Streams { count: 4 }])));
+        assert!(streams.unwrap_err().contains("needs `.stream_by(expr)`"));
+        let by = resolve(
+            &p,
+            Some(&schedule(vec![Directive::StreamBy {
+                key: DirValue::Int { value: 1 },
+            }])),
+        );
+        assert!(by.unwrap_err().contains("needs `.streams(n)`"));
+        let both = resolve(
+            &p,
+            Some(&schedule(vec![
+                Directive::Streams { count: 4 },
+                Directive::StreamBy {
+                    key: DirValue::Int { value: 3 },
+                },
+            ])),
+        )
+        .expect("resolves");
+        assert_eq!(both.keys.stream, Some(Key::Int(3)));
+        let bad = resolve(
+            &p,
+            Some(&schedule(vec![Directive::TaskWindow { size: -1 }])),
+        );
+        assert!(bad.unwrap_err().contains("out of range"));
+    }
+}

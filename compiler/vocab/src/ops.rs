@@ -300,19 +300,15 @@ impl KernelFn {
         KERNEL_FNS.iter().map(|r| r.f).find(|f| f.name() == name)
     }
 
-    /// The function's row of [`KERNEL_FNS`].
-    pub fn info(self) -> &'static FnInfo {
-        // Every callable function has a row (tested); `!`'s `Not` is the only unary op
-        // without one, and it is not callable.
-        KERNEL_FNS
-            .iter()
-            .find(|r| r.f == self)
-            .unwrap_or(&NOT_CALLABLE)
+    /// The function's row of [`KERNEL_FNS`]; `None` for an operation that is not called by
+    /// name (`!`'s `Not`, the arithmetic operators).
+    pub fn info(self) -> Option<&'static FnInfo> {
+        KERNEL_FNS.iter().find(|r| r.f == self)
     }
 
-    /// How it is called.
-    pub fn signature(self) -> &'static str {
-        self.info().signature
+    /// How it is called, for a function called by name.
+    pub fn signature(self) -> Option<&'static str> {
+        self.info().map(|r| r.signature)
     }
 
     /// The capability family.
@@ -331,8 +327,6 @@ impl KernelFn {
     }
 }
 
-const NOT_CALLABLE: FnInfo = row(K::Unary(UnaryOp::Not), "!x", 1);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,10 +340,12 @@ mod tests {
         for r in KERNEL_FNS {
             assert_eq!(KernelFn::from_name(r.f.name()), Some(r.f));
             assert!(r.signature.starts_with(r.f.name()), "{}", r.signature);
-            assert_eq!(r.f.info().signature, r.signature);
+            assert_eq!(r.f.signature(), Some(r.signature));
         }
         assert_eq!(KernelFn::from_name("not"), None, "`!` is an operator");
         assert_eq!(KernelFn::from_name("+"), None);
+        assert!(KernelFn::Unary(UnaryOp::Not).info().is_none());
+        assert!(KernelFn::Binary(BinaryOp::Add).signature().is_none());
     }
 
     #[test]

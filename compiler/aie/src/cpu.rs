@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use wsp_backend::c_string_literal;
 use wsp_ir::dtype::DType;
 use wsp_ir::kernel::ParamKind;
 use wsp_ir::tensor::{convert, encode_el, El};
@@ -15,25 +16,6 @@ use crate::plan::{End, HostOp, Plan, Step};
 
 pub const RUNTIME: &str = include_str!("cc/aie_cpu.h");
 pub const MAIN: &str = include_str!("cc/main.cc");
-
-fn c_string(s: &str) -> String {
-    let mut o = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if c.is_ascii_graphic() || c == ' ' => o.push(c),
-            c => {
-                let mut b = [0u8; 4];
-                for x in c.encode_utf8(&mut b).bytes() {
-                    let _ = write!(o, "\\{x:03o}");
-                }
-            }
-        }
-    }
-    o.push('"');
-    o
-}
 
 fn bytes_literal(b: &[u8]) -> String {
     let mut s = String::from("{");
@@ -129,7 +111,7 @@ pub fn design_source(program: &Program, plan: &Plan) -> String {
             (None, TensorKind::Input) => ("Required", 0, "nullptr".to_string()),
             (None, _) | (Some(Init::Zeros), _) => ("Zeros", 0, "nullptr".to_string()),
             (Some(Init::Random { seed }), _) => ("Random", *seed, "nullptr".to_string()),
-            (Some(Init::Load { path }), _) => ("Load", 0, c_string(path)),
+            (Some(Init::Load { path }), _) => ("Load", 0, c_string_literal(path)),
             (Some(Init::Ones), _) | (Some(Init::Full { .. }), _) => {
                 let el = match &t.init {
                     Some(Init::Full { value }) => El::from_scalar(*value, t.dtype),
@@ -167,8 +149,8 @@ pub fn design_source(program: &Program, plan: &Plan) -> String {
         let shape: Vec<String> = t.shape.iter().map(|d| format!("{d}ull")).collect();
         tinfo.push(format!(
             "  {{{}, {}, {kind}, {}, {}ull, {}, {{{}}}, InitKind::{init}, {seed}ull, {path}, {bytes_name}}}",
-            c_string(&t.name),
-            c_string(t.dtype.name()),
+            c_string_literal(&t.name),
+            c_string_literal(t.dtype.name()),
             t.dtype.size_bytes(),
             t.elements(),
             t.shape.len(),
@@ -192,7 +174,7 @@ pub fn design_source(program: &Program, plan: &Plan) -> String {
         .map(|f| {
             format!(
                 "  {{{}, {}, {}ull, {}, {}}}",
-                c_string(&f.name),
+                c_string_literal(&f.name),
                 f.depth,
                 f.elem_bytes,
                 end(f.producer),

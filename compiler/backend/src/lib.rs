@@ -114,6 +114,30 @@ pub fn check_relative_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `s` as a C (and C++) string literal: `"`, `\\` and newlines escaped, printable ASCII as is,
+/// every other byte as an octal escape. Emitters write names and paths into generated code with
+/// it.
+pub fn c_string_literal(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::from("\"");
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if c.is_ascii_graphic() || c == ' ' => o.push(c),
+            c => {
+                let mut b = [0u8; 4];
+                for x in c.encode_utf8(&mut b).bytes() {
+                    let _ = write!(o, "\\{x:03o}");
+                }
+            }
+        }
+    }
+    o.push('"');
+    o
+}
+
 /// Severity of a backend diagnostic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -223,6 +247,13 @@ mod tests {
         }
         assert_eq!(t.len(), 1);
         assert_eq!(t.get("kernels/add.cpp"), Some(&b"x"[..]));
+    }
+
+    #[test]
+    fn c_string_literals_escape_what_c_needs() {
+        assert_eq!(c_string_literal("a.npy"), "\"a.npy\"");
+        assert_eq!(c_string_literal("q\"b\\\n"), "\"q\\\"b\\\\\\n\"");
+        assert_eq!(c_string_literal("é"), "\"\\303\\251\"");
     }
 
     #[test]

@@ -15,8 +15,7 @@ use std::process::ExitCode;
 use wsp_backend::registry::Origin;
 use wsp_backend::{EmitError, EmitOptions, Registry};
 use wsp_diagnostics::render::render_human;
-use wsp_diagnostics::{Diagnostic, FileName, Label, Severity};
-use wsp_syntax::Span;
+use wsp_diagnostics::{Diagnostic, Severity};
 
 use crate::backends::{self, PluginArgs};
 
@@ -323,10 +322,7 @@ fn extern_sources(
                             file.display(),
                             k.name
                         ),
-                        Label::new(
-                            FileName::new(at.file.as_str()),
-                            Span::new(at.start, at.end.max(at.start)),
-                            "declared here",
+                        crate::label_at(&at, "declared here",
                         ),
                     )
                     .with_help(format!(

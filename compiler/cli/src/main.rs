@@ -301,6 +301,19 @@ fn check(
 
 /// Checks resources against `--arch NAME` (a built-in model, in either spelling) or
 /// `--arch FILE.toml`, read once; returns the model.
+/// A label at a source range the IR carries (a task call, a kernel), for run- and emit-time
+/// diagnostics.
+pub(crate) fn label_at(
+    at: &wsp_ir::workload::SrcSpan,
+    msg: impl Into<String>,
+) -> wsp_diagnostics::Label {
+    wsp_diagnostics::Label::new(
+        wsp_diagnostics::FileName::new(at.file.as_str()),
+        wsp_syntax::Span::new(at.start, at.end.max(at.start)),
+        msg,
+    )
+}
+
 pub(crate) fn set_arch(ws: &mut wsp_core::Workspace, name: &str) -> Result<wsp_arch::Arch, String> {
     let path = std::path::Path::new(name);
     if name.ends_with(".toml") || path.is_file() {

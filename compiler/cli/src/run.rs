@@ -12,11 +12,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use wsp_diagnostics::render::{render_human, LineIndex};
-use wsp_diagnostics::{Diagnostic, FileName, Label};
+use wsp_diagnostics::{Diagnostic, FileName};
 use wsp_ir::exec::Place;
 use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
-use wsp_syntax::Span;
 use wsp_vocab::codes;
 
 /// Arguments of `wsp run`.
@@ -103,11 +102,7 @@ fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
             "the task's views, keys and kernel are evaluated when it runs",
         ),
     };
-    let label = Label::new(
-        FileName::new(at.file.as_str()),
-        Span::new(at.start, at.end.max(at.start)),
-        label,
-    );
+    let label = crate::label_at(at, label);
     Diagnostic::new(code, e.message(), label)
         .with_help(format!("{help}; `wsp explain {code}` lists the causes"))
 }
@@ -191,10 +186,7 @@ pub fn main(a: Args) -> ExitCode {
                     "the simulator has no implementation of the extern kernel `{}`",
                     k.name
                 ),
-                Label::new(
-                    FileName::new(at.file.as_str()),
-                    Span::new(at.start, at.end.max(at.start)),
-                    "no `sim:` reference",
+                crate::label_at(&at, "no `sim:` reference",
                 ),
             )
             .with_help(format!(

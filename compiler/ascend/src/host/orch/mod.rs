@@ -78,25 +78,7 @@ fn diag(m: impl Into<String>, at: Option<SrcSpan>) -> BackendDiagnostic {
 }
 
 /// A C string literal.
-pub(crate) fn c_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if c.is_ascii_graphic() || c == ' ' => o.push(c),
-            c => {
-                let mut b = [0u8; 4];
-                for x in c.encode_utf8(&mut b).bytes() {
-                    let _ = write!(o, "\\{x:03o}");
-                }
-            }
-        }
-    }
-    o.push('"');
-    o
-}
+pub(crate) use wsp_backend::c_string_literal as c_str;
 
 /// An i64 as a C constant (`INT64_MIN` has no literal).
 fn c_i64(v: i64) -> String {

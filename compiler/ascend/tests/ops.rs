@@ -579,7 +579,89 @@ fn scalars_and_pipes() -> Vec<Kernel> {
         });
         ks.push(k);
     }
+    // Pipes in both directions whose slots are fewer than the tiles pushed (the producer waits
+    // for the consumer to free a slot: the cores run side by side), and a consumer that pops
+    // one slot more than is ever pushed (the interpreter rejects the task; the entry must
+    // return an error, not hang).
+    for (name, producer, slots, pops) in [
+        ("pipe_v2c_one_slot", SectionKind::Vector, 1, 4),
+        ("pipe_c2v_two_slots", SectionKind::Cube, 2, 4),
+        ("pipe_pops_too_many", SectionKind::Cube, 2, 5),
+    ] {
+        ks.push(pipe_kernel(name, producer, slots, 4, pops));
+    }
     ks
+}
+
+/// `pushes` tiles `x + i` through a pipe of `slots` slots from a `producer` section to the
+/// other one, which pops `pops` of them into rows `8j..8j+8` of `out`.
+fn pipe_kernel(name: &str, producer: SectionKind, slots: u32, pushes: i64, pops: i64) -> Kernel {
+    let t = tt(DType::F32, 8, 16);
+    let mut b = KernelBuilder::new(name);
+    let x = b.tile_param("x", Direction::In, t);
+    let o = b.tile_param("out", Direction::Out, tt(DType::F32, 8 * pops as u32, 16));
+    let p = b.pipe("p", t, slots);
+    let slot = b.var("slot", Type::Tile(t));
+    let i = b.begin_for(0, pushes);
+    let xv = b.load(x).expect("x");
+    let fi = b
+        .op(Op::Cast {
+            x: i,
+            dtype: DType::F32,
+        })
+        .expect("cast");
+    let f = b
+        .op(Op::Full {
+            shape: [8, 16],
+            dtype: DType::F32,
+            value: fi,
+        })
+        .expect("full");
+    let v = b.binary(BinaryOp::Add, xv, f).expect("add");
+    b.stmt(Stmt::TAlloc { pipe: p, slot });
+    b.stmt(Stmt::Assign {
+        var: slot,
+        region: None,
+        value: v,
+    });
+    b.stmt(Stmt::TPush { pipe: p, slot });
+    b.end_for().expect("for");
+    let j = b.begin_for(0, pops);
+    let v = b.op(Op::TPop { pipe: p }).expect("pop");
+    b.stmt(Stmt::Store {
+        param: o,
+        region: Some(Region {
+            row_start: KIndex {
+                constant: 0,
+                terms: vec![(j, 8)],
+            },
+            rows: 8,
+            col_start: KIndex::constant(0),
+            cols: 16,
+        }),
+        value: v,
+    });
+    b.stmt(Stmt::TFree { pipe: p, value: v });
+    b.end_for().expect("for");
+    let mut k = b.finish().expect("kernel");
+    let mut body = k.body.take().unwrap_or_default();
+    let consumer_loop = body.pop().expect("consumer");
+    let producer_loop = body.pop().expect("producer");
+    let consumer = match producer {
+        SectionKind::Cube => SectionKind::Vector,
+        SectionKind::Vector => SectionKind::Cube,
+    };
+    k.body = Some(vec![
+        Stmt::Section {
+            kind: producer,
+            body: vec![producer_loop],
+        },
+        Stmt::Section {
+            kind: consumer,
+            body: vec![consumer_loop],
+        },
+    ]);
+    k
 }
 
 #[test]
@@ -674,4 +756,63 @@ fn what_cannot_be_lowered_is_a_diagnostic_naming_it_with_the_kernel_span() {
     }];
     let d = emit_kernel(&k, Arch::Ascend950).expect_err("extern only");
     assert!(d.message.contains("extern"), "{}", d.message);
+
+    // A pipe whose two sides are in one section, and a value crossing the sections: the
+    // cores share only their pipes.
+    let mut k = pipe_kernel("same_side", SectionKind::Cube, 2, 2, 2);
+    let mut body = k.body.take().unwrap_or_default();
+    let stmts: Vec<Stmt> = body
+        .drain(..)
+        .flat_map(|s| match s {
+            Stmt::Section { body, .. } => body,
+            s => vec![s],
+        })
+        .collect();
+    k.body = Some(vec![Stmt::Section {
+        kind: SectionKind::Vector,
+        body: stmts,
+    }]);
+    k.at = at.clone();
+    let d = emit_kernel(&k, Arch::Ascend910b).expect_err("one-section pipe");
+    assert!(
+        d.message
+            .contains("pipe `p` is written and read in the `vector` section"),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.at, at);
+
+    let mut k = pipe_kernel("crossing", SectionKind::Cube, 2, 2, 2);
+    if let Some(body) = &mut k.body {
+        // The consumer also stores the producer's `x` load.
+        let x_load = match &body[0] {
+            Stmt::Section { body, .. } => match &body[0] {
+                Stmt::For { body, .. } => match &body[0] {
+                    Stmt::Op { results, .. } => results[0],
+                    s => panic!("{s:?}"),
+                },
+                s => panic!("{s:?}"),
+            },
+            s => panic!("{s:?}"),
+        };
+        if let Stmt::Section { body, .. } = &mut body[1] {
+            body.push(Stmt::Store {
+                param: ParamId(1),
+                region: Some(Region {
+                    row_start: KIndex::constant(0),
+                    rows: 8,
+                    col_start: KIndex::constant(0),
+                    cols: 16,
+                }),
+                value: x_load,
+            });
+        }
+    }
+    let d = emit_kernel(&k, Arch::Ascend910b).expect_err("crossing value");
+    assert!(
+        d.message
+            .contains("a value computed in the `cube` section is read in the `vector` section"),
+        "{}",
+        d.message
+    );
 }

@@ -7,6 +7,7 @@ use wsp_backend::BackendDiagnostic;
 use wsp_ir::kernel::*;
 use wsp_ir::DType;
 
+use super::cores;
 use super::plan::{self, Loc, Storage};
 use super::scalar::elem_ty;
 use super::{entry, Arch, Buffers, ErrorCode, Unit};
@@ -53,8 +54,12 @@ pub(super) struct Cg<'k> {
     pub val_off: HashMap<ValueId, u64>,
     /// Unified-buffer offsets of tile variables (relative to `kVar`).
     pub var_off: HashMap<VarId, u64>,
-    /// Per pipe: offset (relative to `kPipe`), capacity in slots, bytes per slot.
-    pub pipes: Vec<(u64, u64, u64)>,
+    /// Per pipe: its slot ring in global memory.
+    pub pipes: Vec<PipeRing>,
+    /// The pipe of each slot variable (`let slot = talloc(pipe)`).
+    pub slot_of: HashMap<VarId, PipeId>,
+    /// The slot tensor of each `tpop` result, for its `tfree`.
+    pub popped: HashMap<ValueId, String>,
     /// Scratch in use by the current op and the peak, per location.
     pub scratch: BTreeMap<Loc, (u64, u64)>,
     pub tmp: usize,
@@ -65,6 +70,35 @@ pub(super) struct Cg<'k> {
     pub uses_matmul: bool,
     pub uses_vector: bool,
     pub sections: HashSet<&'static str>,
+}
+
+/// A pipe as a ring of slots in global memory (PTO-ISA's slot model): each slot holds the
+/// tile row-major and dense, then a 32-byte trailer with its valid rows and columns.
+#[derive(Clone, Debug)]
+pub(super) struct PipeRing {
+    pub elem: TileType,
+    pub slots: u32,
+    /// Offset of the trailer in a slot.
+    pub trailer: u64,
+    pub slot_bytes: u64,
+    /// Its cores, or `None` for a pipe no statement uses.
+    pub route: Option<cores::PipeRoute>,
+}
+
+impl PipeRing {
+    fn new(p: &Pipe, route: Option<cores::PipeRoute>) -> PipeRing {
+        let data = u64::from(p.elem.rows())
+            .saturating_mul(u64::from(p.elem.cols()))
+            .saturating_mul(p.elem.dtype.size_bytes() as u64);
+        let trailer = data.div_ceil(32).saturating_mul(32);
+        PipeRing {
+            elem: p.elem,
+            slots: p.slots.max(1),
+            trailer,
+            slot_bytes: trailer.saturating_add(32),
+            route,
+        }
+    }
 }
 
 impl<'k> Cg<'k> {
@@ -275,24 +309,8 @@ impl<'k> Cg<'k> {
             }
             Stmt::TAlloc { pipe, slot } => self.talloc(*pipe, *slot),
             Stmt::TPush { pipe, slot } => self.tpush(*pipe, *slot),
-            Stmt::TFree { pipe, .. } => {
-                let p = pipe.0;
-                self.pipe_exists(*pipe)?;
-                self.line(format!(
-                    "if (pipe{p}_popped == 0) return {};",
-                    ErrorCode::Body as i32
-                ));
-                self.line(format!("pipe{p}_popped--;"));
-                Ok(())
-            }
+            Stmt::TFree { pipe, value } => self.tfree(*pipe, *value),
         }
-    }
-
-    fn pipe_exists(&self, p: PipeId) -> R<&'k Pipe> {
-        self.k
-            .pipes
-            .get(p.index())
-            .ok_or_else(|| self.err(format!("pipe #{} does not exist", p.0)))
     }
 
     fn param_tile(&self, p: ParamId) -> R<(Direction, TileType, [bool; 2])> {
@@ -369,6 +387,9 @@ impl<'k> Cg<'k> {
     }
 
     fn assign(&mut self, var: VarId, region: Option<&Region>, value: ValueId) -> R<()> {
+        if let Some(pipe) = self.slot_pipe(var) {
+            return self.assign_slot(var, pipe, region, value);
+        }
         let info = self
             .k
             .vars
@@ -437,81 +458,219 @@ impl<'k> Cg<'k> {
         }
     }
 
+    fn ring(&self, pipe: PipeId) -> R<PipeRing> {
+        self.pipes
+            .get(pipe.index())
+            .cloned()
+            .ok_or_else(|| self.err(format!("pipe #{} does not exist", pipe.0)))
+    }
+
+    /// A dense row-major `[nr, nc]` view at `ptr` of a slot with `cols` columns.
+    fn slot_view(&mut self, e: &str, ptr: &str, nr: &str, nc: &str, cols: u32) -> String {
+        let g = self.fresh("g");
+        self.line(format!(
+            "GlobalTensor<{e}, Shape<1, 1, 1, DYNAMIC, DYNAMIC>, Stride<1, 1, 1, DYNAMIC, DYNAMIC>> {g}({ptr}, Shape<1, 1, 1, DYNAMIC, DYNAMIC>(1, 1, 1, {nr}, {nc}), Stride<1, 1, 1, DYNAMIC, DYNAMIC>(1, 1, 1, {cols}, 1));"
+        ));
+        g
+    }
+
+    /// `return 6` unless the slot tensor `x` is bound to a slot.
+    fn bound(&mut self, x: &str) {
+        self.line(format!(
+            "if ({x}.data() == nullptr) return {};",
+            ErrorCode::Body as i32
+        ));
+    }
+
+    /// The pipe of slot variable `var`, when it is one.
+    pub fn slot_pipe(&self, var: VarId) -> Option<PipeId> {
+        self.slot_of.get(&var).copied()
+    }
+
+    /// `let slot = talloc(pipe)`: waits for a free slot (TALLOC) and fills it with zeros.
     fn talloc(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
-        let p = self.pipe_exists(pipe)?;
-        let elem = p.elem;
-        let (off, cap, bytes) = self.pipes[pipe.index()];
-        let v = self
-            .var_tiles
-            .get(&slot)
-            .cloned()
-            .ok_or_else(|| self.err(format!("pipe slot variable #{} is not a tile", slot.0)))?;
-        if v.shape != elem.shape || v.st.dtype != elem.dtype {
-            return Err(self.err("a pipe slot variable of another type than the pipe's tiles"));
+        let r = self.ring(pipe)?;
+        if self.slot_pipe(slot) != Some(pipe) {
+            return Err(self.err(format!(
+                "variable #{} is a slot of another pipe than #{}",
+                slot.0, pipe.0
+            )));
         }
-        let i = pipe.0;
-        self.line(format!(
-            "if (pipe{i}_tail - pipe{i}_head >= {cap}u) return {};",
-            ErrorCode::Body as i32
-        ));
-        self.line(format!("pipe{i}_slot = pipe{i}_tail % {cap}u;"));
-        self.line(format!(
-            "TASSIGN({}, kPipe + 0x{off:x} + pipe{i}_slot * 0x{bytes:x}u);",
-            v.name
-        ));
-        self.line(format!("{}.SetValidRow({});", v.name, elem.rows()));
-        self.line(format!("{}.SetValidCol({});", v.name, elem.cols()));
-        self.on_pipe("PIPE_V");
-        self.line(format!("TEXPANDS({}, ({})0);", v.name, elem_ty(elem.dtype)));
-        Ok(())
-    }
-
-    fn tpush(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
-        self.pipe_exists(pipe)?;
-        let v = self
-            .var_tiles
-            .get(&slot)
-            .cloned()
-            .ok_or_else(|| self.err(format!("pipe slot variable #{} is not a tile", slot.0)))?;
-        let (_, cap, _) = self.pipes[pipe.index()];
-        let i = pipe.0;
-        self.line(format!("pipe{i}_vr[pipe{i}_tail % {cap}u] = {};", v.vr()));
-        self.line(format!("pipe{i}_vc[pipe{i}_tail % {cap}u] = {};", v.vc()));
-        self.line(format!("pipe{i}_tail++;"));
-        Ok(())
-    }
-
-    pub fn tpop(&mut self, res: ValueId, pipe: PipeId) -> R<()> {
-        let p = self.pipe_exists(pipe)?;
-        let elem = p.elem;
-        let (off, cap, bytes) = self.pipes[pipe.index()];
-        let i = pipe.0;
-        self.line(format!(
-            "if (pipe{i}_head == pipe{i}_tail) return {};",
-            ErrorCode::Body as i32
-        ));
-        let s = self.fresh("q");
-        self.line(format!("const uint64_t {s} = pipe{i}_head % {cap}u;"));
-        let st = Storage::of(Loc::Vec, elem);
-        let name = self.fresh("slot");
-        let addr = format!("kPipe + 0x{off:x} + {s} * 0x{bytes:x}u");
-        self.declare(
-            &name,
-            st,
-            &format!("pipe{i}_vr[{s}]"),
-            &format!("pipe{i}_vc[{s}]"),
-            &addr,
+        let (i, x) = (pipe.0, format!("x{}", slot.0));
+        let (rows, cols) = (r.elem.rows(), r.elem.cols());
+        self.barrier();
+        self.line(format!("wsp_cpu::TALLOC<Pipe{i}, Slot{i}>(pipe{i}, {x});"));
+        self.bound(&x);
+        self.line(format!("{x}_vr = {rows}; {x}_vc = {cols};"));
+        // The slot starts as zeros (PTO-ISA leaves it as the last consumer did): one zero row
+        // stored over each of its rows.
+        let e = elem_ty(r.elem.dtype);
+        let z = self.temp(
+            Loc::Vec,
+            TileType::new(r.elem.dtype, 1, cols),
+            "1",
+            &cols.to_string(),
         );
-        let d = self.def_tile(
-            res,
-            elem,
-            &format!("{name}.GetValidRow()"),
-            &format!("{name}.GetValidCol()"),
-        )?;
         self.on_pipe("PIPE_V");
-        self.line(format!("TMOV({}, {name});", d.name));
-        self.line(format!("pipe{i}_head++;"));
-        self.line(format!("pipe{i}_popped++;"));
+        self.line(format!("TEXPANDS({}, ({e})0);", z.name));
+        self.on_pipe("PIPE_MTE3");
+        let row = self.fresh("r");
+        self.line(format!(
+            "for (int64_t {row} = 0; {row} < {rows}; ++{row}) {{"
+        ));
+        self.ind += 1;
+        let g = self.slot_view(
+            e,
+            &format!("{x}.data() + {row} * {cols}"),
+            "1",
+            &cols.to_string(),
+            cols,
+        );
+        self.line(format!("TSTORE({g}, {});", z.name));
+        self.ind -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// `tpush(pipe, slot)`: the slot's valid extent into its trailer, then commits it (TPUSH).
+    fn tpush(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
+        let r = self.ring(pipe)?;
+        if self.slot_pipe(slot) != Some(pipe) {
+            return Err(self.err(format!(
+                "tpush on pipe #{} of variable #{}, which is not its slot",
+                pipe.0, slot.0
+            )));
+        }
+        let (i, x) = (pipe.0, format!("x{}", slot.0));
+        self.bound(&x);
+        self.barrier();
+        self.line(format!(
+            "{{ uint32_t *ext = reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>({x}.data()) + {}); ext[0] = {x}_vr; ext[1] = {x}_vc; }}",
+            r.trailer
+        ));
+        self.line(format!("wsp_cpu::TPUSH<Pipe{i}, Slot{i}>(pipe{i}, {x});"));
+        self.bound(&x);
+        let e = elem_ty(r.elem.dtype);
+        self.line(format!("TASSIGN({x}, ({e} *)nullptr);"));
+        Ok(())
+    }
+
+    /// `tpop(pipe)`: waits for the oldest committed slot (TPOP) and loads it.
+    pub fn tpop(&mut self, res: ValueId, pipe: PipeId) -> R<()> {
+        let r = self.ring(pipe)?;
+        let i = pipe.0;
+        let (rows, cols) = (r.elem.rows(), r.elem.cols());
+        let e = elem_ty(r.elem.dtype);
+        let q = self.fresh("q");
+        self.barrier();
+        self.line(format!(
+            "Slot{i} {q}(({e} *)nullptr, Shape<1, 1, 1, DYNAMIC, DYNAMIC>(1, 1, 1, {rows}, {cols}), Stride<1, 1, 1, DYNAMIC, DYNAMIC>(1, 1, 1, {cols}, 1));"
+        ));
+        self.line(format!("wsp_cpu::TPOP<Pipe{i}, Slot{i}>(pipe{i}, {q});"));
+        self.bound(&q);
+        self.line(format!(
+            "const uint32_t *{q}_ext = reinterpret_cast<const uint32_t *>(reinterpret_cast<const uint8_t *>({q}.data()) + {});",
+            r.trailer
+        ));
+        self.line(format!(
+            "if ({q}_ext[0] > {rows}u || {q}_ext[1] > {cols}u) return {};",
+            ErrorCode::Body as i32
+        ));
+        let (vr, vc) = (format!("{q}_ext[0]"), format!("{q}_ext[1]"));
+        let d = self.def_tile(res, r.elem, &vr, &vc)?;
+        let g = self.slot_view(e, &format!("{q}.data()"), &vr, &vc, cols);
+        self.on_pipe("PIPE_MTE2");
+        self.line(format!("TLOAD({}, {g});", d.name));
+        self.popped.insert(res, q);
+        Ok(())
+    }
+
+    /// `tfree(pipe, value)`: releases the slot `value` was popped from (TFREE).
+    fn tfree(&mut self, pipe: PipeId, value: ValueId) -> R<()> {
+        self.ring(pipe)?;
+        let q = self.popped.get(&value).cloned().ok_or_else(|| {
+            self.err(format!(
+                "tfree on pipe #{} of value %{}, which no tpop returned",
+                pipe.0, value.0
+            ))
+        })?;
+        let i = pipe.0;
+        self.barrier();
+        self.line(format!("wsp_cpu::TFREE<Pipe{i}, Slot{i}>(pipe{i}, {q});"));
+        self.bound(&q);
+        Ok(())
+    }
+
+    /// A read of slot variable `var` (before its `tpush`): loads its valid extent.
+    pub fn read_slot(&mut self, res: ValueId, var: VarId, pipe: PipeId) -> R<()> {
+        let r = self.ring(pipe)?;
+        let x = format!("x{}", var.0);
+        self.bound(&x);
+        let d = self.def_tile(res, r.elem, &format!("{x}_vr"), &format!("{x}_vc"))?;
+        let e = elem_ty(r.elem.dtype);
+        let g = self.slot_view(
+            e,
+            &format!("{x}.data()"),
+            &format!("{x}_vr"),
+            &format!("{x}_vc"),
+            r.elem.cols(),
+        );
+        self.on_pipe("PIPE_MTE2");
+        self.line(format!("TLOAD({}, {g});", d.name));
+        Ok(())
+    }
+
+    /// `slot = v` / `slot[region] = v` on a slot variable: stores into the slot.
+    fn assign_slot(
+        &mut self,
+        var: VarId,
+        pipe: PipeId,
+        region: Option<&Region>,
+        value: ValueId,
+    ) -> R<()> {
+        let r = self.ring(pipe)?;
+        let tt = r.elem;
+        let src = self.tile_of(value)?;
+        let st = self.value_type(value)?;
+        let x = format!("x{}", var.0);
+        let e = elem_ty(tt.dtype);
+        self.bound(&x);
+        let (ptr, nr, nc) = match region {
+            None => {
+                if st != Type::Tile(tt) {
+                    return Err(self.err(format!(
+                        "assignment of a value of another type to the slot of pipe #{}",
+                        pipe.0
+                    )));
+                }
+                self.line(format!("{x}_vr = {}; {x}_vc = {};", src.vr(), src.vc()));
+                (format!("{x}.data()"), format!("{x}_vr"), format!("{x}_vc"))
+            }
+            Some(reg) => {
+                if st != Type::Tile(TileType::new(tt.dtype, reg.rows, reg.cols)) {
+                    return Err(self.err(format!(
+                        "assignment to a [{}, {}] region of a slot of a value of another type",
+                        reg.rows, reg.cols
+                    )));
+                }
+                let (r0, c0) = self.region(reg, tt.shape);
+                let (nr, nc) = (self.fresh("n"), self.fresh("n"));
+                self.line(format!(
+                    "const int64_t {nr} = std::min<int64_t>({}, std::max<int64_t>((int64_t){x}_vr - {r0}, 0)), {nc} = std::min<int64_t>({}, std::max<int64_t>((int64_t){x}_vc - {c0}, 0));",
+                    src.vr(),
+                    src.vc()
+                ));
+                (format!("{x}.data() + {r0} * {} + {c0}", tt.cols()), nr, nc)
+            }
+        };
+        self.line(format!("if ({nr} > 0 && {nc} > 0) {{"));
+        self.ind += 1;
+        let g = self.slot_view(e, &ptr, &nr, &nc, tt.cols());
+        let a = self.alias(&src, &format!("(unsigned){nr}"), &format!("(unsigned){nc}"));
+        self.on_pipe("PIPE_MTE3");
+        self.line(format!("TSTORE({g}, {});", a.name));
+        self.ind -= 1;
+        self.line("}");
         Ok(())
     }
 }
@@ -565,29 +724,53 @@ pub fn emit(k: &Kernel, arch: Arch, buffers: Buffers) -> R<(String, Unit)> {
     items.sort_by_key(|x| x.0);
     let (val_off, val_peak) = plan::place(&items, Loc::Vec.align());
 
-    // Tile variables (pipe slots live in their pipe's ring instead).
-    let slot_vars: HashSet<VarId> = slot_vars(body);
+    // A kernel with pipes runs its sections on two cores, sharing the slot rings.
+    let split = if k.pipes.is_empty() {
+        None
+    } else {
+        Some(cores::split(k, body).map_err(|m| {
+            err(m).with_help(
+                "keep each side of a pipe in one section, and give each section its own values, \
+                 variables and output tiles",
+            )
+        })?)
+    };
+    if k.pipes.len() > 256 {
+        return Err(err(format!(
+            "{} pipes: PTO-ISA names a pipe's cross-core flag with 8 bits",
+            k.pipes.len()
+        )));
+    }
+    let mut slot_of = BTreeMap::new();
+    collect_slots(body, &mut slot_of);
+    for (v, p) in &slot_of {
+        match (k.vars.get(v.index()), k.pipes.get(p.index())) {
+            (Some(var), Some(pipe)) if var.ty == Type::Tile(pipe.elem) => {}
+            _ => {
+                return Err(err(format!(
+                    "variable #{} is not a slot of pipe #{}'s tile type",
+                    v.0, p.0
+                )))
+            }
+        }
+    }
+    // Tile variables (pipe slots live in their pipe's ring in global memory instead).
     let mut var_off = HashMap::new();
     let mut var_bytes = 0u64;
     for (i, v) in k.vars.iter().enumerate() {
         if let Type::Tile(t) = v.ty {
-            if !slot_vars.contains(&VarId(i as u32)) {
+            if !slot_of.contains_key(&VarId(i as u32)) {
                 var_off.insert(VarId(i as u32), var_bytes);
                 var_bytes += Storage::of(Loc::Vec, t).footprint();
             }
         }
     }
-    // Pipe rings: sections run one after another, so a ring holds every tile pushed before
-    // the consumer runs (at least the pipe's slots).
-    let mut pipes = Vec::new();
-    let mut pipe_bytes = 0u64;
-    for (i, p) in k.pipes.iter().enumerate() {
-        let pushes = count_pushes(body, PipeId(i as u32), 1);
-        let cap = pushes.max(u64::from(p.slots)).max(1);
-        let slot = Storage::of(Loc::Vec, p.elem).footprint();
-        pipes.push((pipe_bytes, cap, slot));
-        pipe_bytes = pipe_bytes.saturating_add(cap.saturating_mul(slot));
-    }
+    let pipes: Vec<PipeRing> = k
+        .pipes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PipeRing::new(p, split.as_ref().and_then(|s| s.routes[i])))
+        .collect();
 
     let mut cg = Cg {
         k,
@@ -597,6 +780,8 @@ pub fn emit(k: &Kernel, arch: Arch, buffers: Buffers) -> R<(String, Unit)> {
         val_off,
         var_off,
         pipes,
+        slot_of: slot_of.into_iter().collect(),
+        popped: HashMap::new(),
         scratch: BTreeMap::new(),
         tmp: 0,
         last_pipe: None,
@@ -606,14 +791,22 @@ pub fn emit(k: &Kernel, arch: Arch, buffers: Buffers) -> R<(String, Unit)> {
         uses_vector: false,
         sections: HashSet::new(),
     };
-    let decls = entry::declarations(&mut cg)?;
-    cg.block(body)?;
-    cg.barrier();
+    let decls = match &split {
+        None => {
+            let decls = entry::declarations(&mut cg)?;
+            cg.block(body)?;
+            cg.barrier();
+            decls
+        }
+        Some(split) => {
+            two_cores(&mut cg, split)?;
+            String::new()
+        }
+    };
 
-    // Buffer budget.
+    // Buffer budget (per core: with pipes, each core's buffers hold what its sections use).
     let scr = |l: Loc| cg.scratch.get(&l).map(|e| e.1).unwrap_or(0);
-    let k_pipe = var_bytes;
-    let k_val = k_pipe.saturating_add(pipe_bytes);
+    let k_val = var_bytes;
     let k_scr = k_val.saturating_add(val_peak);
     let ub = k_scr.saturating_add(scr(Loc::Vec));
     for (loc, need, have) in [
@@ -641,40 +834,95 @@ pub fn emit(k: &Kernel, arch: Arch, buffers: Buffers) -> R<(String, Unit)> {
     } else {
         Unit::Vector
     };
-    let code = entry::assemble(&cg, arch, &decls, [k_pipe, k_val, k_scr]);
+    let code = entry::assemble(&cg, arch, &decls, [k_val, k_scr]);
     Ok((code, unit))
 }
 
-fn slot_vars(stmts: &[Stmt]) -> HashSet<VarId> {
-    let mut out = HashSet::new();
+/// The pipe of every slot variable (the variable a `talloc` binds).
+fn collect_slots(stmts: &[Stmt], out: &mut BTreeMap<VarId, PipeId>) {
     for s in stmts {
         match s {
-            Stmt::TAlloc { slot, .. } => {
-                out.insert(*slot);
+            Stmt::TAlloc { pipe, slot } => {
+                out.insert(*slot, *pipe);
             }
-            Stmt::For { body, .. } | Stmt::Section { body, .. } => out.extend(slot_vars(body)),
+            Stmt::For { body, .. } | Stmt::Section { body, .. } => collect_slots(body, out),
             _ => {}
         }
     }
-    out
 }
 
-fn count_pushes(stmts: &[Stmt], pipe: PipeId, mult: u64) -> u64 {
-    let mut n = 0u64;
-    for s in stmts {
-        match s {
-            Stmt::TPush { pipe: p, .. } if *p == pipe => n = n.saturating_add(mult),
-            Stmt::For {
-                start, end, body, ..
-            } => {
-                let trips = u64::try_from(end.saturating_sub(*start)).unwrap_or(0);
-                n = n.saturating_add(count_pushes(body, pipe, mult.saturating_mul(trips)));
-            }
-            Stmt::Section { body, .. } => n = n.saturating_add(count_pushes(body, pipe, mult)),
-            _ => {}
-        }
+/// The body of a kernel with pipes: the slot rings, a function per core (its variables, the
+/// shared `let` bindings, then its sections), and the two cores run side by side. On the device
+/// the cube core (AIC) and the vector core (AIV) each run their function; the CPU build runs the
+/// cube's on a thread of its own. When a core's function returns, the pipes it feeds or drains
+/// are ended, so the other core's waits on it fail instead of hanging.
+fn two_cores(cg: &mut Cg<'_>, split: &cores::Split<'_>) -> R<()> {
+    let rings: Vec<(usize, cores::PipeRoute)> = cg
+        .pipes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.route.map(|r| (i, r)))
+        .collect();
+    for (i, _) in &rings {
+        let p = &cg.pipes[*i];
+        let (bytes, slots) = (p.slot_bytes, p.slots);
+        cg.line(format!(
+            "wsp_cpu::Ring ring{i}({bytes}u, {slots}u); /* pipe `{}`: the slots in global memory */",
+            cg.k.pipes[*i].name
+        ));
     }
-    n
+    for (core, fname, stmts) in [
+        (cores::Core::Cube, "aic", &split.cube),
+        (cores::Core::Vector, "aiv", &split.vector),
+    ] {
+        cg.line(format!("auto {fname} = [&]() -> int32_t {{"));
+        cg.ind += 1;
+        let decls = entry::declarations(cg)?;
+        cg.body.push_str(&decls);
+        for (i, r) in &rings {
+            if r.producer == core || r.consumer == core {
+                cg.line(format!("Pipe{i} pipe{i}(ring{i});"));
+            }
+        }
+        cg.last_pipe = None;
+        for s in split.shared.iter().chain(stmts.iter()) {
+            cg.stmt(s)?;
+        }
+        cg.barrier();
+        cg.line("return 0;");
+        cg.ind -= 1;
+        cg.line("};");
+    }
+    let ends = |cg: &mut Cg<'_>, core: cores::Core| {
+        for (i, r) in &rings {
+            let side = if r.producer == core {
+                "producer_done"
+            } else {
+                "consumer_done"
+            };
+            cg.line(format!("ring{i}.{side}();"));
+        }
+    };
+    cg.line("std::atomic<int32_t> first_error{0};");
+    cg.line("std::thread cube_core([&] {");
+    cg.ind += 1;
+    cg.line("int32_t expected = 0;");
+    cg.line("const int32_t rc = aic();");
+    cg.line("if (rc != 0) first_error.compare_exchange_strong(expected, rc);");
+    ends(cg, cores::Core::Cube);
+    cg.ind -= 1;
+    cg.line("});");
+    cg.line("{");
+    cg.ind += 1;
+    cg.line("int32_t expected = 0;");
+    cg.line("const int32_t rc = aiv();");
+    cg.line("if (rc != 0) first_error.compare_exchange_strong(expected, rc);");
+    ends(cg, cores::Core::Vector);
+    cg.ind -= 1;
+    cg.line("}");
+    cg.line("cube_core.join();");
+    cg.line("if (first_error.load() != 0) return first_error.load();");
+    Ok(())
 }
 
 /// The float type composite ops compute in for a float dtype.

@@ -9,6 +9,9 @@ use wsp_ir::DType;
 use super::emit::{CTile, Cg, R};
 use super::plan::{Loc, Storage};
 use super::scalar::{elem_ty, scalar_ty, PRELUDE};
+
+/// PTO-ISA's global-memory pipe instructions for the CPU build (see the file's comment).
+const CPU_PIPE: &str = include_str!("cpu_pipe.hpp");
 use super::{entry_name, Arch, ErrorCode};
 
 /// Helpers of every entry (guarded like the scalar helpers).
@@ -52,8 +55,8 @@ static inline int32_t wsp_map_view(const struct wsp_raw_arg *a, int64_t row_dim,
 #endif
 "#;
 
-/// Declares the kernel's variables and pipe state (at the top of the entry); returns nothing
-/// but fills `cg.var_tiles`.
+/// Declares the kernel's variables (at the top of the entry, or of each core's function);
+/// returns the declarations and fills `cg.var_tiles`.
 pub(super) fn declarations(cg: &mut Cg<'_>) -> R<String> {
     let saved = std::mem::take(&mut cg.body);
     for (i, v) in cg.k.vars.iter().enumerate() {
@@ -62,12 +65,27 @@ pub(super) fn declarations(cg: &mut Cg<'_>) -> R<String> {
             Type::Scalar { dtype } => {
                 cg.line(format!("{} x{i} = 0;", scalar_ty(dtype)));
             }
+            Type::Tile(t) if cg.slot_pipe(id).is_some() => {
+                // A pipe slot: a tensor bound to a slot of the ring by `talloc`, and the
+                // valid extent its writes give it.
+                let p = cg.slot_pipe(id).map(|p| p.0).unwrap_or(0);
+                let e = elem_ty(t.dtype);
+                cg.line(format!(
+                    "Slot{p} x{i}(({e} *)nullptr, Shape<1, 1, 1, DYNAMIC, DYNAMIC>(1, 1, 1, {r}, {c}), Stride<1, 1, 1, DYNAMIC, DYNAMIC>(1, 1, 1, {c}, 1));",
+                    r = t.rows(),
+                    c = t.cols()
+                ));
+                cg.line(format!(
+                    "unsigned x{i}_vr = 0, x{i}_vc = 0;\n{}(void)x{i}_vr; (void)x{i}_vc;",
+                    "    ".repeat(cg.ind)
+                ));
+            }
             Type::Tile(t) => {
                 let st = Storage::of(Loc::Vec, t);
-                let addr = match cg.var_off.get(&id) {
-                    Some(off) => format!("kVar + 0x{off:x}"),
-                    None => "kPipe".to_string(),
+                let Some(off) = cg.var_off.get(&id) else {
+                    return Err(cg.err(format!("variable `{}` has no buffer", v.name)));
                 };
+                let addr = format!("kVar + 0x{off:x}");
                 let name = format!("x{i}");
                 cg.declare(
                     &name,
@@ -88,21 +106,11 @@ pub(super) fn declarations(cg: &mut Cg<'_>) -> R<String> {
             }
         }
     }
-    for (i, _) in cg.k.pipes.iter().enumerate() {
-        let cap = cg.pipes[i].1;
-        cg.line(format!(
-            "uint64_t pipe{i}_head = 0, pipe{i}_tail = 0, pipe{i}_popped = 0, pipe{i}_slot = 0;"
-        ));
-        cg.line(format!(
-            "unsigned pipe{i}_vr[{cap}] = {{}}, pipe{i}_vc[{cap}] = {{}};"
-        ));
-        cg.line(format!("(void)pipe{i}_slot; (void)pipe{i}_popped;"));
-    }
     Ok(std::mem::replace(&mut cg.body, saved))
 }
 
 /// The whole translation unit.
-pub(super) fn assemble(cg: &Cg<'_>, arch: Arch, decls: &str, bases: [u64; 3]) -> String {
+pub(super) fn assemble(cg: &Cg<'_>, arch: Arch, decls: &str, bases: [u64; 2]) -> String {
     let k = cg.k;
     let mut s = String::new();
     let _ = writeln!(
@@ -113,6 +121,12 @@ pub(super) fn assemble(cg: &Cg<'_>, arch: Arch, decls: &str, bases: [u64; 3]) ->
     );
     s.push_str("#include <pto/pto-inst.hpp>\n#include <wsp_task.h>\n\n");
     s.push_str("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <limits>\n#include <type_traits>\n\n");
+    let rings = cg.pipes.iter().any(|p| p.route.is_some());
+    if rings {
+        s.push_str("#include <atomic>\n#include <thread>\n\n");
+        s.push_str(CPU_PIPE);
+        s.push('\n');
+    }
     s.push_str(PRELUDE);
     s.push_str(VIEW_HELPER);
     let ns = format!("wsp_k_{}", super::emit::ident(&k.name));
@@ -130,10 +144,33 @@ pub(super) fn assemble(cg: &Cg<'_>, arch: Arch, decls: &str, bases: [u64; 3]) ->
         };
         let _ = writeln!(s, "using {name} = {ty};");
     }
+    for (i, p) in cg.pipes.iter().enumerate() {
+        let Some(route) = p.route else { continue };
+        let (e, r, c) = (elem_ty(p.elem.dtype), p.elem.rows(), p.elem.cols());
+        let _ = writeln!(
+            s,
+            "/* pipe `{}`: {} -> {}, {} slots of {e}[{r}, {c}] in global memory (PTO-ISA TPipe<FlagID, Dir, SlotSize, SlotNum>) */",
+            k.pipes[i].name,
+            route.producer.name(),
+            route.consumer.name(),
+            p.slots
+        );
+        let _ = writeln!(
+            s,
+            "using Pipe{i} = wsp_cpu::TPipe<{i}, wsp_cpu::{}, {}, {}>;",
+            route.direction(),
+            p.slot_bytes,
+            p.slots
+        );
+        let _ = writeln!(
+            s,
+            "using Slot{i} = GlobalTensor<{e}, Shape<1, 1, 1, DYNAMIC, DYNAMIC>, Stride<1, 1, 1, DYNAMIC, DYNAMIC>>;"
+        );
+    }
     let _ = writeln!(
         s,
-        "/* Unified-buffer layout: variables, pipe rings, values, scratch. */\nconstexpr uint32_t kVar = 0x0, kPipe = 0x{:x}, kVal = 0x{:x}, kScr = 0x{:x};",
-        bases[0], bases[1], bases[2]
+        "/* Unified-buffer layout: variables, values, scratch. */\nconstexpr uint32_t kVar = 0x0, kVal = 0x{:x}, kScr = 0x{:x};",
+        bases[0], bases[1]
     );
     let _ = writeln!(s, "}} // namespace {ns}\n");
     let _ = writeln!(

@@ -13,12 +13,19 @@
 //! and returns nonzero (see [`ErrorCode`]) instead of touching memory when an argument is out
 //! of range.
 //!
+//! A kernel with pipes becomes two functions, its cube sections and its vector sections, run
+//! side by side as the cube and vector cores of a cluster would (`cores.rs` checks that they
+//! share nothing but the pipes), and each pipe a ring of slots in global memory driven by
+//! PTO-ISA's slot-model instructions `TALLOC`/`TPUSH`/`TPOP`/`TFREE` (`cpu_pipe.hpp` for the
+//! CPU builds).
+//!
 //! [`standin_files`] is the CPU stand-in (`pto/pto-inst.hpp`, same include path as the real
 //! library): the tile types and calls the emitter uses, implemented from their documented
 //! semantics with wsp's numeric contract. The differential test (`tests/differential.rs`)
 //! builds every kernel of the examples and std modules against it with g++ and compares the
 //! results with the reference interpreter bit for bit.
 
+mod cores;
 mod emit;
 pub use emit::ident;
 mod entry;
@@ -124,7 +131,7 @@ pub enum ErrorCode {
     /// An `out`/`inout` parameter received an input-only region.
     Direction = 5,
     /// A run-time error of the kernel body (an index outside a tile, an integer division by
-    /// zero, `tpop` on an empty pipe, `rowtopk` with more than the valid columns).
+    /// zero, a pipe whose other core has finished, `rowtopk` with more than the valid columns).
     Body = 6,
 }
 

@@ -185,6 +185,9 @@ impl Cg<'_> {
                 Ok(())
             }
             Op::VarRead { var } => {
+                if let Some(pipe) = self.slot_pipe(*var) {
+                    return self.read_slot(res, *var, pipe);
+                }
                 let v = self
                     .var_tiles
                     .get(var)

@@ -281,6 +281,12 @@ template <typename T, typename Addr> inline void TASSIGN(T &tile, Addr addr) {
     tile.data_ = reinterpret_cast<typename T::DType *>(standin::arena(T::Loc) + a);
 }
 
+/* Binds a GlobalTensor to an address of global memory. */
+template <typename E, typename S, typename St, Layout L>
+inline void TASSIGN(GlobalTensor<E, S, St, L> &g, E *addr) {
+    g.data_ = addr;
+}
+
 /* Pipe synchronisation: a no-op on the in-order CPU. */
 enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX, PIPE_ALL };
 enum event_t { EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };

@@ -84,12 +84,16 @@ impl Backend for AieBackend {
         let (plan, warnings) = self.plan(program)?;
         let mut tree = FileTree::new();
         let mut extern_files = Vec::new();
-        let mut add = |path: &str, text: String| {
+        let add = |tree: &mut FileTree, path: &str, text: String| {
             tree.add(path, text)
                 .map_err(|m| vec![BackendDiagnostic::error(m, None)])
         };
-        add("aie.mlir", mlir::design(program, &plan))?;
-        add("kernels/wsp_aie.h", kernel_cc::HEADER.to_string())?;
+        add(&mut tree, "aie.mlir", mlir::design(program, &plan))?;
+        add(
+            &mut tree,
+            "kernels/wsp_aie.h",
+            kernel_cc::HEADER.to_string(),
+        )?;
         for (i, io) in plan.io.iter().enumerate() {
             let (Some(io), Some(k)) = (io, program.kernels.get(i)) else {
                 continue;
@@ -111,13 +115,24 @@ impl Backend for AieBackend {
                 extern_files.push((path, src.contents.clone()));
                 continue;
             }
-            add(&path, kernel_cc::kernel_source(k, io))?;
+            let at = k.at.clone();
+            tree.add(&path, kernel_cc::kernel_source(k, io))
+                .map_err(|m| {
+                    vec![BackendDiagnostic::error(
+                        format!("kernel `{}`: {m}", k.name),
+                        at,
+                    )]
+                })?;
         }
-        add("cpu/aie_cpu.h", cpu::RUNTIME.to_string())?;
-        add("cpu/main.cc", cpu::MAIN.to_string())?;
-        add("cpu/design.cc", cpu::design_source(program, &plan))?;
-        add("CMakeLists.txt", cpu::cmake(program, &plan))?;
-        add("README.md", readme(&plan))?;
+        add(&mut tree, "cpu/aie_cpu.h", cpu::RUNTIME.to_string())?;
+        add(&mut tree, "cpu/main.cc", cpu::MAIN.to_string())?;
+        add(
+            &mut tree,
+            "cpu/design.cc",
+            cpu::design_source(program, &plan),
+        )?;
+        add(&mut tree, "CMakeLists.txt", cpu::cmake(program, &plan))?;
+        add(&mut tree, "README.md", readme(&plan))?;
         for (path, contents) in extern_files {
             tree.add(&path, contents)
                 .map_err(|m| vec![BackendDiagnostic::error(m, None)])?;

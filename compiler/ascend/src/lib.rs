@@ -117,7 +117,10 @@ pub fn emit(
             match opts.extern_source(i, "ascend") {
                 Some(src) => {
                     if let Err(m) = tree.add(&path, src.contents.clone()) {
-                        diags.push(BackendDiagnostic::error(m, k.at.clone()));
+                        diags.push(BackendDiagnostic::error(
+                            format!("kernel `{}`: {m}", k.name),
+                            k.at.clone(),
+                        ));
                     }
                 }
                 None => diags.push(
@@ -142,7 +145,10 @@ pub fn emit(
         match kernel::emit_kernel(k, karch) {
             Ok(src) => {
                 if let Err(m) = tree.add(&src.path, src.code.clone()) {
-                    diags.push(BackendDiagnostic::error(m, k.at.clone()));
+                    diags.push(BackendDiagnostic::error(
+                        format!("kernel `{}`: {m}", k.name),
+                        k.at.clone(),
+                    ));
                 }
                 kernels.push(host::HostKernel {
                     name: k.name.clone(),

@@ -69,9 +69,15 @@ impl FileTree {
         FileTree::default()
     }
 
-    /// Adds (or replaces) a file. Refuses a path that could leave the output directory.
+    /// Adds a file. Refuses a path that could leave the output directory, and one already in
+    /// the tree (two kernels whose names differ only in punctuation would share a file).
     pub fn add(&mut self, path: &str, contents: impl Into<Vec<u8>>) -> Result<(), String> {
         check_relative_path(path)?;
+        if self.files.contains_key(path) {
+            return Err(format!(
+                "`{path}` would be written twice (two items whose names differ only in characters a file name cannot keep?)"
+            ));
+        }
         self.files.insert(path.to_string(), contents.into());
         Ok(())
     }
@@ -159,6 +165,11 @@ pub struct BackendDiagnostic {
     /// What the user can do about it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// The capability-matrix key (`kernel.pipe`) a warning restates, when it is one: the
+    /// checker reports every use of a capability the backend's table does not enforce at its
+    /// span (W0710), so `wsp` shows such a warning only for a capability the table enforces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<String>,
 }
 
 impl BackendDiagnostic {
@@ -168,6 +179,7 @@ impl BackendDiagnostic {
             message: message.into(),
             at,
             help: None,
+            capability: None,
         }
     }
 
@@ -177,11 +189,18 @@ impl BackendDiagnostic {
             message: message.into(),
             at,
             help: None,
+            capability: None,
         }
     }
 
     pub fn with_help(mut self, help: impl Into<String>) -> BackendDiagnostic {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Marks a warning as restating capability `key` of the matrix.
+    pub fn with_capability(mut self, key: impl Into<String>) -> BackendDiagnostic {
+        self.capability = Some(key.into());
         self
     }
 }
@@ -245,6 +264,12 @@ mod tests {
         ] {
             assert!(t.add(bad, "x").is_err(), "{bad:?} accepted");
         }
+        // A path already written (two kernels `add-1` and `add_1` both become `add_1.cpp`).
+        let e = t.add("kernels/add.cpp", "y").expect_err("written twice");
+        assert!(
+            e.contains("`kernels/add.cpp` would be written twice"),
+            "{e}"
+        );
         assert_eq!(t.len(), 1);
         assert_eq!(t.get("kernels/add.cpp"), Some(&b"x"[..]));
     }

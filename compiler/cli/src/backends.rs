@@ -64,6 +64,27 @@ pub fn registry(args: &PluginArgs) -> Result<Registry, String> {
     Ok(r)
 }
 
+/// What a backend reported, without the warnings that restate a capability of the matrix the
+/// target's table does not enforce: the checker already reported each use of those at its
+/// span (W0710) before the backend ran.
+pub fn not_restated(
+    diags: &[BackendDiagnostic],
+    table: &wsp_arch::capabilities::CapabilityTable,
+) -> Vec<BackendDiagnostic> {
+    diags
+        .iter()
+        .filter(|d| {
+            !(d.severity == BackendSeverity::Warning
+                && d.capability.as_deref().is_some_and(|key| {
+                    table
+                        .entry(key)
+                        .is_some_and(|e| e.support != wsp_arch::capabilities::Support::Enforced)
+                }))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Renders what a backend reported: as `wsp`'s own diagnostics (E0720 for errors, W0721 for
 /// warnings) with the source span when the diagnostic has one inside a loaded file, as text
 /// otherwise.

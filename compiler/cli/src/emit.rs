@@ -183,7 +183,8 @@ pub fn main(a: Args) -> ExitCode {
             diagnostics,
         } = &e
         {
-            eprint!("{}", backends::render(diagnostics, backend, &ws));
+            let shown = backends::not_restated(diagnostics, &info.capabilities);
+            eprint!("{}", backends::render(&shown, backend, &ws));
         }
         if e.is_usage() {
             usage(e)
@@ -194,7 +195,8 @@ pub fn main(a: Args) -> ExitCode {
     if let Some(dir) = &a.out_dir {
         return match registry.emit_to_dir(name, &program, &opts, dir, timeout) {
             Ok(warnings) => {
-                eprint!("{}", backends::render(&warnings, name, &ws));
+                let shown = backends::not_restated(&warnings, &info.capabilities);
+                eprint!("{}", backends::render(&shown, name, &ws));
                 eprintln!("emitted `{root}` for `{name}` into `{}`", dir.display());
                 ExitCode::SUCCESS
             }
@@ -205,7 +207,8 @@ pub fn main(a: Args) -> ExitCode {
         Ok(x) => x,
         Err(e) => return report(e),
     };
-    eprint!("{}", backends::render(&warnings, name, &ws));
+    let shown = backends::not_restated(&warnings, &info.capabilities);
+    eprint!("{}", backends::render(&shown, name, &ws));
     let mut files = tree.iter();
     let (Some((_, contents)), None) = (files.next(), files.next()) else {
         return usage(format!(

@@ -331,3 +331,26 @@ fn emit_reads_extern_sources_beside_the_declaring_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
 }
+
+/// `wsp emit` reports each use of a capability its target does not enforce once, as the
+/// checker's W0710 at its span; the backend's restatement of the matrix (W0721 carrying the
+/// capability's key) is not shown again, while what the backend adds (the bf16 note) is.
+#[test]
+fn emit_reports_a_diagnosed_capability_once() {
+    let d = tempdir("caps-once");
+    std::fs::write(
+        d.join("p.wsp"),
+        "input A: f32[16, 16] = random(seed: 1)\noutput C: f32[16, 16]\n\
+         kernel mm(a: in f32[16, 16], c: out f32[16, 16]) {\n    c = matmul(a, a)\n}\n\
+         workload w {\n    mm[0](a: A, c: C)\n}\n\
+         schedule main = w.task_window(64)\n",
+    )
+    .unwrap();
+    let o = wsp(&d, &["emit", "--target", "aie", "p.wsp", "-o", "out"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches(".task_window(n)").count(), 1, "{err}");
+    assert_eq!(err.matches("[W0710]").count(), 2, "{err}");
+    assert_eq!(err.matches("[W0721]").count(), 1, "{err}");
+    assert!(err.contains("bf16 rounding applies"), "{err}");
+}

@@ -65,16 +65,19 @@ impl StaticCheck<'_> {
                 for item in processes {
                     if let Some(pr) = self.p.processes.get(item.process.index()) {
                         if item.replicas > 1 {
-                            self.diags.push(warning(
-                                format!(
-                                    "`replicate({}, {})` on AIE: {}",
-                                    pr.name,
-                                    item.replicas,
-                                    capabilities::support(CapBackend::Aie, "csp.replicate")
-                                        .map_or("", |e| e.reason)
-                                ),
-                                None,
-                            ));
+                            self.diags.push(
+                                warning(
+                                    format!(
+                                        "`replicate({}, {})` on AIE: {}",
+                                        pr.name,
+                                        item.replicas,
+                                        capabilities::support(CapBackend::Aie, "csp.replicate")
+                                            .map_or("", |e| e.reason)
+                                    ),
+                                    None,
+                                )
+                                .with_capability("csp.replicate"),
+                            );
                         }
                         self.stmts(&pr.body);
                     }
@@ -252,13 +255,16 @@ pub(super) fn directives(s: Option<&Schedule>, diags: &mut Diags) -> Dispatch {
                 None,
                 "remove the directive for `--target aie`",
             )),
-            Support::Diagnosed | Support::Recorded => diags.push(warning(
-                format!(
-                    "schedule `{}`: `{}` on AIE: {}",
-                    s.name, cap.written, entry.reason
-                ),
-                None,
-            )),
+            Support::Diagnosed | Support::Recorded => diags.push(
+                warning(
+                    format!(
+                        "schedule `{}`: `{}` on AIE: {}",
+                        s.name, cap.written, entry.reason
+                    ),
+                    None,
+                )
+                .with_capability(key),
+            ),
             Support::Enforced => {}
         }
         if let Directive::Policy { policy, args } = d {

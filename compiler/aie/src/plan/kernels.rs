@@ -84,18 +84,23 @@ pub(super) fn kernel_warnings(k: &Kernel, diags: &mut Diags) {
         if let Some(c) = capabilities::capability(f) {
             let e = c.on(CapBackend::Aie);
             if e.support != Support::Enforced {
-                let extra = if f == "kernel.matmul" {
-                    " (the emitted C++ computes wsp's f32 semantics, which the CPU stand-in runs; on the device the matrix unit's bf16 applies)"
-                } else {
-                    ""
-                };
-                diags.push(warning(
-                    format!(
-                        "kernel `{}`: {} on AIE: {}{extra}",
-                        k.name, c.written, e.reason
-                    ),
-                    k.at.clone(),
-                ));
+                diags.push(
+                    warning(
+                        format!("kernel `{}`: {} on AIE: {}", k.name, c.written, e.reason),
+                        k.at.clone(),
+                    )
+                    .with_capability(f),
+                );
+                if f == "kernel.matmul" {
+                    // What the matrix does not say: which rounding each build computes.
+                    diags.push(warning(
+                        format!(
+                            "kernel `{}`: the emitted C++ computes wsp's f32 `matmul`, which the CPU stand-in runs; on the device the matrix unit's bf16 rounding applies",
+                            k.name
+                        ),
+                        k.at.clone(),
+                    ));
+                }
             }
         }
     }

@@ -214,12 +214,7 @@ fn error(msg: impl Into<String>, at: Option<SrcSpan>, help: &str) -> BackendDiag
 }
 
 fn warning(msg: impl Into<String>, at: Option<SrcSpan>) -> BackendDiagnostic {
-    BackendDiagnostic {
-        severity: Severity::Warning,
-        message: msg.into(),
-        at,
-        help: None,
-    }
+    BackendDiagnostic::warning(msg, at)
 }
 
 // ------------------------------------------------------------------------ the plan
@@ -519,15 +514,18 @@ pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result
                         continue;
                     };
                     if ch.depth == 0 {
-                        warnings.push(warning(
-                            format!(
-                                "channel `{}`: depth-0 (rendezvous) channels on AIE: {}",
-                                ch.name,
-                                capabilities::support(CapBackend::Aie, "csp.rendezvous")
-                                    .map_or("", |e| e.reason)
-                            ),
-                            None,
-                        ));
+                        warnings.push(
+                            warning(
+                                format!(
+                                    "channel `{}`: depth-0 (rendezvous) channels on AIE: {}",
+                                    ch.name,
+                                    capabilities::support(CapBackend::Aie, "csp.rendezvous")
+                                        .map_or("", |e| e.reason)
+                                ),
+                                None,
+                            )
+                            .with_capability("csp.rendezvous"),
+                        );
                     }
                     slot.insert(fifos.len());
                     fifos.push(Fifo {

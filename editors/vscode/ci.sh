@@ -21,4 +21,10 @@ echo "== package"
 rm -f wsp.vsix
 npx --no-install vsce package --allow-missing-repository -o wsp.vsix </dev/null
 test -s wsp.vsix
+echo "== the package is self-contained: its Graphviz lays out a graph with nothing else installed"
+unpacked="$(mktemp -d)"
+trap 'rm -rf "$unpacked"' EXIT
+python3 -m zipfile -e wsp.vsix "$unpacked"
+(cd "$unpacked/extension" &&
+  node -e "require('./out/src/graph.js').drawGraph('digraph { a -> b }').then((d) => { if (d.tasks !== 2 || d.dependencies !== 1) process.exit(1); })")
 echo "vscode: done in $((SECONDS - t0)) s"

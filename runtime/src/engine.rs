@@ -2379,6 +2379,12 @@ impl Runtime {
     /// The task graph as DOT (needs `Config::record`); edges to tasks already finished at
     /// submission are satisfied and not drawn.
     pub fn dot(&self) -> String {
+        self.dot_with(&|_| None)
+    }
+
+    /// [`Runtime::dot`] with more attributes for some nodes: `attrs(n)` for the `n`-th task
+    /// submitted (from 0) gives DOT attribute text such as `URL="..."`, written as is.
+    pub fn dot_with(&self, attrs: &dyn Fn(u64) -> Option<String>) -> String {
         let mut s = String::from("digraph tasks {\n  node [shape=box];\n");
         for (seq, k, c) in &self.graph_nodes {
             let name = self
@@ -2390,7 +2396,10 @@ impl Runtime {
             let label = format!("{name}{:?}", c.values())
                 .replace('\\', "\\\\")
                 .replace('"', "\\\"");
-            s.push_str(&format!("  t{seq} [label=\"{label}\"];\n"));
+            match attrs(*seq) {
+                Some(a) => s.push_str(&format!("  t{seq} [label=\"{label}\", {a}];\n")),
+                None => s.push_str(&format!("  t{seq} [label=\"{label}\"];\n")),
+            }
         }
         for (a, b) in &self.graph_edges {
             s.push_str(&format!("  t{a} -> t{b};\n"));

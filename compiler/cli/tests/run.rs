@@ -160,9 +160,30 @@ fn outputs_trace_and_graph_are_written() {
     assert!(trace["traceEvents"]
         .as_array()
         .is_some_and(|a| !a.is_empty()));
-    assert!(std::fs::read_to_string(d.join("g.dot"))
-        .expect("graph")
-        .starts_with("digraph"));
+    let graph = std::fs::read_to_string(d.join("g.dot")).expect("graph");
+    assert!(graph.starts_with("digraph"), "{graph}");
+    // Every task links to its call site (byte offsets of the `square[...](...)` call).
+    let src = std::fs::read_to_string(example("tensor_data_square")).expect("source");
+    let nodes: Vec<&str> = graph.lines().filter(|l| l.contains("[label=")).collect();
+    assert!(!nodes.is_empty(), "{graph}");
+    for n in nodes {
+        let url = n
+            .split("URL=\"wsp-site:")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or_else(|| panic!("no call site: {n}"));
+        let mut parts = url.splitn(3, ':');
+        let start: usize = parts.next().and_then(|x| x.parse().ok()).expect("start");
+        let end: usize = parts.next().and_then(|x| x.parse().ok()).expect("end");
+        assert!(
+            parts
+                .next()
+                .is_some_and(|f| f.ends_with("tensor_data_square.wsp")),
+            "{n}"
+        );
+        let call = &src[start..end];
+        assert!(call.contains('[') && call.contains('('), "{call:?}");
+    }
 }
 
 #[test]

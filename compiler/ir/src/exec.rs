@@ -225,6 +225,8 @@ pub struct TaskInstance<'a> {
     pub process: Option<&'a str>,
     /// The values of the loop variables bound to axes around the call (innermost last).
     pub axes: &'a [(AxisId, i64)],
+    /// The task call's source span, when the IR has one.
+    pub at: Option<&'a SrcSpan>,
 }
 
 impl<'a> TaskInstance<'a> {
@@ -1507,6 +1509,7 @@ impl<'p> Machine<'p, '_> {
             args: &args,
             process,
             axes: &axes,
+            at: call.at.as_ref(),
         };
         self.backend
             .task(&inst, self.tensors)

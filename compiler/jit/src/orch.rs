@@ -1013,6 +1013,7 @@ mod callbacks {
                 args: &args,
                 process,
                 axes: &cx.axes,
+                at: site.call.at.as_ref(),
             };
             let h = host(cx);
             let r = h.backend.task(&inst, h.tensors);

@@ -557,6 +557,8 @@ struct Submitter<'p> {
     progress: Option<fn(u64, u64)>,
     /// Keep the per-task records of [`SimRun::outcome`] ([`Options::record`]).
     records: bool,
+    /// With `records`: the call site of each task submitted, in submission order.
+    sites: Vec<Option<wsp_ir::workload::SrcSpan>>,
     /// Timing-only: how to fill a tensor of [`data::declare_tensors`] that the orchestration
     /// reads (parameters, base directory, `--input` files).
     deferred: Option<Sources>,
@@ -727,8 +729,11 @@ impl Submitter<'_> {
         Ok(())
     }
 
-    fn submitted(&mut self, r: &Runtime) {
+    fn submitted(&mut self, r: &Runtime, at: Option<&wsp_ir::workload::SrcSpan>) {
         self.submitted += 1;
+        if self.records {
+            self.sites.push(at.cloned());
+        }
         if let Some(f) = self.progress {
             if self.submitted.is_multiple_of(PROGRESS_EVERY) {
                 f(self.submitted, r.total_cycles());
@@ -850,6 +855,19 @@ impl Stepper for wsp_jit::CompiledProc<'_> {
     }
 }
 
+/// DOT attributes linking a task's node to its call site: `URL="wsp-site:START:END:FILE"`
+/// (byte offsets into FILE, as `wsp` names it), which editors open on a click.
+fn site_attrs(at: &wsp_ir::workload::SrcSpan) -> String {
+    let q = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "URL=\"wsp-site:{}:{}:{}\", tooltip=\"{}\"",
+        at.start,
+        at.end,
+        q(&at.file),
+        q(&format!("the task call in {}", at.file))
+    )
+}
+
 impl TaskBackend for RtBackend<'_> {
     fn keeps_records(&self) -> bool {
         self.s.records
@@ -859,7 +877,7 @@ impl TaskBackend for RtBackend<'_> {
         self.rt
             .submit(&self.s.pr.desc(t.coords))
             .map_err(submit_error)?;
-        self.s.submitted(&self.rt);
+        self.s.submitted(&self.rt, t.at);
         Ok(())
     }
 
@@ -1000,7 +1018,7 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
             .submit(&self.s.pr.desc(t.coords))
             .map_err(submit_error)?;
         self.last = Some(id);
-        self.s.submitted(self.cx.runtime());
+        self.s.submitted(self.cx.runtime(), t.at);
         Ok(())
     }
 
@@ -1187,6 +1205,7 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             submitted: 0,
             progress: opts.progress,
             records: opts.record,
+            sites: Vec::new(),
             deferred: opts
                 .timing_only
                 .then(|| (params.clone(), opts.base_dir.clone(), opts.inputs.clone())),
@@ -1236,7 +1255,12 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         k.tasks = *c;
     }
     let (trace, graph) = if opts.record {
-        (Some(backend.rt.chrome_trace()), Some(backend.rt.dot()))
+        let sites = &backend.s.sites;
+        let graph = backend.rt.dot_with(&|n| {
+            let at = sites.get(usize::try_from(n).ok()?)?.as_ref()?;
+            Some(site_attrs(at))
+        });
+        (Some(backend.rt.chrome_trace()), Some(graph))
     } else {
         (None, None)
     };

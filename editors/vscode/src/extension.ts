@@ -8,7 +8,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind } from 'vscode-languageclient/node';
-import { graphHtml } from './dot';
+import { graphHtml, parseSite, utf16Offset, viewOf } from './graph';
 import { checkSettings, findExecutable, graphArgs, missingServerMessage, runCommandLine, serverCommand, ServerState, statusText } from './logic';
 
 let client: LanguageClient | undefined;
@@ -127,28 +127,52 @@ async function showTaskGraph() {
     { location: vscode.ProgressLocation.Notification, title: `wsp: task graph of ${path.basename(file)}` },
     () =>
       new Promise<void>((resolve) => {
-        cp.execFile(wsp, args, { cwd: path.dirname(file), maxBuffer: 16 * 1024 * 1024 }, (err, _stdout, stderr) => {
-          try {
-            if (err) {
-              void vscode.window.showErrorMessage(`wsp: \`wsp ${args.join(' ')}\` failed: ${stderr.trim() || err.message}`);
-              return;
+        const cwd = path.dirname(file);
+        cp.execFile(wsp, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (err, _stdout, stderr) => {
+          void (async () => {
+            try {
+              if (err) {
+                void vscode.window.showErrorMessage(`wsp: \`wsp ${args.join(' ')}\` failed: ${stderr.trim() || err.message}`);
+                return;
+              }
+              const dot = fs.readFileSync(dotPath, 'utf8');
+              const title = `Task graph: ${path.basename(file)}`;
+              const view = await viewOf(dot);
+              const panel = vscode.window.createWebviewPanel('wspTaskGraph', title, vscode.ViewColumn.Beside, {
+                enableScripts: view.kind === 'drawn',
+                localResourceRoots: [],
+              });
+              panel.webview.onDidReceiveMessage((m: unknown) => {
+                if (typeof m === 'object' && m !== null && (m as { type?: unknown }).type === 'open') {
+                  void openSite(String((m as { site?: unknown }).site ?? ''), cwd);
+                }
+              });
+              panel.webview.html = graphHtml(view, dot, title, crypto.randomBytes(16).toString('hex'));
+            } catch (e) {
+              void vscode.window.showErrorMessage(`wsp: could not show the task graph: ${e instanceof Error ? e.message : String(e)}`);
+            } finally {
+              fs.rmSync(dir, { recursive: true, force: true });
+              resolve();
             }
-            const dot = fs.readFileSync(dotPath, 'utf8');
-            const title = `Task graph: ${path.basename(file)}`;
-            const panel = vscode.window.createWebviewPanel('wspTaskGraph', title, vscode.ViewColumn.Beside, {
-              enableScripts: false,
-              localResourceRoots: [],
-            });
-            panel.webview.html = graphHtml(dot, title, crypto.randomBytes(16).toString('hex'));
-          } catch (e) {
-            void vscode.window.showErrorMessage(`wsp: could not read the task graph: ${e instanceof Error ? e.message : String(e)}`);
-          } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
-            resolve();
-          }
+          })();
         });
       }),
   );
+}
+
+/** Opens a task's call site (`wsp-site:START:END:FILE`, FILE relative to `cwd`) beside the graph. */
+async function openSite(href: string, cwd: string) {
+  const site = parseSite(href);
+  if (site === undefined) return;
+  const file = path.isAbsolute(site.file) ? site.file : path.join(cwd, site.file);
+  try {
+    const doc = await vscode.workspace.openTextDocument(file);
+    const text = doc.getText();
+    const range = new vscode.Range(doc.positionAt(utf16Offset(text, site.start)), doc.positionAt(utf16Offset(text, site.end)));
+    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: range });
+  } catch (e) {
+    void vscode.window.showErrorMessage(`wsp: could not open ${file}: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 export async function activate(context: vscode.ExtensionContext) {

@@ -17,7 +17,8 @@ function makeFakes(settings: Record<string, unknown>, docPath = '/work/p/my prog
     commands: new Map<string, (...a: unknown[]) => unknown>(),
     clients: [] as Array<{ command: string; args: string[]; started: boolean; fire: Listener }>,
     terminalText: [] as string[],
-    panels: [] as Array<{ title: string; webview: { html: string } }>,
+    panels: [] as Array<{ title: string; scripts: boolean; webview: { html: string }; message?: (m: unknown) => void }>,
+    shown: [] as Array<{ file: string; start: unknown; end: unknown }>,
     status: { text: '', tooltip: '', command: '', show() {}, dispose() {} },
     diagnostics: [] as Array<[{ path: string }, Array<{ severity: number }>]>,
     diagListener: undefined as undefined | (() => void),
@@ -27,7 +28,13 @@ function makeFakes(settings: Record<string, unknown>, docPath = '/work/p/my prog
     StatusBarAlignment: { Left: 1 },
     DiagnosticSeverity: { Error: 0, Warning: 1 },
     ProgressLocation: { Notification: 15 },
-    ViewColumn: { Beside: -2 },
+    ViewColumn: { Beside: -2, One: 1 },
+    Range: class {
+      constructor(
+        public start: unknown,
+        public end: unknown,
+      ) {}
+    },
     window: {
       createStatusBarItem: () => record.status,
       showErrorMessage: (m: string) => {
@@ -43,10 +50,19 @@ function makeFakes(settings: Record<string, unknown>, docPath = '/work/p/my prog
       },
       createTerminal: () => ({ show() {}, sendText: (t: string) => record.terminalText.push(t) }),
       withProgress: (_o: unknown, f: () => Promise<void>) => f(),
-      createWebviewPanel: (_id: string, title: string) => {
-        const panel = { title, webview: { html: '' } };
+      createWebviewPanel: (_id: string, title: string, _col: unknown, opts: { enableScripts?: boolean }) => {
+        const panel: (typeof record.panels)[number] = { title, scripts: opts.enableScripts === true, webview: { html: '' } };
+        const webview = Object.assign(panel.webview, {
+          onDidReceiveMessage: (f: (m: unknown) => void) => {
+            panel.message = f;
+            return disposable;
+          },
+        });
         record.panels.push(panel);
-        return panel;
+        return { title, webview };
+      },
+      showTextDocument: async (doc: { file: string }, o: { selection: { start: unknown; end: unknown } }) => {
+        record.shown.push({ file: doc.file, start: o.selection.start, end: o.selection.end });
       },
     },
     languages: {
@@ -65,6 +81,11 @@ function makeFakes(settings: Record<string, unknown>, docPath = '/work/p/my prog
     },
     workspace: {
       getConfiguration: () => ({ get: (k: string) => settings[k] }),
+      openTextDocument: async (file: string) => ({
+        file,
+        getText: () => fs.readFileSync(file, 'utf8'),
+        positionAt: (offset: number) => offset,
+      }),
       onDidChangeConfiguration: () => disposable,
       createFileSystemWatcher: () => disposable,
     },
@@ -147,29 +168,37 @@ test('with the binary the client starts `<path> lsp` and the status bar follows 
   }
 });
 
-test('Show task graph runs wsp with --timing-only --graph and draws the DOT it writes', async () => {
+test('Show task graph runs wsp with --timing-only --graph, draws the DOT with Graphviz and opens a clicked task\'s call', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wsp-ext-'));
   const bin = path.join(dir, 'wsp');
-  // A stand-in for `wsp run --timing-only --graph <dot> <file>`: writes a two-task graph.
+  // A stand-in for `wsp run --timing-only --graph <dot> <file>`: writes a two-task graph whose
+  // tasks link to bytes 10..22 of prog.wsp (`w` is preceded by a 3-byte character).
   fs.writeFileSync(
     bin,
     '#!/bin/sh\n[ "$1 $2 $3" = "run --timing-only --graph" ] || { echo "bad args: $*" >&2; exit 2; }\n' +
-      'printf \'digraph { t0 [label="k[0]"]; t1 [label="k[1]"]; t0 -> t1 }\' > "$4"\n',
+      'printf \'digraph { t0 [label="k[0]", URL="wsp-site:10:22:prog.wsp"]; t1 [label="k[1]"]; t0 -> t1 }\' > "$4"\n',
     { mode: 0o755 },
   );
   try {
     const doc = path.join(dir, 'prog.wsp');
-    fs.writeFileSync(doc, 'workload w {}\n');
+    fs.writeFileSync(doc, '// \u20ac\u20ac\nworkload w {}\n');
     const fakes = makeFakes({ 'server.path': bin }, doc);
     const ext = loadExtension(fakes);
     await ext.activate(context());
     await fakes.record.commands.get('wsp.showTaskGraph')?.();
     assert.deepEqual(fakes.record.errors, []);
     assert.equal(fakes.record.panels.length, 1);
-    const html = fakes.record.panels[0].webview.html;
+    const panel = fakes.record.panels[0];
+    assert.ok(panel.scripts, 'the drawn graph has its zoom/pan/click script');
+    const html = panel.webview.html;
     assert.match(html, /2 tasks, 1 dependencies/);
     assert.match(html, /<svg /);
     assert.match(html, /k\[1\]/);
+    assert.match(html, /xlink:href="wsp-site:10:22:prog.wsp"/);
+    // A click on t0 in the webview: the call site opens, bytes 10..22 as UTF-16 offsets 6..18.
+    panel.message?.({ type: 'open', site: 'wsp-site:10:22:prog.wsp' });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(fakes.record.shown, [{ file: doc, start: 6, end: 18 }]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

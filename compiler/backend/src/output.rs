@@ -1,7 +1,7 @@
 //! Committing an emitted tree to its output directory as a whole.
 //!
 //! A backend (built-in or plugin) writes into a *staging* directory beside the destination:
-//! `PARENT/.NAME.wsp-staging-PID-N/out`. The extra level (the wrapper) makes stray writes of a
+//! `PARENT/.NAME.wsp-staging-XXXXXX/out` (the wrapper a [`tempfile::TempDir`]). The extra level (the wrapper) makes stray writes of a
 //! plugin through `..` visible: anything in the wrapper besides `out` means the plugin wrote
 //! outside its directory. When the emission succeeds and the staged tree passes
 //! [`Staging::verify`] (regular files and directories only: no symbolic links, no hard links
@@ -18,7 +18,6 @@
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::FileTree;
 
@@ -84,12 +83,12 @@ pub fn check_destination(dest: &Path) -> Result<(), String> {
     }
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// A staging directory beside a destination (see the module documentation).
 #[derive(Debug)]
 pub struct Staging {
-    wrapper: PathBuf,
+    /// Removed with everything in it when dropped, unless it keeps a previous tree that could
+    /// not be moved back.
+    wrapper: Option<tempfile::TempDir>,
     out: PathBuf,
     dest: PathBuf,
 }
@@ -107,24 +106,23 @@ impl Staging {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        loop {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let wrapper = parent.join(format!(".{name}.wsp-staging-{}-{n}", std::process::id()));
-            match fs::create_dir(&wrapper) {
-                Ok(()) => {
-                    let staging = Staging {
-                        out: wrapper.join("out"),
-                        wrapper,
-                        dest,
-                    };
-                    fs::create_dir(&staging.out)
-                        .map_err(|e| format!("cannot create `{}`: {e}", staging.out.display()))?;
-                    return Ok(staging);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("cannot create `{}`: {e}", wrapper.display())),
-            }
-        }
+        let wrapper = tempfile::Builder::new()
+            .prefix(&format!(".{name}.wsp-staging-"))
+            .tempdir_in(&parent)
+            .map_err(|e| {
+                format!(
+                    "cannot create a staging directory in `{}`: {e}",
+                    parent.display()
+                )
+            })?;
+        let staging = Staging {
+            out: wrapper.path().join("out"),
+            wrapper: Some(wrapper),
+            dest,
+        };
+        fs::create_dir(&staging.out)
+            .map_err(|e| format!("cannot create `{}`: {e}", staging.out.display()))?;
+        Ok(staging)
     }
 
     /// The directory the tree is written into (absolute).
@@ -134,7 +132,7 @@ impl Staging {
 
     /// The wrapper around [`Staging::dir`]: scratch space of the driver, removed at the end.
     pub fn wrapper(&self) -> &Path {
-        &self.wrapper
+        self.wrapper.as_ref().map_or(&self.out, |w| w.path())
     }
 
     /// The destination the tree is committed to (absolute).
@@ -165,8 +163,8 @@ impl Staging {
     /// regular files (each with one link) and directories; no [`MARKER`] of its own. The
     /// error names the first offending path relative to the output directory.
     pub fn verify(&self) -> Result<(), String> {
-        let mut stray: Vec<String> = fs::read_dir(&self.wrapper)
-            .map_err(|e| format!("cannot read `{}`: {e}", self.wrapper.display()))?
+        let mut stray: Vec<String> = fs::read_dir(self.wrapper())
+            .map_err(|e| format!("cannot read `{}`: {e}", self.wrapper().display()))?
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n != "out")
@@ -205,7 +203,7 @@ impl Staging {
             return fs::rename(&self.out, &self.dest)
                 .map_err(|e| format!("cannot move the tree to `{}`: {e}", self.dest.display()));
         }
-        let old = self.wrapper.join("old");
+        let old = self.wrapper().join("old");
         fs::rename(&self.dest, &old).map_err(|e| {
             format!(
                 "cannot move the previous `{}` aside: {e}",
@@ -230,13 +228,15 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // If the previous tree could not be moved back (see `commit`), keep it.
-        if fs::symlink_metadata(self.wrapper.join("old")).is_ok()
+        // If the previous tree could not be moved back (see `commit`), keep it (and the
+        // wrapper holding it); otherwise the `TempDir` removes the wrapper.
+        if fs::symlink_metadata(self.wrapper().join("old")).is_ok()
             && fs::symlink_metadata(&self.dest).is_err()
         {
-            return;
+            if let Some(w) = self.wrapper.take() {
+                let _ = w.keep();
+            }
         }
-        let _ = fs::remove_dir_all(&self.wrapper);
     }
 }
 

@@ -364,9 +364,10 @@ fn progress(tasks: u64, cycles: u64) {
     );
 }
 
-/// A file written next to its destination, waiting to be renamed onto it.
+/// A file written next to its destination, waiting to be renamed onto it (removed when
+/// dropped uncommitted).
 struct Staged {
-    tmp: PathBuf,
+    tmp: tempfile::NamedTempFile,
     dst: PathBuf,
 }
 
@@ -384,10 +385,7 @@ fn write_files(p: &wsp_ir::Program, run: &SimRun, a: &Args) -> Result<(), String
             .map(Path::to_path_buf)
             .collect();
     }
-    let r = stage_files(p, run, a, &mut staged).and_then(|()| commit(&staged));
-    for s in &staged {
-        let _ = std::fs::remove_file(&s.tmp);
-    }
+    let r = stage_files(p, run, a, &mut staged).and_then(|()| commit(staged));
     if r.is_err() {
         for d in &created {
             // Only if empty: nothing of the user's is ever removed.
@@ -444,12 +442,26 @@ fn stage_files(
     Ok(())
 }
 
-/// A path beside `dst` named for it and this process, with `what` (`tmp`, `old`).
-fn beside(dst: &Path, what: &str) -> PathBuf {
+/// A temporary file beside `dst`, named for it (`.NAME.XXXXXX.what`, removed when dropped).
+fn beside(dst: &Path, what: &str) -> std::io::Result<tempfile::NamedTempFile> {
     let name = dst
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    dst.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
+    let dir = match dst.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{name}.");
+    let suffix = format!(".{what}");
+    let mut b = tempfile::Builder::new();
+    b.prefix(&prefix).suffix(&suffix);
+    // The permissions `File::create` gives a new file, not the temporary's owner-only ones.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        b.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    b.tempfile_in(dir)
 }
 
 fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), String> {
@@ -459,52 +471,61 @@ fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), Strin
             dst.display()
         ));
     }
-    let tmp = beside(dst, "tmp");
+    let mut tmp =
+        beside(dst, "tmp").map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
+    if let Ok(meta) = std::fs::metadata(dst) {
+        // A replaced file keeps its permissions.
+        let _ = tmp.as_file().set_permissions(meta.permissions());
+    }
     staged.push(Staged {
-        tmp: tmp.clone(),
+        tmp,
         dst: dst.to_path_buf(),
     });
-    std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
-        .map_err(|e| format!("cannot write `{}`: {e}", dst.display()))
+    Ok(())
 }
 
-/// Moves each staged file onto its destination, keeping the file it replaces until all are in
-/// place; on a failure, puts every destination back as it was.
-fn commit(staged: &[Staged]) -> Result<(), String> {
+/// Moves each staged file onto its destination, keeping the file it replaces (renamed onto a
+/// temporary name beside it) until all are in place; on a failure, puts every destination
+/// back as it was.
+fn commit(staged: Vec<Staged>) -> Result<(), String> {
     // (destination, the file it held, moved aside) for each destination replaced so far.
-    let mut done: Vec<(&Path, Option<PathBuf>)> = Vec::new();
+    let mut done: Vec<(PathBuf, Option<tempfile::TempPath>)> = Vec::new();
     let mut failure = None;
     for s in staged {
-        let old = beside(&s.dst, "old");
-        let kept = match std::fs::rename(&s.dst, &old) {
-            Ok(()) => Some(old),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                failure = Some(format!("cannot replace `{}`: {e}", s.dst.display()));
-                break;
+        let kept = if s.dst.exists() {
+            // A name of our own beside the destination, then the old file renamed onto it.
+            let aside = beside(&s.dst, "old").map(tempfile::NamedTempFile::into_temp_path);
+            match aside.and_then(|old| std::fs::rename(&s.dst, &old).map(|()| old)) {
+                Ok(old) => Some(old),
+                Err(e) => {
+                    failure = Some(format!("cannot replace `{}`: {e}", s.dst.display()));
+                    break;
+                }
             }
+        } else {
+            None
         };
-        if let Err(e) = std::fs::rename(&s.tmp, &s.dst) {
-            if let Some(old) = &kept {
-                let _ = std::fs::rename(old, &s.dst);
+        if let Err(e) = s.tmp.persist(&s.dst) {
+            if let Some(old) = kept {
+                let _ = old.persist(&s.dst);
             }
-            failure = Some(format!("cannot write `{}`: {e}", s.dst.display()));
+            failure = Some(format!("cannot write `{}`: {}", s.dst.display(), e.error));
             break;
         }
-        done.push((&s.dst, kept));
+        done.push((s.dst, kept));
     }
-    for (dst, kept) in done.iter().rev() {
+    for (dst, kept) in done.into_iter().rev() {
         match (&failure, kept) {
-            (None, Some(old)) => {
-                let _ = std::fs::remove_file(old);
-            }
-            (None, None) => {}
+            // Success: the replaced files go (a `TempPath` removes its file when dropped).
+            (None, _) => {}
             (Some(_), Some(old)) => {
-                let _ = std::fs::rename(old, dst);
+                let _ = old.persist(&dst);
             }
             (Some(_), None) => {
-                let _ = std::fs::remove_file(dst);
+                let _ = std::fs::remove_file(&dst);
             }
         }
     }

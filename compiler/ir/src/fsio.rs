@@ -1,15 +1,16 @@
 //! Writing a file so that a failure never leaves it half-written.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory (with the
-/// permissions of the file it replaces, if any), flushed and synced, then renamed over
-/// `path`. On failure `path` is as it was and the temporary file is removed.
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory
+/// ([`tempfile::NamedTempFile`], with the permissions of the file it replaces, else those of a
+/// new file), flushed and synced, then renamed over `path`. On failure `path` is as it was and
+/// the temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
     let Some(name) = path.file_name() else {
         return Err(std::io::Error::new(
@@ -17,24 +18,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             "the path has no file name",
         ));
     };
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // A new file gets what `File::create` gives it (read and write for all, less the umask,
+    // which the operating system applies), not the temporary file's owner-only mode.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    result
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
 }
 
 #[cfg(test)]
@@ -50,6 +50,12 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
+            // A new file has the permissions `File::create` gives (not the temporary's 0600).
+            let created = dir.join("created");
+            std::fs::File::create(&created).unwrap();
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&f), mode(&created));
+            std::fs::remove_file(&created).unwrap();
             std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
             write_atomic(&f, b"two").unwrap();
             let mode = std::fs::metadata(&f).unwrap().permissions().mode();

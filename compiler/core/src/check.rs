@@ -25,28 +25,15 @@ pub use wsp_vocab::words::{
 /// Architecture models a schedule may target.
 pub const TARGETS: &[&str] = &["ascend910b", "ascend950", "aie_ml", "pto_wsp_v9", "cpu_sim"];
 
-/// Edit distance for "did you mean" suggestions.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The closest candidate within a small edit distance.
+/// The closest candidate within a small edit distance (Levenshtein, over characters): one
+/// edit per three characters, at least one — except for a one-character name, which any other
+/// one-character name is one edit from (`A` is no misspelling of `P`).
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(1);
+    let n = name.chars().count();
+    let limit = if n <= 1 { 0 } else { (n / 3).max(1) };
     candidates
         .into_iter()
-        .map(|c| (distance(name, c), c))
+        .map(|c| (strsim::levenshtein(name, c), c))
         .filter(|(d, c)| *d <= limit && *c != name)
         .min()
         .map(|(_, c)| c)
@@ -2595,4 +2582,20 @@ fn const_cycle(db: &dyn Db, file: File, name: &str) -> Option<Vec<String>> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::suggest;
+
+    #[test]
+    fn suggestions_are_plausible_misspellings() {
+        assert_eq!(suggest("kernal", ["kernel", "channel"]), Some("kernel"));
+        assert_eq!(suggest("Yy", ["Y", "N"]), Some("Y"));
+        // One letter is no misspelling of another.
+        assert_eq!(suggest("A", ["P", "B"]), None);
+        // Too far, and the name itself.
+        assert_eq!(suggest("softmax", ["matmul"]), None);
+        assert_eq!(suggest("x", ["x"]), None);
+    }
 }

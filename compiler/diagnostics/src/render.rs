@@ -1,6 +1,5 @@
-//! Rendering: terminal (ariadne) and JSON. Line/column conversion lives in [`LineIndex`].
+//! Rendering: terminal (ariadne), JSON and SARIF (serde_json). Line/column conversion lives in [`LineIndex`].
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::{Diagnostic, FileName, Severity};
@@ -96,29 +95,56 @@ pub fn render_human(diags: &[Diagnostic], sources: &dyn Sources, color: bool) ->
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
     }
-    o.push('"');
-    o
 }
 
-/// Renders diagnostics as a JSON array: code, severity, message, help, notes, labels (file,
-/// 1-based line and column — columns count characters — end line/column, message, primary),
-/// and fixes.
+/// One diagnostic of [`render_json`] (fields in this order).
+#[derive(serde::Serialize)]
+struct JsonDiagnostic<'a> {
+    code: &'a str,
+    severity: &'static str,
+    message: &'a str,
+    help: Option<&'a str>,
+    notes: &'a [String],
+    labels: Vec<JsonLabel<'a>>,
+    fixes: Vec<JsonFix<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonLabel<'a> {
+    file: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    message: &'a str,
+    primary: bool,
+}
+
+#[derive(serde::Serialize)]
+struct JsonFix<'a> {
+    title: &'a str,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonEdit<'a> {
+    file: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    replacement: &'a str,
+}
+
+/// Renders diagnostics as a JSON array, one diagnostic a line: code, severity, message, help,
+/// notes, labels (file, 1-based line and column — columns count characters — end line/column,
+/// message, primary), and fixes.
 pub fn render_json(diags: &[Diagnostic], sources: &dyn Sources) -> String {
     let pos = |file: &FileName, off: u32| -> (usize, usize) {
         match sources.text(file) {
@@ -126,137 +152,142 @@ pub fn render_json(diags: &[Diagnostic], sources: &dyn Sources) -> String {
             None => (1, 1),
         }
     };
-    let mut s = String::from("[");
-    for (i, d) in diags.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let sev = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "note",
-        };
-        let _ = write!(
-            s,
-            "\n  {{\"code\": {}, \"severity\": \"{sev}\", \"message\": {}, \"help\": {}, \"notes\": [{}], \"labels\": [",
-            json_str(d.code),
-            json_str(&d.message),
-            d.help.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
-            d.notes.iter().map(|n| json_str(n)).collect::<Vec<_>>().join(", ")
-        );
-        for (j, (l, primary)) in std::iter::once((&d.primary, true))
-            .chain(d.secondary.iter().map(|l| (l, false)))
-            .enumerate()
-        {
-            let (line, col) = pos(&l.file, l.span.start);
-            let (eline, ecol) = pos(&l.file, l.span.end);
-            let _ = write!(
-                s,
-                "{}{{\"file\": {}, \"line\": {line}, \"column\": {col}, \"end_line\": {eline}, \"end_column\": {ecol}, \"message\": {}, \"primary\": {primary}}}",
-                if j > 0 { ", " } else { "" },
-                json_str(l.file.as_str()),
-                json_str(&l.message)
-            );
-        }
-        s.push_str("], \"fixes\": [");
-        for (j, f) in d.fixes.iter().enumerate() {
-            let edits: Vec<String> = f
-                .edits
-                .iter()
-                .map(|e| {
-                    let (line, col) = pos(&e.file, e.span.start);
-                    let (eline, ecol) = pos(&e.file, e.span.end);
-                    format!(
-                        "{{\"file\": {}, \"line\": {line}, \"column\": {col}, \"end_line\": {eline}, \"end_column\": {ecol}, \"replacement\": {}}}",
-                        json_str(e.file.as_str()),
-                        json_str(&e.replacement)
-                    )
+    let lines: Vec<String> = diags
+        .iter()
+        .map(|d| {
+            let labels = std::iter::once((&d.primary, true))
+                .chain(d.secondary.iter().map(|l| (l, false)))
+                .map(|(l, primary)| {
+                    let (line, column) = pos(&l.file, l.span.start);
+                    let (end_line, end_column) = pos(&l.file, l.span.end);
+                    JsonLabel {
+                        file: l.file.as_str(),
+                        line,
+                        column,
+                        end_line,
+                        end_column,
+                        message: &l.message,
+                        primary,
+                    }
                 })
                 .collect();
-            let _ = write!(
-                s,
-                "{}{{\"title\": {}, \"edits\": [{}]}}",
-                if j > 0 { ", " } else { "" },
-                json_str(&f.title),
-                edits.join(", ")
-            );
-        }
-        s.push_str("]}");
+            let fixes = d
+                .fixes
+                .iter()
+                .map(|f| JsonFix {
+                    title: &f.title,
+                    edits: f
+                        .edits
+                        .iter()
+                        .map(|e| {
+                            let (line, column) = pos(&e.file, e.span.start);
+                            let (end_line, end_column) = pos(&e.file, e.span.end);
+                            JsonEdit {
+                                file: e.file.as_str(),
+                                line,
+                                column,
+                                end_line,
+                                end_column,
+                                replacement: &e.replacement,
+                            }
+                        })
+                        .collect(),
+                })
+                .collect();
+            let j = JsonDiagnostic {
+                code: d.code,
+                severity: severity_name(d.severity),
+                message: &d.message,
+                help: d.help.as_deref(),
+                notes: &d.notes,
+                labels,
+                fixes,
+            };
+            // Serializing plain strings, numbers and booleans cannot fail.
+            serde_json::to_string(&j).unwrap_or_default()
+        })
+        .collect();
+    if lines.is_empty() {
+        "[]\n".to_string()
+    } else {
+        format!("[\n  {}\n]\n", lines.join(",\n  "))
     }
-    s.push_str(if diags.is_empty() { "]\n" } else { "\n]\n" });
-    s
 }
 
 /// Renders diagnostics as a SARIF 2.1.0 log (for CI code scanning): one run, the catalog's codes
 /// as rules, each diagnostic a result with its primary location and secondary labels as related
 /// locations. Lines and columns are 1-based; columns count characters.
 pub fn render_sarif(diags: &[Diagnostic], sources: &dyn Sources) -> String {
-    let region = |file: &FileName, span: wsp_syntax::Span| -> String {
+    use serde_json::{json, Value};
+    let region = |file: &FileName, span: wsp_syntax::Span| -> Value {
         match sources.text(file) {
             Some(t) => {
                 let li = LineIndex::new(&t);
                 let (l, c) = li.line_col(&t, span.start);
                 let (el, ec) = li.line_col(&t, span.end);
-                format!(
-                    "{{\"startLine\": {l}, \"startColumn\": {c}, \"endLine\": {el}, \"endColumn\": {ec}}}"
-                )
+                json!({"startLine": l, "startColumn": c, "endLine": el, "endColumn": ec})
             }
-            None => "{\"startLine\": 1}".into(),
+            None => json!({"startLine": 1}),
         }
     };
-    let location = |l: &crate::Label, id: Option<usize>| -> String {
-        format!(
-            "{{{}\"physicalLocation\": {{\"artifactLocation\": {{\"uri\": {}}}, \"region\": {}}}, \"message\": {{\"text\": {}}}}}",
-            id.map(|i| format!("\"id\": {i}, ")).unwrap_or_default(),
-            json_str(l.file.as_str()),
-            region(&l.file, l.span),
-            json_str(&l.message)
-        )
+    let location = |l: &crate::Label, id: Option<usize>| -> Value {
+        let mut v = json!({
+            "physicalLocation": {
+                "artifactLocation": {"uri": l.file.as_str()},
+                "region": region(&l.file, l.span),
+            },
+            "message": {"text": l.message},
+        });
+        if let (Some(i), Some(o)) = (id, v.as_object_mut()) {
+            o.insert("id".into(), json!(i));
+        }
+        v
     };
-    let rules: Vec<String> = crate::catalog()
+    let rules: Vec<Value> = crate::catalog()
         .iter()
         .map(|(c, t)| {
-            format!(
-                "{{\"id\": \"{c}\", \"shortDescription\": {{\"text\": {}}}, \"fullDescription\": {{\"text\": {}}}}}",
-                json_str(t),
-                json_str(crate::explain(c).unwrap_or(""))
-            )
+            json!({
+                "id": c,
+                "shortDescription": {"text": t},
+                "fullDescription": {"text": crate::explain(c).unwrap_or("")},
+            })
         })
         .collect();
-    let results: Vec<String> = diags
+    let results: Vec<Value> = diags
         .iter()
         .map(|d| {
-            let level = match d.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Note => "note",
-            };
             let mut text = d.message.clone();
             if let Some(h) = &d.help {
                 text.push_str("\nhelp: ");
                 text.push_str(h);
             }
-            let related: Vec<String> = d
+            let related: Vec<Value> = d
                 .secondary
                 .iter()
                 .enumerate()
                 .map(|(i, l)| location(l, Some(i + 1)))
                 .collect();
-            format!(
-                "{{\"ruleId\": \"{}\", \"level\": \"{level}\", \"message\": {{\"text\": {}}}, \"locations\": [{}], \"relatedLocations\": [{}]}}",
-                d.code,
-                json_str(&text),
-                location(&d.primary, None),
-                related.join(", ")
-            )
+            json!({
+                "ruleId": d.code,
+                "level": severity_name(d.severity),
+                "message": {"text": text},
+                "locations": [location(&d.primary, None)],
+                "relatedLocations": related,
+            })
         })
         .collect();
-    format!(
-        "{{\n  \"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\",\n  \"version\": \"2.1.0\",\n  \"runs\": [{{\"tool\": {{\"driver\": {{\"name\": \"wsp\", \"version\": \"{}\", \"rules\": [{}]}}}}, \"columnKind\": \"unicodeCodePoints\", \"results\": [{}]}}]\n}}\n",
-        env!("CARGO_PKG_VERSION"),
-        rules.join(", "),
-        results.join(", ")
-    )
+    let log = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "wsp", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    });
+    let mut out = serde_json::to_string_pretty(&log).unwrap_or_default();
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]
@@ -296,9 +327,9 @@ mod tests {
         .with_label(Label::new(f.clone(), Span::new(6, 7), "first"))
         .with_help("rename");
         let j = render_json(&[d], &One(f, src));
-        assert!(j.contains("\"line\": 2, \"column\": 7"), "{j}");
+        assert!(j.contains("\"line\":2,\"column\":7"), "{j}");
         assert!(j.contains("\\\"defined\\\""), "{j}");
-        assert!(j.contains("\"primary\": false"), "{j}");
+        assert!(j.contains("\"primary\":false"), "{j}");
     }
 
     #[test]

@@ -103,6 +103,8 @@ pub struct Footprint {
     /// Where each tile lives: name, definition span (item-relative), bytes, and the buffers it
     /// occupies (in placement order; empty for a pipe crossing cores through global memory).
     pub tiles: Vec<(String, Span, u64, Vec<String>)>,
+    /// The kernel declares pipes (their slots are one way to save buffer space).
+    pub pipes: bool,
 }
 
 impl Footprint {
@@ -698,6 +700,7 @@ pub fn footprint(k: &Kernel, consts: &BTreeMap<String, i64>, arch: &Arch) -> Opt
         arch: arch.name.clone(),
         buffers: out,
         tiles,
+        pipes: w.vals.iter().any(|v| v.pipe),
     })
 }
 
@@ -754,11 +757,23 @@ pub fn memory_diagnostics(file: &FileName, kernel: &str, fp: &Footprint) -> Vec<
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        d = d.with_help(format!(
-            "use smaller tiles, fewer pipe slots, or split the work into sub-tiles (e.g. fill a pipe slot from several narrower cube tiles) so that at most {} bytes are live in {}",
-            thousands(b.capacity),
-            b.buffer
-        ));
+        let largest = live
+            .first()
+            .map(|(n, _, by)| format!(" (`{n}` alone holds {})", thousands(*by)))
+            .unwrap_or_default();
+        d = d.with_help(if fp.pipes {
+            format!(
+                "use smaller tiles, fewer pipe slots, or split the work into sub-tiles (e.g. fill a pipe slot from several narrower cube tiles) so that at most {} bytes are live in {}{largest}",
+                thousands(b.capacity),
+                b.buffer
+            )
+        } else {
+            format!(
+                "use smaller tiles, or split the work into sub-tiles (more tasks over smaller views), so that at most {} bytes are live in {}{largest}",
+                thousands(b.capacity),
+                b.buffer
+            )
+        });
         out.push(d);
     }
     out
@@ -801,6 +816,45 @@ mod tests {
             d[0].starts_with("E0701: kernel `attn` needs 131,072 bytes of L0B on ascend910b, which has 65,536 bytes"),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn the_help_names_the_largest_tile_and_pipe_slots_only_with_pipes() {
+        let help = |src: &str| {
+            let mut ws = Workspace::new();
+            ws.set_file("m.wsp", src.to_string());
+            let d = ws.check("m.wsp");
+            assert!(
+                d.iter().all(|d| d.code == "E0701") && !d.is_empty(),
+                "{d:?}"
+            );
+            d[0].help.clone().unwrap_or_default()
+        };
+        let plain =
+            help("kernel k(a: in f32[256, 512], b: out f32[256, 512]) {\n    b = a + a\n}\n");
+        assert!(!plain.contains("pipe"), "{plain}");
+        assert!(
+            plain.contains("at most 196,608 bytes are live in UB"),
+            "{plain}"
+        );
+        assert!(plain.contains("alone holds 524,288"), "{plain}");
+        let piped = help(
+            "kernel k(q: in f32[128, 64], k: in f32[64, 512], out: out f32[128, 512]) {
+    pipe s: Pipe[f32[128, 512], slots: 2]
+    cube {
+        let slot = talloc(s)
+        slot = matmul(q, k)
+        tpush(s, slot)
+    }
+    vector {
+        let t = tpop(s)
+        out = exp(t)
+        tfree(s, t)
+    }
+}
+",
+        );
+        assert!(piped.contains("fewer pipe slots"), "{piped}");
     }
 
     #[test]

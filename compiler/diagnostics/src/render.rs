@@ -36,7 +36,8 @@ pub trait Sources {
     fn text(&self, file: &FileName) -> Option<Arc<str>>;
 }
 
-/// Renders diagnostics for a terminal with ariadne (colour only when `color`).
+/// Renders diagnostics for a terminal with ariadne (colour only when `color`), each followed by
+/// the `wsp explain CODE` line of its code.
 pub fn render_human(diags: &[Diagnostic], sources: &dyn Sources, color: bool) -> String {
     use ariadne::{Config, IndexType, Label, Report, ReportKind};
     let mut out = Vec::new();
@@ -91,6 +92,12 @@ pub fn render_human(diags: &[Diagnostic], sources: &dyn Sources, color: bool) ->
         }
         let cache = ariadne::sources(texts.clone());
         let _ = b.finish().write(cache, &mut out);
+        // Every code of the catalog has a page: say how to read it.
+        if crate::explain(d.code).is_some() {
+            out.extend_from_slice(
+                format!("  (causes and fixes: `wsp explain {}`)\n", d.code).as_bytes(),
+            );
+        }
     }
     String::from_utf8_lossy(&out).into_owned()
 }

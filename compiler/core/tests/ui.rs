@@ -173,27 +173,74 @@ fn every_code_is_explained_and_tested() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Every ```wsp example of the language reference parses without syntax errors.
+/// Every ```wsp example of the README and the docs checks without errors. An example may lean
+/// on declarations it does not show: an HTML comment right before it, `<!-- wsp-context NAME`
+/// then the declarations and `-->`, holds them (hidden when the Markdown is rendered) and names
+/// the example; `<!-- wsp-context: NAME -->` continues example NAME (its context and code),
+/// and the continued program takes the name.
 #[test]
-fn language_reference_examples_parse() {
-    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/language.md");
-    let text = std::fs::read_to_string(&doc).unwrap();
+fn readme_and_docs_examples_check() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut docs = vec![root.join("README.md")];
+    let mut more: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    more.sort();
+    docs.extend(more);
     let mut blocks = 0;
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find("```wsp\n") {
-        let body = &rest[start + 7..];
-        let end = body.find("```").expect("unclosed ```wsp block");
-        let src = &body[..end];
-        let parse = wsp_syntax::parse(src);
-        assert!(
-            parse.errors.is_empty(),
-            "example does not parse:\n{src}\n{:#?}",
-            parse.errors
-        );
-        blocks += 1;
-        rest = &body[end + 3..];
+    let mut problems = Vec::new();
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        let name = doc.strip_prefix(&root).unwrap_or(doc).display().to_string();
+        let mut named: std::collections::HashMap<String, String> = Default::default();
+        let mut rest = text.as_str();
+        let mut offset = 0;
+        while let Some(start) = rest.find("```wsp\n") {
+            let before = rest[..start].trim_end();
+            let body = &rest[start + 7..];
+            let end = body.find("```").expect("unclosed ```wsp block");
+            let code = &body[..end];
+            let (name_of, context) = match before.rfind("<!-- wsp-context") {
+                Some(open) if before.ends_with("-->") => {
+                    let comment = &before[open + "<!-- wsp-context".len()..before.len() - 3];
+                    if let Some(of) = comment.strip_prefix(':') {
+                        let of = of.trim().to_string();
+                        let ctx = named.get(&of).cloned();
+                        assert!(ctx.is_some(), "{name}: no example named `{of}` before");
+                        (Some(of), ctx.unwrap_or_default())
+                    } else {
+                        let (head, ctx) = comment.split_once('\n').unwrap_or((comment, ""));
+                        (Some(head.trim().to_string()), ctx.to_string())
+                    }
+                }
+                _ => (None, String::new()),
+            };
+            let line = text[..offset + start].lines().count() + 1;
+            let src = format!("{context}\n{code}");
+            let mut ws = Workspace::new();
+            let file = format!("example_{blocks}.wsp");
+            ws.set_file(&file, src.clone());
+            let errors: Vec<String> = ws
+                .check(&file)
+                .into_iter()
+                .filter(|d| d.severity == wsp_diagnostics::Severity::Error)
+                .map(|d| format!("{} {}", d.code, d.message))
+                .collect();
+            if !errors.is_empty() {
+                problems.push(format!("{name}:{line}:\n{code}\n{}", errors.join("\n")));
+            }
+            if let Some(n) = name_of {
+                named.insert(n, src);
+            }
+            blocks += 1;
+            offset += start + 7 + end + 3;
+            rest = &body[end + 3..];
+        }
     }
-    assert!(blocks >= 8, "only {blocks} examples found");
+    assert!(blocks >= 10, "only {blocks} examples found");
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
 /// Every embedded std module checks without errors (std ships with the toolchain, so a

@@ -1280,6 +1280,7 @@ impl Runtime {
             start: t0,
             dur: self.now - t0,
             cat: "stall",
+            args: None,
         });
     }
 
@@ -1564,6 +1565,7 @@ impl Runtime {
                     start,
                     dur,
                     cat: "stall",
+                    args: None,
                 });
             }
             let lane = match (span.0, self.procs.get(proc as usize)) {
@@ -1577,6 +1579,10 @@ impl Runtime {
                 start: span.1 - t.cycles,
                 dur: t.cycles,
                 cat: "task",
+                args: Some(serde_json::json!({
+                    "kernel": self.kernels[kernel as usize].name,
+                    "coords": t.coords,
+                })),
             });
         }
         if self.cfg.record {
@@ -1818,18 +1824,45 @@ impl Runtime {
         }
     }
 
+    /// The trace of a task dispatched now onto core `k` of class `ci`, ending at `end`; the
+    /// model's dispatch overhead is a slice nested at its start, and its arguments name the
+    /// kernel, the coordinates and the overheads (the completion ones the runtime charges after
+    /// the core is free).
     #[cold]
     fn trace_dispatch(&mut self, seq: u64, kernel: u32, ci: usize, k: usize, end: u64) {
-        let coords = self.graph_nodes.get(seq as usize);
-        let name = self.task_name(kernel, coords.map_or(&[][..], |n| n.2.values()));
+        let coords: Vec<i64> = self
+            .graph_nodes
+            .get(seq as usize)
+            .map_or(Vec::new(), |n| n.2.values().to_vec());
+        let name = self.task_name(kernel, &coords);
         let class = self.classes[ci].class;
+        let lane = format!("{class}{k:03}");
+        let oh = self.cfg.arch.overheads;
+        let dispatch = oh.dispatch.min(end - self.now);
         self.trace.push(TraceEvent {
-            name,
-            lane: format!("{class}{k:03}"),
+            name: name.clone(),
+            lane: lane.clone(),
             start: self.now,
             dur: end - self.now,
             cat: "task",
+            args: Some(serde_json::json!({
+                "kernel": self.kernels[kernel as usize].name,
+                "coords": coords,
+                "dispatch_cycles": dispatch,
+                "complete_cycles": oh.complete,
+                "resolve_cycles": oh.resolve,
+            })),
         });
+        if dispatch > 0 {
+            self.trace.push(TraceEvent {
+                name: "dispatch".into(),
+                lane,
+                start: self.now,
+                dur: dispatch,
+                cat: "overhead",
+                args: Some(serde_json::json!({ "task": name })),
+            });
+        }
     }
 
     /// Runs a deferred task's kernel from its record, here or on the pool (out of line: one
@@ -2373,7 +2406,7 @@ impl Runtime {
 
     /// Chrome trace-event JSON (needs `Config::record`).
     pub fn chrome_trace(&self) -> String {
-        chrome_trace(&self.trace)
+        chrome_trace(&self.trace, self.cfg.arch.clock_hz)
     }
 
     /// The task graph as DOT (needs `Config::record`); edges to tasks already finished at
@@ -2810,6 +2843,7 @@ impl Runtime {
                 start,
                 dur: end - start,
                 cat: "channel",
+                args: Some(serde_json::json!({ "channel": chan.name, "process": name })),
             });
         }
     }

@@ -191,12 +191,20 @@ impl Stats {
 pub(crate) struct TraceEvent {
     pub name: String,
     pub lane: String,
+    /// Start and duration in modelled cycles.
     pub start: u64,
     pub dur: u64,
     pub cat: &'static str,
+    /// What the trace viewer shows for the event besides its name and time (a task's kernel
+    /// and coordinates, the overheads the model charged it).
+    pub args: Option<serde_json::Value>,
 }
 
-pub(crate) fn chrome_trace(events: &[TraceEvent]) -> String {
+/// Chrome trace-event JSON: timestamps and durations in microseconds of modelled time (cycles
+/// at the model's clock, `clock_hz`), so viewers label them rightly; each event keeps its
+/// cycles in its arguments.
+pub(crate) fn chrome_trace(events: &[TraceEvent], clock_hz: u64) -> String {
+    let us = |cycles: u64| cycles as f64 * 1e6 / clock_hz.max(1) as f64;
     let mut lanes: Vec<&str> = events.iter().map(|e| e.lane.as_str()).collect();
     lanes.sort();
     lanes.dedup();
@@ -209,12 +217,16 @@ pub(crate) fn chrome_trace(events: &[TraceEvent]) -> String {
     }
     for e in events {
         let tid = lanes.binary_search(&e.lane.as_str()).unwrap_or(0);
+        let mut args = serde_json::json!({ "start_cycle": e.start, "cycles": e.dur });
+        if let (Some(serde_json::Value::Object(extra)), Some(a)) = (&e.args, args.as_object_mut()) {
+            a.extend(extra.clone());
+        }
         out.push(serde_json::json!({
             "name": e.name, "cat": e.cat, "ph": "X", "pid": 0, "tid": tid,
-            "ts": e.start, "dur": e.dur
+            "ts": us(e.start), "dur": us(e.dur), "args": args
         }));
     }
-    serde_json::json!({ "traceEvents": out, "displayTimeUnit": "ns",
-        "otherData": { "time_unit": "cycles" } })
+    serde_json::json!({ "traceEvents": out,
+        "otherData": { "time": "modelled: microseconds at the model's clock; each event's args give its cycles", "clock_hz": clock_hz } })
     .to_string()
 }

@@ -66,9 +66,19 @@ fn v9_traces_and_stalls_are_on_the_v9_clock() {
     assert_eq!(tasks.len(), 8);
     let end = tasks
         .iter()
-        .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        .map(|e| e["args"]["start_cycle"].as_f64().unwrap() + e["args"]["cycles"].as_f64().unwrap())
         .fold(0.0, f64::max);
     assert_eq!(end, 16384.0, "the trace ends where total_cycles does");
+    // Viewers get microseconds of modelled time (cycles at the model's clock).
+    let clock = trace["otherData"]["clock_hz"].as_f64().unwrap();
+    let last = tasks
+        .iter()
+        .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!((last - 16384.0 * 1e6 / clock).abs() < 1e-6, "{last}");
+    assert!(tasks
+        .iter()
+        .all(|e| e["args"]["kernel"].is_string() && e["args"]["coords"].is_array()));
     // Tasks 3, 5 and 7 each wait 4096 cycles for the pair before them to end (both leave
     // the window at once, so 4, 6 and 8 do not wait): in the stats and on the trace, at v9's
     // issue times.
@@ -83,7 +93,10 @@ fn v9_traces_and_stalls_are_on_the_v9_clock() {
         .filter(|e| e["cat"] == "stall")
         .inspect(|e| assert_eq!(Some(e["tid"].clone()), orchestrator))
         .map(|e| {
-            let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+            let (ts, dur) = (
+                e["args"]["start_cycle"].as_f64().unwrap(),
+                e["args"]["cycles"].as_f64().unwrap(),
+            );
             (ts, dur, e["name"].as_str().unwrap())
         })
         .collect();
@@ -743,7 +756,7 @@ fn task_starts(rt: &Runtime) -> Vec<u64> {
         .unwrap()
         .iter()
         .filter(|e| e["cat"] == "task")
-        .map(|e| e["ts"].as_f64().unwrap() as u64)
+        .map(|e| e["args"]["start_cycle"].as_u64().unwrap())
         .collect();
     starts.sort_unstable();
     starts

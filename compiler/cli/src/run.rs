@@ -208,17 +208,21 @@ pub fn main(a: Args) -> ExitCode {
     };
     // `--arch` (loaded with the checks above), else the schedule's target (`cpu_sim` names
     // this simulator, not a model: it runs the default one), else ascend910b.
-    let arch = match chosen {
-        Some(arch) => arch,
+    let target = sched
+        .and_then(|s| s.target())
+        .filter(|t| *t != "cpu_sim")
+        .map(str::to_string);
+    let (arch, why) = match chosen {
+        Some(arch) => (arch, "--arch".to_string()),
         None => {
-            let name = sched
-                .and_then(|s| s.target())
-                .filter(|t| *t != "cpu_sim")
-                .map(str::to_string)
-                .unwrap_or_else(|| "ascend910b".to_string());
+            let why = match (&target, sched) {
+                (Some(_), Some(s)) => format!("the `.target` of schedule `{}`", s.name),
+                _ => "the default: no --arch, no schedule .target".to_string(),
+            };
+            let name = target.unwrap_or_else(|| "ascend910b".to_string());
             let n = wsp_core::memory::builtin_arch_name(&name).unwrap_or(name);
             match wsp_arch::Arch::builtin(&n) {
-                Ok(x) => x,
+                Ok(x) => (x, why),
                 Err(e) => return usage(e),
             }
         }
@@ -325,7 +329,7 @@ pub fn main(a: Args) -> ExitCode {
     }
     if !a.quiet {
         // The summary goes to standard output, unless that carries the JSON statistics.
-        let text = summary(&run, &opts, &a, wall.elapsed());
+        let text = summary(&run, &opts, &a, wall.elapsed(), &why);
         if a.stats.is_some() {
             eprint!("{text}");
         } else {
@@ -540,7 +544,10 @@ fn engine_text(e: &Engine) -> String {
     }
 }
 
-fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) -> String {
+/// The summary of a run: what ran on which model and why, the modelled time, how busy each
+/// class of cores was (idle ones counted), stalls, channels, engines, and each `expect` with
+/// what it measured.
+fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, why: &str) -> String {
     let s = &run.stats;
     let mut o = String::new();
     let sched = run
@@ -549,16 +556,45 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
         .map(|n| format!("schedule `{n}`"))
         .unwrap_or_else(|| format!("workload `{}`", run.workload));
     o.push_str(&format!(
-        "ran {} ({}) on {} [{} timing]\n",
+        "ran {} ({}) on {} ({why}) [{} timing]\n",
         a.path.display(),
         sched,
         s.arch,
         s.timing
     ));
+    let clock = opts.arch.clock_hz.max(1) as f64;
     o.push_str(&format!(
-        "  tasks         {}  (edges {})\n  total_cycles  {}\n",
-        s.tasks, s.edges, s.total_cycles
+        "  tasks         {}  (edges {})\n  total_cycles  {} modelled cycles = {} at {:.2} GHz\n",
+        s.tasks,
+        s.edges,
+        s.total_cycles,
+        modelled_time(s.total_cycles as f64 / clock),
+        clock / 1e9
     ));
+    // Per class of cores: how many ran tasks, and the utilisation over all of them.
+    let mut classes: Vec<&str> = Vec::new();
+    for c in &s.cores {
+        if !classes.contains(&&*c.class) {
+            classes.push(&c.class);
+        }
+    }
+    for class in classes {
+        let of: Vec<_> = s.cores.iter().filter(|c| c.class == class).collect();
+        let used = of.iter().filter(|c| c.tasks > 0).count();
+        let busy: u64 = of.iter().map(|c| c.busy_cycles).sum();
+        let denom = (of.len() as f64) * (s.total_cycles.max(1) as f64);
+        if used == 0 {
+            o.push_str(&format!("  {class:<13} {} cores, all idle\n", of.len()));
+        } else {
+            o.push_str(&format!(
+                "  {class:<13} {used} of {} cores ran tasks ({} idle); {:.1}% busy over all {}\n",
+                of.len(),
+                of.len() - used,
+                busy as f64 / denom * 100.0,
+                of.len()
+            ));
+        }
+    }
     for c in &s.cores {
         if c.tasks > 0 {
             o.push_str(&format!(
@@ -617,6 +653,18 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
             "  expects       {passed}/{} hold\n",
             run.expects.len()
         ));
+        for e in &run.expects {
+            o.push_str(&format!(
+                "    {}: {}, {}\n",
+                e.description,
+                if e.failure.is_none() {
+                    "holds"
+                } else {
+                    "FAILS"
+                },
+                e.measured
+            ));
+        }
     }
     o.push_str(&format!(
         "  wall          {:.1} ms (compile {:.1} ms kernels, {:.1} ms orchestration; run {:.1} ms)\n",
@@ -626,6 +674,62 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration) ->
         run.run_time.as_secs_f64() * 1e3
     ));
     o
+}
+
+/// In the statistics' JSON, lists only the cores that ran tasks under `cores`, and the idle
+/// ones per class as index ranges under `idle_cores` (`{"cube": "0-23", "vector": "4-47"}`).
+fn compact_idle_cores(stats: &mut serde_json::Value) {
+    let Some(cores) = stats.get_mut("cores").and_then(|c| c.as_array_mut()) else {
+        return;
+    };
+    let mut idle: Vec<(String, Vec<u64>)> = Vec::new();
+    cores.retain(|c| {
+        if c["tasks"].as_u64().unwrap_or(0) > 0 {
+            return true;
+        }
+        let class = c["class"].as_str().unwrap_or("?").to_string();
+        let index = c["index"].as_u64().unwrap_or(0);
+        match idle.iter_mut().find(|(k, _)| *k == class) {
+            Some((_, v)) => v.push(index),
+            None => idle.push((class, vec![index])),
+        }
+        false
+    });
+    let ranges = |v: &[u64]| {
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < v.len() {
+            let mut j = i;
+            while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+                j += 1;
+            }
+            out.push(if i == j {
+                v[i].to_string()
+            } else {
+                format!("{}-{}", v[i], v[j])
+            });
+            i = j + 1;
+        }
+        out.join(",")
+    };
+    let map: serde_json::Map<String, serde_json::Value> = idle
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(ranges(v))))
+        .collect();
+    if let Some(o) = stats.as_object_mut() {
+        o.insert("idle_cores".into(), serde_json::Value::Object(map));
+    }
+}
+
+/// Seconds of modelled time in the unit that reads best (`5.38 µs`).
+fn modelled_time(secs: f64) -> String {
+    if secs >= 1.0 {
+        format!("{secs:.3} s")
+    } else if secs >= 1e-3 {
+        format!("{:.3} ms", secs * 1e3)
+    } else {
+        format!("{:.3} µs", secs * 1e6)
+    }
 }
 
 fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
@@ -651,10 +755,13 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
     let expects: Vec<serde_json::Value> = run
         .expects
         .iter()
-        .map(|e| serde_json::json!({"expect": e.description, "failure": e.failure}))
+        .map(|e| {
+            serde_json::json!({"expect": e.description, "failure": e.failure, "measured": e.measured})
+        })
         .collect();
-    let stats: serde_json::Value =
+    let mut stats: serde_json::Value =
         serde_json::from_str(&run.stats.to_json()).unwrap_or(serde_json::Value::Null);
+    compact_idle_cores(&mut stats);
     let v = serde_json::json!({
         "arch": arch,
         "schedule": run.schedule,

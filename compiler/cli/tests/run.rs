@@ -675,7 +675,7 @@ fn channel_statistics_agree_with_the_trace_on(d: &std::path::Path, arch: &str) {
             .expect("events")
             .iter()
             .filter(|e| e["name"] == name)
-            .map(|e| e["dur"].as_f64().expect("dur"))
+            .map(|e| e["args"]["cycles"].as_f64().expect("cycles"))
             .collect();
         (ev.len() as u64, ev.iter().sum::<f64>() as u64)
     };

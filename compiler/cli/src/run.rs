@@ -574,8 +574,8 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, wh
     // Per class of cores: how many ran tasks, and the utilisation over all of them.
     let mut classes: Vec<&str> = Vec::new();
     for c in &s.cores {
-        if !classes.contains(&&*c.class) {
-            classes.push(&c.class);
+        if !classes.contains(&c.class) {
+            classes.push(c.class);
         }
     }
     for class in classes {

@@ -98,6 +98,20 @@ fn an_example_runs_and_prints_its_summary() {
     ] {
         assert!(out.contains(s), "missing `{s}` in\n{out}");
     }
+    // It says which model ran and why, what the cycles are in time, how busy each class of
+    // cores was over all its cores, and what the expectation measured.
+    let first = out.lines().next().unwrap_or("");
+    assert!(first.contains(" on ascend910b ("), "{first}");
+    assert!(
+        out.contains("modelled cycles = ") && out.contains(" at 1.85 GHz"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" of 48 cores ran tasks (") || out.contains(" of 24 cores ran tasks ("),
+        "{out}"
+    );
+    assert!(out.contains("cores, all idle"), "{out}");
+    assert!(out.contains(": holds, max |Δ| "), "{out}");
 }
 
 #[test]

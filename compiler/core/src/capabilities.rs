@@ -18,9 +18,8 @@ use std::sync::Arc;
 
 use wsp_arch::capabilities::{self as caps, Backend, CapabilityTable, Support};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
-use wsp_syntax::ast::{
-    self, BinOp, Block, Expr, ExprKind, ItemKind, KernelBody, Stmt, StmtKind, UnOp,
-};
+use wsp_syntax::ast::{self, BinOp, Expr, ExprKind, ItemKind, KernelBody, Stmt, StmtKind, UnOp};
+use wsp_syntax::visit::{walk_expr, walk_stmt, Visitor};
 use wsp_syntax::Span;
 
 use crate::db::{item_ast, Db, ItemId};
@@ -138,9 +137,9 @@ pub fn uses(kind: &ItemKind) -> Vec<(&'static str, Span)> {
         }
         ItemKind::Kernel(k) => {
             if let KernelBody::Block(b) = &k.body {
-                let mut first: BTreeMap<&'static str, Span> = BTreeMap::new();
-                kernel_block(b, &mut first);
-                let mut v: Vec<_> = first.into_iter().collect();
+                let mut first = KernelFeatures(BTreeMap::new());
+                first.visit_block(b);
+                let mut v: Vec<_> = first.0.into_iter().collect();
                 v.sort_by_key(|(k, s)| (s.start, *k));
                 out.extend(v);
             }
@@ -159,11 +158,11 @@ pub fn uses(kind: &ItemKind) -> Vec<(&'static str, Span)> {
         }
         ItemKind::Process(p) => {
             out.push(("csp.process", p.name.span));
-            replicates_block(&p.body, &mut out);
+            Replicates(&mut out).visit_block(&p.body);
         }
         ItemKind::Workload(w) => match &w.body {
-            ast::WorkloadBody::Expr(e) => replicates(e, &mut out),
-            ast::WorkloadBody::Block(b) => replicates_block(b, &mut out),
+            ast::WorkloadBody::Expr(e) => Replicates(&mut out).visit_expr(e),
+            ast::WorkloadBody::Block(b) => Replicates(&mut out).visit_block(b),
         },
         _ => {}
     }
@@ -186,12 +185,6 @@ fn family(name: &str) -> Option<&'static str> {
     wsp_vocab::ops::KernelFn::from_name(name).map(|f| f.family().capability_key())
 }
 
-fn kernel_block(b: &Block, out: &mut BTreeMap<&'static str, Span>) {
-    for s in &b.stmts {
-        kernel_stmt(s, out);
-    }
-}
-
 fn note(out: &mut BTreeMap<&'static str, Span>, key: &'static str, span: Span) {
     out.entry(key)
         .and_modify(|s| {
@@ -202,141 +195,71 @@ fn note(out: &mut BTreeMap<&'static str, Span>, key: &'static str, span: Span) {
         .or_insert(span);
 }
 
-fn kernel_stmt(s: &Stmt, out: &mut BTreeMap<&'static str, Span>) {
-    match &s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Var { value, .. } => kernel_expr(value, out),
-        StmtKind::Assign { target, op, value } => {
-            kernel_expr(target, out);
-            if op.is_some() {
-                note(out, "kernel.elementwise", s.span);
-            }
-            kernel_expr(value, out);
-        }
-        StmtKind::For { iter, body, .. } => {
-            kernel_expr(iter, out);
-            kernel_block(body, out);
-        }
-        StmtKind::When {
-            branches,
-            otherwise,
-        } => {
-            for (c, b) in branches {
-                kernel_expr(c, out);
-                kernel_block(b, out);
-            }
-            if let Some(b) = otherwise {
-                kernel_block(b, out);
-            }
-        }
-        StmtKind::Pipe { name, .. } => note(out, "kernel.pipe", name.span),
-        StmtKind::Section {
-            kind_span, body, ..
-        } => {
-            note(out, "kernel.section", *kind_span);
-            kernel_block(body, out);
-        }
-        StmtKind::Expr(e) => kernel_expr(e, out),
-        StmtKind::Send { value, .. } => kernel_expr(value, out),
-        StmtKind::Consume { body, .. } => kernel_block(body, out),
-        StmtKind::Error => {}
-    }
-}
+/// The first use of each kernel capability in a kernel body (written types are not looked
+/// into: their dimensions are constant arithmetic, not tile operations).
+struct KernelFeatures(BTreeMap<&'static str, Span>);
 
-fn kernel_expr(e: &Expr, out: &mut BTreeMap<&'static str, Span>) {
-    match &e.kind {
-        ExprKind::Binary { op, lhs, rhs } => {
-            let key = match op {
-                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
-                    "kernel.elementwise"
-                }
-                _ => "kernel.select_compare",
-            };
-            note(out, key, e.span);
-            kernel_expr(lhs, out);
-            kernel_expr(rhs, out);
-        }
-        ExprKind::Unary { op, expr } => {
-            let key = match op {
-                UnOp::Neg => "kernel.elementwise",
-                _ => "kernel.select_compare",
-            };
-            note(out, key, e.span);
-            kernel_expr(expr, out);
-        }
-        ExprKind::Call {
-            callee,
-            coords,
-            args,
-        } => {
-            if let ExprKind::Name(n) = &callee.kind {
-                if let Some(key) = family(&n.name) {
-                    note(out, key, n.span);
-                }
-            }
-            kernel_expr(callee, out);
-            for c in coords.iter().flatten() {
-                kernel_expr(c, out);
-            }
-            for a in args {
-                kernel_expr(&a.value, out);
-            }
-        }
-        ExprKind::Field { base, .. } => kernel_expr(base, out),
-        ExprKind::Index { base, indices } => {
-            kernel_expr(base, out);
-            indices.iter().for_each(|i| kernel_expr(i, out));
-        }
-        ExprKind::Range { start, end } => {
-            start
-                .iter()
-                .chain(end.iter())
-                .for_each(|x| kernel_expr(x, out));
-        }
-        ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().for_each(|x| kernel_expr(x, out)),
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bool(_)
-        | ExprKind::Name(_)
-        | ExprKind::FullSlice
-        | ExprKind::Error => {}
-    }
-}
-
-fn replicates_block(b: &Block, out: &mut Vec<(&'static str, Span)>) {
-    for s in &b.stmts {
+impl<'a> Visitor<'a> for KernelFeatures {
+    fn visit_stmt(&mut self, s: &'a Stmt) {
         match &s.kind {
-            StmtKind::Let { value, .. } | StmtKind::Var { value, .. } => replicates(value, out),
-            StmtKind::Expr(e) => replicates(e, out),
-            StmtKind::For { body, .. } | StmtKind::Consume { body, .. } => {
-                replicates_block(body, out)
+            StmtKind::Assign { op: Some(_), .. } => note(&mut self.0, "kernel.elementwise", s.span),
+            StmtKind::Pipe { name, .. } => {
+                note(&mut self.0, "kernel.pipe", name.span);
+                // Its element type and arguments are constants.
+                return;
             }
-            StmtKind::When {
-                branches,
-                otherwise,
-            } => {
-                for (_, b) in branches {
-                    replicates_block(b, out);
-                }
-                if let Some(b) = otherwise {
-                    replicates_block(b, out);
+            StmtKind::Section { kind_span, .. } => note(&mut self.0, "kernel.section", *kind_span),
+            _ => {}
+        }
+        walk_stmt(self, s);
+    }
+
+    fn visit_expr(&mut self, e: &'a Expr) {
+        match &e.kind {
+            ExprKind::Binary { op, .. } => {
+                let key = match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                        "kernel.elementwise"
+                    }
+                    _ => "kernel.select_compare",
+                };
+                note(&mut self.0, key, e.span);
+            }
+            ExprKind::Unary { op, .. } => {
+                let key = match op {
+                    UnOp::Neg => "kernel.elementwise",
+                    _ => "kernel.select_compare",
+                };
+                note(&mut self.0, key, e.span);
+            }
+            ExprKind::Call { callee, .. } => {
+                if let ExprKind::Name(n) = &callee.kind {
+                    if let Some(key) = family(&n.name) {
+                        note(&mut self.0, key, n.span);
+                    }
                 }
             }
             _ => {}
         }
+        walk_expr(self, e);
     }
+
+    fn visit_type(&mut self, _: &'a ast::TypeExpr) {}
 }
 
-fn replicates(e: &Expr, out: &mut Vec<(&'static str, Span)>) {
-    if let ExprKind::Call { callee, args, .. } = &e.kind {
-        if let ExprKind::Name(n) = &callee.kind {
-            if n.name == "replicate" {
-                out.push(("csp.replicate", n.span));
+/// Every `replicate(...)` call.
+struct Replicates<'o>(&'o mut Vec<(&'static str, Span)>);
+
+impl<'a> Visitor<'a> for Replicates<'_> {
+    fn visit_expr(&mut self, e: &'a Expr) {
+        if let ExprKind::Call { callee, .. } = &e.kind {
+            if let ExprKind::Name(n) = &callee.kind {
+                if n.name == "replicate" {
+                    self.0.push(("csp.replicate", n.span));
+                }
             }
         }
-        for a in args {
-            replicates(&a.value, out);
-        }
+        walk_expr(self, e);
     }
 }
 

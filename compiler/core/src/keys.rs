@@ -12,8 +12,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
-use wsp_syntax::ast::{Block, Directive, Expr, ExprKind, Ident, ItemKind, Schedule, StmtKind};
+use wsp_syntax::ast::{
+    Block, Directive, Expr, ExprKind, Ident, ItemKind, Schedule, Stmt, StmtKind,
+};
 use wsp_syntax::ast::{Workload, WorkloadBody};
+use wsp_syntax::visit::{walk_stmt, Visitor};
 
 use crate::db::{parse_file, Db, File};
 use wsp_vocab::codes;
@@ -87,28 +90,29 @@ struct Site {
     in_consume: bool,
 }
 
-fn sites(b: &Block, off: u32, axes: &mut Vec<String>, in_consume: bool, out: &mut Vec<Site>) {
-    for s in &b.stmts {
+/// The task calls of a body (statements, and the tasks of `send`s), with the loop axes around
+/// each.
+struct Sites<'o> {
+    off: u32,
+    axes: Vec<String>,
+    in_consume: bool,
+    out: &'o mut Vec<Site>,
+}
+
+impl<'a> Visitor<'a> for Sites<'_> {
+    fn visit_stmt(&mut self, s: &'a Stmt) {
         match &s.kind {
             StmtKind::For { iter, body, .. } => {
-                let n = axes.len();
-                axes.extend(crate::wltype::loop_axes(iter));
-                sites(body, off, axes, in_consume, out);
-                axes.truncate(n);
+                let n = self.axes.len();
+                self.axes.extend(crate::wltype::loop_axes(iter));
+                self.visit_block(body);
+                self.axes.truncate(n);
             }
-            StmtKind::When {
-                branches,
-                otherwise,
-            } => {
-                for (_, b) in branches {
-                    sites(b, off, axes, in_consume, out);
-                }
-                if let Some(b) = otherwise {
-                    sites(b, off, axes, in_consume, out);
-                }
+            StmtKind::Consume { body, .. } => {
+                let was = std::mem::replace(&mut self.in_consume, true);
+                self.visit_block(body);
+                self.in_consume = was;
             }
-            StmtKind::Consume { body, .. } => sites(body, off, axes, true, out),
-            StmtKind::Section { body, .. } => sites(body, off, axes, in_consume, out),
             StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => {
                 if let ExprKind::Call {
                     callee,
@@ -117,18 +121,22 @@ fn sites(b: &Block, off: u32, axes: &mut Vec<String>, in_consume: bool, out: &mu
                 } = &e.kind
                 {
                     if let ExprKind::Name(k) = &callee.kind {
-                        out.push(Site {
-                            span: e.span.shift(off),
+                        self.out.push(Site {
+                            span: e.span.shift(self.off),
                             kernel: k.name.clone(),
-                            axes: axes.iter().cloned().collect(),
-                            in_consume,
+                            axes: self.axes.iter().cloned().collect(),
+                            in_consume: self.in_consume,
                         });
                     }
                 }
             }
-            _ => {}
+            // `when` branches and sections: their blocks.
+            _ => walk_stmt(self, s),
         }
     }
+
+    // Task calls are statements; expressions hold none.
+    fn visit_expr(&mut self, _: &'a Expr) {}
 }
 
 /// The workloads and processes a composition expression names (`combine`, `sequential`,
@@ -206,7 +214,13 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 continue;
             }
             match bodies.get(w) {
-                Some(Body::Block(b, boff)) => sites(b, *boff, &mut Vec::new(), false, &mut all),
+                Some(Body::Block(b, boff)) => Sites {
+                    off: *boff,
+                    axes: Vec::new(),
+                    in_consume: false,
+                    out: &mut all,
+                }
+                .visit_block(b),
                 Some(Body::Expr(e)) => {
                     let mut names = Vec::new();
                     composed(e, &mut names);

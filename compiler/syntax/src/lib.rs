@@ -7,6 +7,7 @@ pub mod ast;
 pub mod lexer;
 pub mod parser;
 mod span;
+pub mod visit;
 
 pub use ast::SourceFile;
 pub use lexer::{lex, Token, TokenInfo};

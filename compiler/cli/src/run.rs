@@ -244,7 +244,7 @@ pub fn main(a: Args) -> ExitCode {
 
     let jit = wsp_jit::Jit::new();
     let _ = START.set(Instant::now());
-    let result = wsp_sim::run(&program, &jit, &opts);
+    let (result, records) = wsp_sim::run_recorded(&program, &jit, &opts);
     if opts.progress.is_some() && SHOWN.load(std::sync::atomic::Ordering::Relaxed) {
         eprint!("\r\x1b[2K");
     }
@@ -257,12 +257,15 @@ pub fn main(a: Args) -> ExitCode {
                 | SimError::Setup { at: Some(at), .. } => Some(at),
                 _ => None,
             };
-            match place {
-                Some(at) => eprint!(
+            match (place, &e) {
+                (Some(at), _) => eprint!(
                     "{}",
                     render_human(&[run_error(&e, at)], &crate::WsSources(&ws), color)
                 ),
-                None => eprintln!("{e}"),
+                (None, SimError::Deadlock(_, Some(report))) => {
+                    eprint!("{}", deadlock_text(report, &ws))
+                }
+                (None, _) => eprintln!("{e}"),
             }
             // After a deadlock: the static analysis of the same pipeline, with the params
             // bound to this run's values, names the smallest depths that complete, which the
@@ -307,6 +310,12 @@ pub fn main(a: Args) -> ExitCode {
                 for h in &static_help {
                     eprintln!("  static analysis{bound_text} (W0504): {h}");
                 }
+            }
+            // The trace and graph up to the failure: when they are needed most.
+            match write_records(&records, &a) {
+                Ok(Some(what)) => eprintln!("  wrote {what} up to the failure"),
+                Ok(None) => {}
+                Err(m) => eprintln!("error: {m}"),
             }
             return match e {
                 SimError::Exec {
@@ -444,6 +453,109 @@ fn stage_files(
         stage(path, g.as_bytes(), staged)?;
     }
     Ok(())
+}
+
+/// A deadlock in the program's terms first — each blocked process, the channel it waits on,
+/// and where in the source it sends to or receives from that channel — then what to do, then
+/// the runtime's state.
+fn deadlock_text(report: &wsp_sim::DeadlockReport, ws: &wsp_core::Workspace) -> String {
+    use wsp_syntax::ast::{ItemKind, StmtKind};
+    let mut o = format!(
+        "error[{}]: deadlock at cycle {}: {}\n",
+        codes::E0811,
+        report.cycle,
+        report.reason
+    );
+    // Every process declaration of the loaded files: (name, file, absolute body offset, item).
+    let files: Vec<(String, std::sync::Arc<str>)> = ws
+        .paths()
+        .into_iter()
+        .filter_map(|p| Some((p.clone(), ws.text(&FileName::new(p.as_str()))?)))
+        .collect();
+    let parsed: Vec<_> = files
+        .iter()
+        .map(|(p, t)| (p, t, wsp_syntax::parse(t)))
+        .collect();
+    let line_of = |text: &str, off: u32| LineIndex::new(text).line_col(text, off);
+    for b in &report.blocked {
+        let (verb, state) = match b.wait {
+            wsp_sim::Wait::Full => ("send on", "full"),
+            wsp_sim::Wait::Empty => ("receive from", "empty"),
+        };
+        let (mut decl, mut at) = (String::new(), String::new());
+        let base = b.process.split('#').next().unwrap_or(&b.process);
+        'found: for (path, text, parse) in &parsed {
+            for node in &parse.file.items {
+                let ItemKind::Process(p) = &node.item.kind else {
+                    continue;
+                };
+                if p.name.name != base {
+                    continue;
+                }
+                let off = node.range.start;
+                let (l, _) = line_of(text, off + p.name.span.start);
+                let sites: Vec<String> = wsp_syntax::visit::statements(&p.body)
+                    .into_iter()
+                    .filter_map(|s| match &s.kind {
+                        StmtKind::Send { channel, .. } | StmtKind::Consume { channel, .. }
+                            if channel.name == b.channel =>
+                        {
+                            let (sl, sc) = line_of(text, off + s.span.start);
+                            let kw = if matches!(s.kind, StmtKind::Send { .. }) {
+                                "send"
+                            } else {
+                                "consume"
+                            };
+                            Some(format!("`{kw} {}` at {path}:{sl}:{sc}", b.channel))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                decl = format!(" ({path}:{l})");
+                if !sites.is_empty() {
+                    at = format!(": {}", sites.join(", "));
+                }
+                break 'found;
+            }
+        }
+        o.push_str(&format!(
+            "  process `{}`{decl} waits to {verb} channel `{}` ({state}, {}/{} tokens){at}\n",
+            b.process, b.channel, b.fill, b.depth
+        ));
+    }
+    o.push_str(&format!("  mitigation: {}\n", report.mitigation));
+    o.push_str("  runtime state at the deadlock:\n");
+    for r in &report.rings {
+        o.push_str(&format!(
+            "    {}: {}/{} used, high-water {}\n",
+            r.name, r.used, r.capacity, r.high_water
+        ));
+    }
+    o.push_str(&format!(
+        "    scope depth {}, {} tasks and {} bytes held by open scopes\n",
+        report.scope_depth, report.scope_held_tasks, report.scope_held_bytes
+    ));
+    o
+}
+
+/// Writes the trace and graph of a failed run (`--trace`, `--graph`), all or nothing; says
+/// what it wrote.
+fn write_records(r: &wsp_sim::Records, a: &Args) -> Result<Option<String>, String> {
+    let mut staged = Vec::new();
+    let mut what = Vec::new();
+    if let (Some(path), Some(t)) = (&a.trace, &r.trace) {
+        stage(path, t.as_bytes(), &mut staged)?;
+        what.push(format!("the trace `{}`", path.display()));
+    }
+    if let (Some(path), Some(g)) = (&a.graph, &r.graph) {
+        stage(path, g.as_bytes(), &mut staged)?;
+        what.push(format!("the graph `{}`", path.display()));
+    }
+    if staged.is_empty() {
+        return Ok(None);
+    }
+    commit(staged)?;
+    Ok(Some(what.join(" and ")))
 }
 
 /// A temporary file beside `dst`, named for it (`.NAME.XXXXXX.what`, removed when dropped).

@@ -1103,3 +1103,51 @@ fn an_extern_kernel_without_a_reference_does_not_run() {
         "{err}"
     );
 }
+
+/// A deadlocked run leads with the program's terms — each blocked process, its channel, and
+/// the line of its `send`/`consume` — before the runtime's state, and still writes its trace
+/// and graph (that is when they are needed most).
+#[test]
+fn a_deadlock_is_told_in_the_programs_terms_and_keeps_its_trace_and_graph() {
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui/csp_deadlock_full.wsp"),
+    )
+    .expect("fixture");
+    let d = program("deadlock-trace", &src);
+    let o = wsp(
+        &d,
+        &["run", "p.wsp", "--trace", "t.json", "--graph", "g.dot"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with("error[E0811]: deadlock at cycle"),
+        "{err}"
+    );
+    assert!(
+        lines[1].contains("process `split` (p.wsp:15) waits to send on channel `a`")
+            && lines[1].contains("`send a` at p.wsp:16:"),
+        "{err}"
+    );
+    assert!(
+        lines[2].contains("process `join` (p.wsp:19) waits to receive from channel `b`")
+            && lines[2].contains("`consume b` at p.wsp:20:"),
+        "{err}"
+    );
+    let state = err
+        .find("runtime state at the deadlock")
+        .expect("runtime state");
+    assert!(err.find("mitigation").is_some_and(|m| m < state), "{err}");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("t.json")).expect("trace")).expect("JSON");
+    assert!(trace["traceEvents"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    let graph = std::fs::read_to_string(d.join("g.dot")).expect("graph");
+    assert!(
+        graph.starts_with("digraph") && graph.contains("copy[0]"),
+        "{graph}"
+    );
+    assert!(err.contains("wrote the trace `t.json` and the graph `g.dot` up to the failure"));
+}

@@ -39,6 +39,8 @@ use wsp_ir::workload::{
 };
 use wsp_runtime as rt;
 use wsp_runtime::{Arch, CoreClass, Policies, ProcCx, RawTask, Runtime, RuntimeError};
+/// A deadlock's report and what its processes wait for (in [`SimError::Deadlock`]).
+pub use wsp_runtime::{DeadlockReport, Wait};
 use wsp_vocab::codes;
 
 /// What to run and how.
@@ -1060,6 +1062,53 @@ fn read_back(r: &mut Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<()
 /// Runs `program` on the runtime. Expectations are checked (failures are in
 /// [`SimRun::expects`], not errors).
 pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimRun, SimError> {
+    run_recorded(program, jit, opts).0
+}
+
+/// The Chrome trace and the DOT task graph of a run that failed after it started (with
+/// [`Options::record`]): a deadlock's or a failed task's are what one needs most.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    pub trace: Option<String>,
+    pub graph: Option<String>,
+}
+
+impl RtBackend<'_> {
+    /// The trace and the graph recorded so far.
+    fn records(&self) -> Records {
+        let sites = &self.s.sites;
+        let graph = self.rt.dot_with(&|n| {
+            let at = sites.get(usize::try_from(n).ok()?)?.as_ref()?;
+            Some(site_attrs(at))
+        });
+        Records {
+            trace: Some(self.rt.chrome_trace()),
+            graph: Some(graph),
+        }
+    }
+}
+
+/// [`run`], and when the run fails after it started and [`Options::record`] asks for them,
+/// its trace and graph up to the failure (empty otherwise).
+pub fn run_recorded(
+    program: &Program,
+    jit: &wsp_jit::Jit,
+    opts: &Options,
+) -> (Result<SimRun, SimError>, Records) {
+    let mut records = Records::default();
+    let r = run_inner(program, jit, opts, &mut records);
+    if r.is_ok() {
+        records = Records::default();
+    }
+    (r, records)
+}
+
+fn run_inner(
+    program: &Program,
+    jit: &wsp_jit::Jit,
+    opts: &Options,
+    records: &mut Records,
+) -> Result<SimRun, SimError> {
     let data_err = |e: data::DataError| SimError::Setup {
         code: e.code,
         message: e.message,
@@ -1215,6 +1264,9 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         Some(o) => o.run_workload_on(w, &params, &mut tensors, &mut backend),
         None => exec::run_workload_on(program, w, &params, &mut tensors, &mut backend),
     };
+    if outcome.is_err() && opts.record {
+        *records = backend.records();
+    }
     let outcome = match outcome {
         Ok(o) => o,
         // A limit or a deadlock that stopped the run reaches here as text when a submission
@@ -1239,7 +1291,15 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
             })
         }
     };
-    let stats = backend.rt.finish().map_err(|e| from_runtime(program, e))?;
+    let stats = match backend.rt.finish() {
+        Ok(s) => s,
+        Err(e) => {
+            if opts.record {
+                *records = backend.records();
+            }
+            return Err(from_runtime(program, e));
+        }
+    };
     if !opts.timing_only {
         for i in 0..tensors.len() {
             read_back(&mut backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
@@ -1255,12 +1315,8 @@ pub fn run(program: &Program, jit: &wsp_jit::Jit, opts: &Options) -> Result<SimR
         k.tasks = *c;
     }
     let (trace, graph) = if opts.record {
-        let sites = &backend.s.sites;
-        let graph = backend.rt.dot_with(&|n| {
-            let at = sites.get(usize::try_from(n).ok()?)?.as_ref()?;
-            Some(site_attrs(at))
-        });
-        (Some(backend.rt.chrome_trace()), Some(graph))
+        let r = backend.records();
+        (r.trace, r.graph)
     } else {
         (None, None)
     };

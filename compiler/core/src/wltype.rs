@@ -136,45 +136,28 @@ pub(crate) fn loop_axes(iter: &Expr) -> Vec<String> {
 /// `(item-relative end of the iterator expression, "Independent[rows: Dense[4]]")`, with the
 /// loop's axes and their types (`?` when unknown). `axes` is [`axis_types`] of the file.
 pub fn loop_headers(body: &Block, axes: &BTreeMap<String, String>) -> Vec<(u32, String)> {
-    fn walk(b: &Block, axes: &BTreeMap<String, String>, out: &mut Vec<(u32, String)>) {
-        for s in &b.stmts {
-            match &s.kind {
-                StmtKind::For { iter, body, .. } => {
-                    let (dep, names) = loop_form(iter);
-                    let over: Vec<String> = names
-                        .iter()
-                        .map(|n| {
-                            let t = axes.get(n).map_or("?", String::as_str);
-                            format!("{n}: {t}")
-                        })
-                        .collect();
-                    let label = if over.is_empty() {
-                        dep.to_string()
-                    } else {
-                        format!("{dep}[{}]", over.join(", "))
-                    };
-                    out.push((iter.span.end, label));
-                    walk(body, axes, out);
-                }
-                StmtKind::When {
-                    branches,
-                    otherwise,
-                } => {
-                    for (_, b) in branches {
-                        walk(b, axes, out);
-                    }
-                    if let Some(b) = otherwise {
-                        walk(b, axes, out);
-                    }
-                }
-                StmtKind::Consume { body, .. } => walk(body, axes, out),
-                _ => {}
+    wsp_syntax::visit::statements(body)
+        .into_iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::For { iter, .. } => {
+                let (dep, names) = loop_form(iter);
+                let over: Vec<String> = names
+                    .iter()
+                    .map(|n| {
+                        let t = axes.get(n).map_or("?", String::as_str);
+                        format!("{n}: {t}")
+                    })
+                    .collect();
+                let label = if over.is_empty() {
+                    dep.to_string()
+                } else {
+                    format!("{dep}[{}]", over.join(", "))
+                };
+                Some((iter.span.end, label))
             }
-        }
-    }
-    let mut out = Vec::new();
-    walk(body, axes, &mut out);
-    out
+            _ => None,
+        })
+        .collect()
 }
 
 /// The type of every axis of a file, by name (`Dense[2]`, `DenseDyn`, ...).
@@ -196,29 +179,13 @@ pub fn axis_types(db: &dyn Db, file: File) -> BTreeMap<String, String> {
 /// this file that no loop here iterates fails for every task.
 #[salsa::tracked(returns(ref))]
 pub fn iterated_axes(db: &dyn Db, file: File) -> BTreeSet<String> {
-    fn walk(b: &Block, out: &mut BTreeSet<String>) {
-        for s in &b.stmts {
-            match &s.kind {
-                StmtKind::For { iter, body, .. } => {
-                    out.extend(loop_axes(iter));
-                    walk(body, out);
-                }
-                StmtKind::When {
-                    branches,
-                    otherwise,
-                } => {
-                    for (_, b) in branches {
-                        walk(b, out);
-                    }
-                    if let Some(b) = otherwise {
-                        walk(b, out);
-                    }
-                }
-                StmtKind::Consume { body, .. } => walk(body, out),
-                _ => {}
+    let walk = |b: &Block, out: &mut BTreeSet<String>| {
+        for s in wsp_syntax::visit::statements(b) {
+            if let StmtKind::For { iter, .. } = &s.kind {
+                out.extend(loop_axes(iter));
             }
         }
-    }
+    };
     let mut out = BTreeSet::new();
     for n in &parse_file(db, file).file.items {
         match &n.item.kind {

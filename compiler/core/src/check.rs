@@ -1553,7 +1553,7 @@ fn kernel(c: &mut Checker, k: &Kernel) {
     }
     // Every `out` tile must be written somewhere in the body.
     let mut written = BTreeSet::new();
-    collect_written(&body.stmts, &mut written);
+    collect_written(body, &mut written);
     for p in &k.params {
         if matches!(p.dir, Some((Direction::Out, _))) && !written.contains(p.name.name.as_str()) {
             c.diags.push(
@@ -1571,37 +1571,21 @@ fn kernel(c: &mut Checker, k: &Kernel) {
     }
 }
 
-fn collect_written<'a>(stmts: &'a [Stmt], out: &mut BTreeSet<&'a str>) {
-    for s in stmts {
-        match &s.kind {
-            StmtKind::Assign { target, .. } => {
-                let root = match &target.kind {
+/// The names assigned anywhere in a body (`x = ...`, `x[..] = ...`).
+fn collect_written<'a>(body: &'a Block, out: &mut BTreeSet<&'a str>) {
+    for s in wsp_syntax::visit::statements(body) {
+        if let StmtKind::Assign { target, .. } = &s.kind {
+            let root = match &target.kind {
+                ExprKind::Name(id) => Some(id),
+                ExprKind::Index { base, .. } => match &base.kind {
                     ExprKind::Name(id) => Some(id),
-                    ExprKind::Index { base, .. } => match &base.kind {
-                        ExprKind::Name(id) => Some(id),
-                        _ => None,
-                    },
                     _ => None,
-                };
-                if let Some(id) = root {
-                    out.insert(id.name.as_str());
-                }
+                },
+                _ => None,
+            };
+            if let Some(id) = root {
+                out.insert(id.name.as_str());
             }
-            StmtKind::For { body, .. }
-            | StmtKind::Section { body, .. }
-            | StmtKind::Consume { body, .. } => collect_written(&body.stmts, out),
-            StmtKind::When {
-                branches,
-                otherwise,
-            } => {
-                for (_, b) in branches {
-                    collect_written(&b.stmts, out);
-                }
-                if let Some(b) = otherwise {
-                    collect_written(&b.stmts, out);
-                }
-            }
-            _ => {}
         }
     }
 }

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_diagnostics::{Diagnostic, FileName, Label};
 use wsp_syntax::ast::*;
+use wsp_syntax::visit::{walk_expr, walk_stmt, Visitor};
 use wsp_syntax::Span;
 
 use crate::types::eval_int;
@@ -505,44 +506,22 @@ pub fn check_kernel_flow(
 /// that need the whole body (an `out` tile never written) are skipped then, as the syntax error
 /// is already reported and the missing write may be inside the damaged part.
 pub fn has_error_nodes(b: &Block) -> bool {
-    fn expr(e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Error => true,
-            ExprKind::Field { base, .. } => expr(base),
-            ExprKind::Unary { expr: x, .. } => expr(x),
-            ExprKind::Binary { lhs, rhs, .. } => expr(lhs) || expr(rhs),
-            ExprKind::Call {
-                callee,
-                coords,
-                args,
-            } => {
-                expr(callee)
-                    || coords.iter().flatten().any(expr)
-                    || args.iter().any(|a| expr(&a.value))
+    struct Errors(bool);
+    impl<'a> Visitor<'a> for Errors {
+        fn visit_stmt(&mut self, s: &'a Stmt) {
+            self.0 |= matches!(s.kind, StmtKind::Error);
+            if !self.0 {
+                walk_stmt(self, s);
             }
-            ExprKind::Index { base, indices } => expr(base) || indices.iter().any(expr),
-            ExprKind::Range { start, end } => {
-                start.as_deref().is_some_and(expr) || end.as_deref().is_some_and(expr)
+        }
+        fn visit_expr(&mut self, e: &'a Expr) {
+            self.0 |= matches!(e.kind, ExprKind::Error);
+            if !self.0 {
+                walk_expr(self, e);
             }
-            ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().any(expr),
-            _ => false,
         }
     }
-    b.stmts.iter().any(|s| match &s.kind {
-        StmtKind::Error => true,
-        StmtKind::Let { value, .. } | StmtKind::Var { value, .. } => expr(value),
-        StmtKind::Assign { target, value, .. } => expr(target) || expr(value),
-        StmtKind::For { iter, body, .. } => expr(iter) || has_error_nodes(body),
-        StmtKind::When {
-            branches,
-            otherwise,
-        } => {
-            branches.iter().any(|(c, b)| expr(c) || has_error_nodes(b))
-                || otherwise.as_ref().is_some_and(has_error_nodes)
-        }
-        StmtKind::Send { value, .. } => expr(value),
-        StmtKind::Consume { body, .. } | StmtKind::Section { body, .. } => has_error_nodes(body),
-        StmtKind::Pipe { args, .. } => args.iter().any(|a| expr(&a.value)),
-        StmtKind::Expr(e) => expr(e),
-    })
+    let mut v = Errors(false);
+    v.visit_block(b);
+    v.0
 }

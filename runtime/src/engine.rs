@@ -612,7 +612,10 @@ impl Failure {
 type JobResult = (u64, Result<(), String>, Box<ExecData>, u64);
 
 struct Pool {
+    /// `None` when no worker could be started (or the workers are gone).
     tx: Option<mpsc::Sender<Job>>,
+    /// Why a worker thread could not be started, when one could not.
+    spawn_error: Option<String>,
     rx: mpsc::Receiver<JobResult>,
     handles: Vec<std::thread::JoinHandle<()>>,
     /// The earliest failure.
@@ -674,15 +677,20 @@ impl KernelEntry {
 }
 
 impl Pool {
+    /// A pool of up to `n` workers: as many as the system lets start (a pool without any
+    /// fails the tasks given to it instead of waiting for them forever).
     fn new(n: usize) -> Pool {
         let (tx, jrx) = mpsc::channel::<Job>();
         let (dtx, rx) = mpsc::channel();
         let jrx = Arc::new(Mutex::new(jrx));
-        let handles = (0..n)
-            .map(|_| {
-                let jrx = Arc::clone(&jrx);
-                let dtx = dtx.clone();
-                std::thread::spawn(move || loop {
+        let mut spawn_error = None;
+        let mut handles = Vec::with_capacity(n);
+        for i in 0..n {
+            let jrx = Arc::clone(&jrx);
+            let dtx = dtx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("wsp-kernel-{i}"))
+                .spawn(move || loop {
                     let job = match jrx.lock() {
                         Ok(g) => g.recv(),
                         Err(_) => return,
@@ -696,11 +704,19 @@ impl Pool {
                     if dtx.send((seq, r, data, ns)).is_err() {
                         return;
                     }
-                })
-            })
-            .collect();
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_error =
+                        Some(format!("could not start host thread {} of {n}: {e}", i + 1));
+                    break;
+                }
+            }
+        }
         Pool {
-            tx: Some(tx),
+            tx: (!handles.is_empty()).then_some(tx),
+            spawn_error,
             rx,
             handles,
             failed: None,
@@ -1932,9 +1948,11 @@ impl Runtime {
                 return;
             }
         }
-        Failure::keep_earliest(&mut pool.failed, seq, || {
-            Failure::new(seq, ki, "the host thread pool stopped".into(), &[])
-        });
+        let why = pool
+            .spawn_error
+            .clone()
+            .unwrap_or_else(|| "the host thread pool stopped".into());
+        Failure::keep_earliest(&mut pool.failed, seq, || Failure::new(seq, ki, why, &[]));
         self.deferred -= 1;
     }
 

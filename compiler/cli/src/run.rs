@@ -55,8 +55,8 @@ pub struct Args {
     /// Run every kernel and the orchestration in the reference interpreters instead of the JIT.
     #[arg(long)]
     interpret: bool,
-    /// Host threads running kernels (default 1: the orchestrating thread).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Host threads running kernels (default 1: the orchestrating thread; at most 256).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
     /// Stop (error E0815, exit 4) rather than submit more tasks than this: a bound for
     /// pipelines that never end.

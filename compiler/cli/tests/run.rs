@@ -1151,3 +1151,20 @@ fn a_deadlock_is_told_in_the_programs_terms_and_keeps_its_trace_and_graph() {
     );
     assert!(err.contains("wrote the trace `t.json` and the graph `g.dot` up to the failure"));
 }
+
+/// `--threads` is bounded (a documented maximum, not a thread spawn that fails and aborts).
+#[test]
+fn threads_beyond_the_maximum_are_a_usage_error() {
+    let o = wsp(
+        Path::new("."),
+        &[
+            "run",
+            &example("softmax").to_string_lossy(),
+            "--threads",
+            "20000",
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("20000 is not in 1..=256"), "{err}");
+}

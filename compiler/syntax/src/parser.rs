@@ -46,9 +46,9 @@ use crate::{Parse, Span, SyntaxError};
 /// The deepest expression/statement nesting the parser accepts.
 pub const MAX_DEPTH: u32 = 64;
 
-/// The most operators (binary, `.`, `..`) one expression may chain, counting those of the
-/// expressions it sits in: each is a level of the syntax tree that every later pass walks
-/// recursively.
+/// The most operators (binary, `.`, `..`, and postfix calls and indexing: `a[0][0]`,
+/// `f(1)(1)`) one expression may chain, counting those of the expressions it sits in: each is a
+/// level of the syntax tree that every later pass walks recursively.
 pub const MAX_CHAIN: u32 = 1024;
 
 /// Error codes of the syntax layer (explained in `compiler/diagnostics/explanations`).
@@ -270,6 +270,15 @@ fn nesting(pairs: &[Pair]) -> Result<u32, SyntaxError> {
         });
         match t {
             Token::LParen | Token::LBracket | Token::LBrace => {
+                // A call or an index right after an operand (`a[0][0]`, `f(1)(1)`) is a postfix
+                // operator of this level's chain: the tree nests once per link.
+                if after_operand && *t != Token::LBrace {
+                    chain += 1;
+                    if chain > MAX_CHAIN {
+                        let m = format!("an expression chains more than {MAX_CHAIN} operators");
+                        return Err(too_deep(*s, m, "too long a chain"));
+                    }
+                }
                 depth += 1;
                 outer.push(chain);
             }

@@ -358,6 +358,17 @@ fn deep_nesting_is_an_error_not_a_crash() {
         vec!["x"; 20_000].join(" + ")
     );
     assert!(codes(&parse(&src)).contains(&"E0006"));
+    // So are postfix chains: indexing, calls and task calls (`a[0][0]…`, `f(1)(1)…`,
+    // `k[0][0]…`), which every pass walks recursively as well.
+    for link in ["[0]", "(1)", "[0](x: X)"] {
+        let src = format!(
+            "kernel k(a: in f32[8, 8], c: out f32[8, 8]) {{\n    c = a{}\n}}\n",
+            link.repeat(20_000)
+        );
+        assert!(codes(&parse(&src)).contains(&"E0006"), "{link}");
+    }
+    let ok = format!("const A = a{}\n", "[0]".repeat(500));
+    assert!(parse(&ok).errors.is_empty());
     // Separate expressions each start their own chain.
     let ok = format!("const A = f({})\n", vec!["x + x"; 2_000].join(", "));
     assert!(parse(&ok).errors.is_empty());

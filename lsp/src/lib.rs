@@ -11,6 +11,7 @@
 
 pub mod analysis;
 pub mod features;
+pub mod framing;
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -366,6 +367,7 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        SHUT_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 
@@ -861,16 +863,30 @@ fn locations(ws: &Workspace, refs: Vec<(String, (usize, usize))>) -> Vec<Locatio
         .collect()
 }
 
-/// Serves the protocol on stdin/stdout until the client exits.
-pub fn run_stdio() -> std::io::Result<()> {
+/// Set when the client sent `shutdown`: then `exit` (or the end of the input) is a clean end.
+static SHUT_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Serves the protocol on stdin/stdout until the client exits; `Ok(true)` when it asked for
+/// `shutdown` first (the LSP specification's exit code 0), `Ok(false)` otherwise (exit code 1).
+/// Malformed input is skipped and reported on standard error ([`framing`]).
+pub fn run_stdio() -> std::io::Result<bool> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+        let (to_server, from_guard) = tokio::io::duplex(1 << 20);
+        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        tokio::spawn(framing::guard(stdin, to_server, |why| {
+            eprintln!("wsp lsp: skipped a malformed message: {why}");
+        }));
         let (service, socket) = LspService::new(Backend::new);
-        Server::new(stdin, stdout, socket).serve(service).await;
+        Server::new(from_guard, tokio::io::stdout(), socket)
+            .serve(service)
+            .await;
     });
-    Ok(())
+    // The guard may still be blocked reading standard input (the client has not closed it):
+    // do not wait for it.
+    rt.shutdown_background();
+    Ok(SHUT_DOWN.load(std::sync::atomic::Ordering::SeqCst))
 }

@@ -13,7 +13,9 @@ pub struct Args {
 pub fn main(a: Args) -> ExitCode {
     let _ = a.stdio;
     match wsp_lsp::run_stdio() {
-        Ok(()) => ExitCode::SUCCESS,
+        // The LSP specification: exit code 0 after `shutdown`, 1 without it.
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("error: wsp lsp: {e}");
             ExitCode::from(2)

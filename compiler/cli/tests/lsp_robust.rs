@@ -209,3 +209,41 @@ fn ten_thousand_random_edits_never_crash_or_hang_the_server() {
     assert_eq!(s["result"].as_array().map(|a| a.len()), Some(5), "{s}");
     c.stop();
 }
+
+/// Malformed messages (a lone surrogate, truncated JSON, a JSON value that is not an object, a
+/// negative or missing Content-Length, a header without `\r\n`, a length shorter than the
+/// body) are skipped: the server keeps answering. `exit` without `shutdown` exits 1, with it 0
+/// (the LSP specification).
+#[test]
+fn malformed_messages_do_not_end_the_server_and_exit_codes_follow_the_specification() {
+    let (dir, uri) = setup("malformed");
+    let mut c = Client::start(&dir, false);
+    let frame = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let bad = [
+        frame(
+            r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///x.wsp","languageId":"wsp","version":1,"text":"\ud800"}}}"#,
+        ),
+        frame(r#"{"jsonrpc":"#),
+        frame("[1, 2, 3]"),
+        "Content-Length: -5\r\n\r\n{}".to_string(),
+        "Content-Type: application/json\r\n\r\n".to_string(),
+        "Content-Length: 2\n\n{}".to_string(),
+        "Content-Length: 2\r\n\r\n{}xx".to_string(),
+    ];
+    for b in &bad {
+        c.send_raw(b.as_bytes());
+        // Still serving: a request after each is answered.
+        c.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": "const A = 1\n"}}),
+        );
+        let r = c.request("textDocument/hover", pos(0, 6, &uri));
+        assert!(
+            r.get("result").is_some() || r.get("error").is_some(),
+            "{b:?}: {r}"
+        );
+    }
+    assert_eq!(c.exit_without_shutdown(), Some(1));
+    let c = Client::start(&dir, false);
+    assert_eq!(c.stop_code(), Some(0));
+}

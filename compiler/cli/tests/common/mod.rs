@@ -154,6 +154,26 @@ impl Client {
         }
     }
 
+    /// Writes bytes as they are (malformed frames).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends `exit` without `shutdown`; the server's exit code.
+    pub fn exit_without_shutdown(mut self) -> Option<i32> {
+        self.notify("exit", Value::Null);
+        self.child.wait().ok().and_then(|s| s.code())
+    }
+
+    /// Ends the session politely; the server's exit code.
+    pub fn stop_code(mut self) -> Option<i32> {
+        let r = self.request("shutdown", Value::Null);
+        assert!(r.get("error").is_none(), "{r}");
+        self.notify("exit", Value::Null);
+        self.child.wait().ok().and_then(|s| s.code())
+    }
+
     pub fn stop(mut self) {
         let r = self.request("shutdown", Value::Null);
         assert!(r.get("error").is_none(), "{r}");

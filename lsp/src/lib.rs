@@ -81,9 +81,8 @@ impl State {
                 return;
             }
             for m in missing {
-                match std::fs::read(&m).map(String::from_utf8) {
-                    Ok(Ok(t)) => self.ws.set_file(&m, t),
-                    Ok(Err(_)) => self.ws.set_unreadable(&m, "not valid UTF-8".into()),
+                match wsp_ir::fsio::read_source(std::path::Path::new(&m)) {
+                    Ok(t) => self.ws.set_file(&m, t),
                     Err(e) => self.ws.set_unreadable(&m, e.to_string()),
                 }
             }

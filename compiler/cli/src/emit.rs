@@ -293,17 +293,7 @@ fn extern_sources(
                 .unwrap_or_default();
             let file = dir.join(&e.path);
             let read = || -> Result<Vec<u8>, String> {
-                let meta = std::fs::metadata(&file).map_err(|err| err.to_string())?;
-                if !meta.is_file() {
-                    return Err("not a regular file".into());
-                }
-                if meta.len() > MAX_EXTERN_SOURCE {
-                    return Err(format!(
-                        "{} bytes, more than the {MAX_EXTERN_SOURCE} bytes an extern source may have",
-                        meta.len()
-                    ));
-                }
-                std::fs::read(&file).map_err(|err| err.to_string())
+                wsp_ir::fsio::read_regular(&file, MAX_EXTERN_SOURCE).map_err(|err| err.to_string())
             };
             match read() {
                 Ok(contents) => out.push(wsp_backend::ExternSource {

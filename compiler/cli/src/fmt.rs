@@ -41,16 +41,8 @@ pub fn main(a: Args) -> ExitCode {
     let mut changed = 0;
     for f in &files {
         let name = display_path(f);
-        let src = match std::fs::read(f).map(String::from_utf8) {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                eprintln!(
-                    "error: `{name}` is not valid UTF-8 (at byte {})",
-                    e.utf8_error().valid_up_to()
-                );
-                failed = true;
-                continue;
-            }
+        let src = match wsp_ir::fsio::read_source(f) {
+            Ok(s) => s,
             Err(e) => {
                 eprintln!("error: cannot read `{name}`: {e}");
                 failed = true;

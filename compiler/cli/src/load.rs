@@ -64,20 +64,11 @@ pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
     let mut roots = Vec::new();
     for f in &files {
         let name = display_path(f);
-        match std::fs::read(f) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => {
-                    ws.set_file(&name, text);
-                    roots.push(name);
-                }
-                Err(e) => {
-                    eprintln!(
-                        "error: `{name}` is not valid UTF-8 (at byte {})",
-                        e.utf8_error().valid_up_to()
-                    );
-                    return Err(ExitCode::from(2));
-                }
-            },
+        match wsp_ir::fsio::read_source(f) {
+            Ok(text) => {
+                ws.set_file(&name, text);
+                roots.push(name);
+            }
             Err(e) => {
                 eprintln!("error: cannot read `{name}`: {e}");
                 return Err(ExitCode::from(2));
@@ -98,9 +89,8 @@ pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
             break;
         }
         for m in missing {
-            match std::fs::read(&m).map(String::from_utf8) {
-                Ok(Ok(t)) => ws.set_file(&m, t),
-                Ok(Err(_)) => ws.set_unreadable(&m, "not valid UTF-8".into()),
+            match wsp_ir::fsio::read_source(std::path::Path::new(&m)) {
+                Ok(t) => ws.set_file(&m, t),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     absent.insert(m);
                 }

@@ -317,7 +317,7 @@ pub(crate) fn label_at(
 pub(crate) fn set_arch(ws: &mut wsp_core::Workspace, name: &str) -> Result<wsp_arch::Arch, String> {
     let path = std::path::Path::new(name);
     if name.ends_with(".toml") || path.is_file() {
-        let text = std::fs::read_to_string(path)
+        let text = wsp_ir::fsio::read_source(path)
             .map_err(|e| format!("{name}: cannot read the file: {e}"))?;
         ws.set_arch_file(name, &text)?;
         return wsp_arch::Arch::parse(&text, name).map_err(|e| e.to_string());

@@ -366,3 +366,44 @@ fn emit_reports_a_diagnosed_capability_once() {
     assert_eq!(err.matches("[W0721]").count(), 1, "{err}");
     assert!(err.contains("bf16 rounding applies"), "{err}");
 }
+
+/// A path that names no regular file — a FIFO (whose open would block), `/dev/zero` (which
+/// never ends) or a link to one — is refused at once, for an import, a root and an input.
+#[cfg(unix)]
+#[test]
+fn fifos_and_devices_are_refused_without_reading() {
+    let d = tempdir("not-regular");
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.wsp")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(d.join("fifo.wsp"))
+        .status()
+        .is_ok_and(|s| s.success());
+    for m in ["zero", "fifo"] {
+        if m == "fifo" && !fifo {
+            continue;
+        }
+        std::fs::write(d.join("a.wsp"), format!("import {m}\nconst A = 1\n")).unwrap();
+        let o = wsp(&d, &["check", "a.wsp"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{m}: {err}");
+        assert!(
+            err.contains("E0103") && err.contains("not a regular file"),
+            "{m}: {err}"
+        );
+    }
+    let o = wsp(&d, &["check", "zero.wsp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
+    std::fs::write(
+        d.join("p.wsp"),
+        "input A: f32[4, 4] = load(\"a.npy\")\noutput B: f32[4, 4]\nkernel k(a: in f32[4, 4], b: out f32[4, 4]) {\n    b = a\n}\nworkload w {\n    k[0](a: A, b: B)\n}\n",
+    )
+    .unwrap();
+    let o = wsp(&d, &["run", "p.wsp", "--input", "A=/dev/zero"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("E0806") && err.contains("not a regular file"),
+        "{err}"
+    );
+}

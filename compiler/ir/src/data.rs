@@ -532,7 +532,7 @@ fn init_text(init: &Init) -> String {
 /// as f64), except that for a bf16 tensor `<u2`/`V2` files hold bf16 bit patterns (the form
 /// wsp writes bf16 in).
 fn read_expected(path: &Path, dtype: DType) -> Result<HostTensor, DataError> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = crate::fsio::read_regular(path, u64::MAX).map_err(|e| {
         derr(
             codes::E0806,
             format!("{}: cannot read the file: {e}", path.display()),

@@ -511,6 +511,13 @@ pub fn decode_npy_as(
 /// (a timing-only run needs an input's data only if its orchestration reads it).
 pub fn check_npy_as(path: &Path, dtype: DType, shape: &[usize]) -> Result<(), NpyError> {
     let cannot = |e: std::io::Error| err(codes::E0806, path, format!("cannot read the file: {e}"));
+    // A FIFO or a device would block the open or never end: only a regular file.
+    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+        return Err(cannot(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a directory, FIFO, socket or device)",
+        )));
+    }
     let mut f = std::fs::File::open(path).map_err(cannot)?;
     let len = f.metadata().map_err(cannot)?.len();
     // The fixed part of the header, then as much of the rest as it declares (a header is
@@ -574,7 +581,9 @@ fn read_up_to(f: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usi
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, NpyError> {
-    std::fs::read(path).map_err(|e| err(codes::E0806, path, format!("cannot read the file: {e}")))
+    // Any size (a tensor's data is bounded by its declared shape), but only a regular file.
+    crate::fsio::read_regular(path, u64::MAX)
+        .map_err(|e| err(codes::E0806, path, format!("cannot read the file: {e}")))
 }
 
 /// Reads a `.npy` file of any supported dtype.

@@ -63,7 +63,7 @@ pub fn main(a: Args) -> ExitCode {
         if a.check {
             println!("{name}");
             unformatted += 1;
-        } else if let Err(e) = wsp_ir::fsio::write_atomic(f, out.as_bytes()) {
+        } else if let Err(e) = std::fs::canonicalize(f).and_then(|t| write_through(&t, &out)) {
             eprintln!("error: cannot write `{name}`: {e}");
             failed = true;
         } else {
@@ -91,4 +91,19 @@ pub fn main(a: Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Writes formatted text to `target`, the file a path names once symbolic links are followed
+/// (replacing a link would leave the real file unformatted): atomically (a whole new file)
+/// when nothing else links to it, in place when other hard links share it, so they keep
+/// seeing the formatted text.
+fn write_through(target: &std::path::Path, text: &str) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::metadata(target)?.nlink() > 1 {
+            return std::fs::write(target, text);
+        }
+    }
+    wsp_ir::fsio::write_atomic(target, text.as_bytes())
 }

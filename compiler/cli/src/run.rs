@@ -132,9 +132,12 @@ pub fn main(a: Args) -> ExitCode {
             Err(m) => return usage(m),
         }
     }
-    let mut inputs = Vec::new();
+    let mut inputs: Vec<(String, PathBuf)> = Vec::new();
     for s in &a.input {
         match split_kv("--input", s) {
+            Ok((k, _)) if inputs.iter().any(|(n, _)| *n == k) => {
+                return usage(format!("--input gives `{k}` twice; give each input once"))
+            }
             Ok((k, v)) => inputs.push((k, PathBuf::from(v))),
             Err(m) => return usage(m),
         }
@@ -581,6 +584,13 @@ fn beside(dst: &Path, what: &str) -> std::io::Result<tempfile::NamedTempFile> {
 }
 
 fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), String> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if staged.iter().any(|s| abs(&s.dst) == abs(dst)) {
+        return Err(format!(
+            "two of the run's files (outputs, --trace, --graph) would be written to `{}`; give each its own path",
+            dst.display()
+        ));
+    }
     if dst.is_dir() {
         return Err(format!(
             "cannot write `{}`: it is a directory",

@@ -67,3 +67,23 @@ fn syntax_errors_are_refused_and_the_file_is_untouched() {
     let o = wsp(&d, &["fmt", "missing.wsp"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Formatting through a symbolic link formats the file it names (the link stays a link), and a
+/// file with other hard links is rewritten in place, so every link sees the formatted text.
+#[cfg(unix)]
+#[test]
+fn fmt_writes_through_links() {
+    let d = tempdir("links");
+    std::fs::write(d.join("real.wsp"), UGLY).unwrap();
+    std::os::unix::fs::symlink("real.wsp", d.join("link.wsp")).unwrap();
+    std::fs::hard_link(d.join("real.wsp"), d.join("hard.wsp")).unwrap();
+    let o = wsp(&d, &["fmt", "link.wsp"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::symlink_metadata(d.join("link.wsp"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    for f in ["real.wsp", "hard.wsp", "link.wsp"] {
+        assert_eq!(std::fs::read_to_string(d.join(f)).unwrap(), PRETTY, "{f}");
+    }
+}

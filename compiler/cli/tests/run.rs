@@ -1168,3 +1168,22 @@ fn threads_beyond_the_maximum_are_a_usage_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("20000 is not in 1..=256"), "{err}");
 }
+
+/// Two of the run's files at one path, and an input given twice, are usage errors that say so.
+#[test]
+fn clashing_output_paths_and_repeated_inputs_are_refused() {
+    let ex = example("tensor_data_add").to_string_lossy().into_owned();
+    let d = tempdir("clash");
+    let o = wsp(&d, &["run", &ex, "--out-dir", "od", "--trace", "od/C.npy"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("would be written to `od/C.npy`"), "{err}");
+    assert!(!d.join("od/C.npy").exists());
+    let o = wsp(
+        &d,
+        &["run", &ex, "--input", "A=a.npy", "--input", "A=b.npy"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--input gives `A` twice"), "{err}");
+}

@@ -39,7 +39,7 @@ module.exports = grammar({
 
   externals: ($) => [$._newline, $._error_sentinel],
 
-  extras: ($) => [/\s/, $.comment],
+  extras: ($) => [/\s/, /\uFEFF/, $.comment],
 
   supertypes: ($) => [$._item, $._statement, $._expression],
 
@@ -51,7 +51,7 @@ module.exports = grammar({
 
     _terminator: ($) => choice($._newline, ';'),
 
-    comment: (_) => token(seq('//', /[^\n]*/)),
+    comment: (_) => token(seq('//', /[^\n\r]*/)),
 
     // ---------------------------------------------------------------- items
 

@@ -18,9 +18,10 @@ pub struct LineIndex<'a> {
 
 impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> LineIndex<'a> {
-        let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { text, starts }
+        LineIndex {
+            text,
+            starts: wsp_diagnostics::render::line_starts(text),
+        }
     }
 
     pub fn position(&self, offset: usize) -> lsp::Position {

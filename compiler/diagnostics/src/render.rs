@@ -9,11 +9,24 @@ pub struct LineIndex {
     starts: Vec<usize>,
 }
 
+/// The byte offsets at which the lines of `text` start: after `\n`, `\r\n` or a lone `\r`
+/// (the newlines the lexer knows, as editors write them).
+pub fn line_starts(text: &str) -> Vec<usize> {
+    let b = text.as_bytes();
+    let mut starts = vec![0];
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')) {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}
+
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
-        let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { starts }
+        LineIndex {
+            starts: line_starts(text),
+        }
     }
 
     /// 1-based (line, column) of a byte offset; offsets inside a character or past the end are

@@ -4,15 +4,16 @@ use logos::Logos;
 
 use crate::Span;
 
-/// A token kind. Trivia (whitespace, comments) is skipped except doc comments
-/// and newlines, which are significant (statements end at a newline).
+/// A token kind. Trivia (whitespace, comments, a byte-order mark) is skipped except doc
+/// comments and newlines, which are significant (statements end at a newline). A newline is
+/// `\n`, `\r\n` or a lone `\r`, as editors write them.
 #[derive(Logos, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[logos(skip r"[ \t\r\f]+")]
-#[logos(skip(r"//([^/\n][^\n]*)?|////[^\n]*", allow_greedy = true))]
+#[logos(skip r"[ \t\f\u{FEFF}]+")]
+#[logos(skip(r"//([^/\n\r][^\n\r]*)?|////[^\n\r]*", allow_greedy = true))]
 pub enum Token {
-    #[regex(r"///([^/\n][^\n]*)?", allow_greedy = true)]
+    #[regex(r"///([^/\n\r][^\n\r]*)?", allow_greedy = true)]
     DocComment,
-    #[token("\n")]
+    #[regex(r"\r\n|\n|\r")]
     Newline,
 
     // keywords
@@ -241,6 +242,19 @@ mod tests {
 
     fn kinds(src: &str) -> Vec<Token> {
         lex(src).into_iter().map(|t| t.kind).collect()
+    }
+
+    #[test]
+    fn every_newline_convention_and_a_byte_order_mark() {
+        use Token::*;
+        let want = vec![
+            Const, Ident, Assign, Int, Newline, Const, Ident, Assign, Int, Newline,
+        ];
+        for nl in ["\n", "\r\n", "\r"] {
+            let src = format!("\u{FEFF}const A = 1 // one{nl}const B = 2{nl}");
+            assert_eq!(kinds(&src), want, "{nl:?}");
+        }
+        assert_eq!(kinds("/// doc\rx"), vec![DocComment, Newline, Ident]);
     }
 
     #[test]

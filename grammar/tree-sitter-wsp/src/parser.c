@@ -1803,7 +1803,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
         '}', 25,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(16);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) SKIP(16);
       if (('1' <= lookahead && lookahead <= '9')) ADVANCE(55);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
@@ -1812,11 +1813,12 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
     case 1:
       if (lookahead == '\n') SKIP(6);
       if (lookahead == '"') ADVANCE(60);
-      if (lookahead == '/') ADVANCE(62);
+      if (lookahead == '/') ADVANCE(63);
       if (lookahead == '\\') ADVANCE(15);
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(61);
-      if (lookahead != 0) ADVANCE(63);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) ADVANCE(62);
+      if (lookahead != 0) ADVANCE(64);
       END_STATE();
     case 2:
       if (lookahead == '&') ADVANCE(39);
@@ -1834,7 +1836,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
     case 6:
       if (lookahead == '/') ADVANCE(4);
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(6);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) SKIP(6);
       END_STATE();
     case 7:
       if (lookahead == '=') ADVANCE(41);
@@ -1867,7 +1870,7 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 15:
       if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(64);
+          lookahead != '\n') ADVANCE(65);
       END_STATE();
     case 16:
       if (eof) ADVANCE(19);
@@ -1897,7 +1900,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
         '}', 25,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(16);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) SKIP(16);
       if (('1' <= lookahead && lookahead <= '9')) ADVANCE(55);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
@@ -1926,7 +1930,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
         '}', 25,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(17);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) SKIP(17);
       if (('1' <= lookahead && lookahead <= '9')) ADVANCE(55);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
@@ -1958,7 +1963,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
         '}', 25,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(18);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) SKIP(18);
       if (('A' <= lookahead && lookahead <= 'Z') ||
           lookahead == '_' ||
           ('a' <= lookahead && lookahead <= 'z')) ADVANCE(53);
@@ -1972,7 +1978,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
     case 21:
       ACCEPT_TOKEN(sym_comment);
       if (lookahead != 0 &&
-          lookahead != '\n') ADVANCE(21);
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(21);
       END_STATE();
     case 22:
       ACCEPT_TOKEN(anon_sym_DOT);
@@ -2128,31 +2135,40 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 61:
       ACCEPT_TOKEN(sym_string_content);
-      if (lookahead == '/') ADVANCE(62);
-      if (lookahead == '\t' ||
-          (0x0b <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') ADVANCE(61);
+      if (lookahead == '\r') ADVANCE(64);
       if (lookahead != 0 &&
-          (lookahead < '\t' || '\r' < lookahead) &&
+          lookahead != '\n' &&
           lookahead != '"' &&
-          lookahead != '\\') ADVANCE(63);
+          lookahead != '\\') ADVANCE(61);
       END_STATE();
     case 62:
       ACCEPT_TOKEN(sym_string_content);
       if (lookahead == '/') ADVANCE(63);
+      if (lookahead == '\t' ||
+          (0x0b <= lookahead && lookahead <= '\r') ||
+          lookahead == ' ' ||
+          lookahead == 0xfeff) ADVANCE(62);
+      if (lookahead != 0 &&
+          (lookahead < '\t' || '\r' < lookahead) &&
+          lookahead != '"' &&
+          lookahead != '\\') ADVANCE(64);
+      END_STATE();
+    case 63:
+      ACCEPT_TOKEN(sym_string_content);
+      if (lookahead == '/') ADVANCE(61);
       if (lookahead != 0 &&
           lookahead != '\n' &&
           lookahead != '"' &&
-          lookahead != '\\') ADVANCE(63);
+          lookahead != '\\') ADVANCE(64);
       END_STATE();
-    case 63:
+    case 64:
       ACCEPT_TOKEN(sym_string_content);
       if (lookahead != 0 &&
           lookahead != '\n' &&
           lookahead != '"' &&
-          lookahead != '\\') ADVANCE(63);
+          lookahead != '\\') ADVANCE(64);
       END_STATE();
-    case 64:
+    case 65:
       ACCEPT_TOKEN(sym_escape_sequence);
       END_STATE();
     default:
@@ -2182,7 +2198,8 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         'w', 14,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
-          lookahead == ' ') SKIP(0);
+          lookahead == ' ' ||
+          lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
       if (lookahead == 'i') ADVANCE(15);

@@ -75,12 +75,19 @@ bool tree_sitter_wsp_external_scanner_scan(void *payload, TSLexer *lexer, const 
   // In error recovery every symbol is valid: let the internal lexer handle the input.
   if (valid_symbols[ERROR_SENTINEL] || !valid_symbols[NEWLINE]) return false;
 
-  while (lexer->lookahead == ' ' || lexer->lookahead == '\t' || lexer->lookahead == '\r' ||
-         lexer->lookahead == '\f') {
+  while (lexer->lookahead == ' ' || lexer->lookahead == '\t' || lexer->lookahead == '\f' ||
+         lexer->lookahead == 0xFEFF) {
     lexer->advance(lexer, true);
   }
-  if (lexer->lookahead != '\n') return false;
-  lexer->advance(lexer, false);
+  // A newline is `\n`, `\r\n` or a lone `\r`, as the compiler's lexer reads them.
+  if (lexer->lookahead == '\r') {
+    lexer->advance(lexer, false);
+    if (lexer->lookahead == '\n') lexer->advance(lexer, false);
+  } else if (lexer->lookahead == '\n') {
+    lexer->advance(lexer, false);
+  } else {
+    return false;
+  }
   lexer->mark_end(lexer);
   lexer->result_symbol = NEWLINE;
 
@@ -94,7 +101,8 @@ bool tree_sitter_wsp_external_scanner_scan(void *payload, TSLexer *lexer, const 
     if (lexer->lookahead == '/') {
       lexer->advance(lexer, false);
       if (lexer->lookahead == '/') {
-        while (!lexer->eof(lexer) && lexer->lookahead != '\n') lexer->advance(lexer, false);
+        while (!lexer->eof(lexer) && lexer->lookahead != '\n' && lexer->lookahead != '\r')
+          lexer->advance(lexer, false);
         continue;
       }
       return false;  // a line beginning with the `/` operator continues the previous one

@@ -81,7 +81,7 @@ impl State {
                 return;
             }
             for m in missing {
-                match wsp_ir::fsio::read_source(std::path::Path::new(&m)) {
+                match wsp_ir::fsio::read_module(std::path::Path::new(&m)) {
                     Ok(t) => self.ws.set_file(&m, t),
                     Err(e) => self.ws.set_unreadable(&m, e.to_string()),
                 }

@@ -89,7 +89,7 @@ pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
             break;
         }
         for m in missing {
-            match wsp_ir::fsio::read_source(std::path::Path::new(&m)) {
+            match wsp_ir::fsio::read_module(std::path::Path::new(&m)) {
                 Ok(t) => ws.set_file(&m, t),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     absent.insert(m);

@@ -39,6 +39,23 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// An imported module's source: [`read_source`] of the file `path` names once symbolic links
+/// are followed, which must be a `.wsp` file — an import never reads (and no diagnostic ever
+/// quotes) another kind of file through a link.
+pub fn read_module(path: &Path) -> std::io::Result<String> {
+    let target = std::fs::canonicalize(path)?;
+    if target.extension().is_none_or(|e| e != "wsp") {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it links to `{}`, which is not a .wsp file",
+                target.display()
+            ),
+        ));
+    }
+    read_source(&target)
+}
+
 /// [`read_regular`] of a text file of at most [`MAX_SOURCE_BYTES`], as UTF-8.
 pub fn read_source(path: &Path) -> std::io::Result<String> {
     let bytes = read_regular(path, MAX_SOURCE_BYTES)?;
@@ -121,6 +138,15 @@ mod tests {
                 .to_string()
                 .contains("not a regular file"));
         }
+        // An import reads only .wsp files, also through links.
+        let secret = dir.join("secret.txt");
+        std::fs::write(&secret, "root:x:0\n").unwrap();
+        let module = dir.join("m.wsp");
+        let _ = std::fs::remove_file(&module);
+        std::os::unix::fs::symlink(&secret, &module).unwrap();
+        let e = read_module(&module).unwrap_err().to_string();
+        assert!(e.contains("not a .wsp file") && !e.contains("root:x"), "{e}");
+        assert_eq!(read_module(&f).unwrap(), "const A = 1\n");
         std::fs::write(&f, [0xff, 0xfe]).unwrap();
         assert!(read_source(&f)
             .unwrap_err()

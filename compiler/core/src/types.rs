@@ -978,6 +978,43 @@ fn strip_spans_eq(a: &Expr, b: &Expr) -> bool {
     canon(a) == canon(b)
 }
 
+/// E0214 for a view indexed twice (`X[i][0]`), with the fix that writes its indices in one
+/// pair of brackets (`X[i, 0]`) when the innermost base is a name.
+fn chained_view(file: &FileName, view: &Expr) -> Option<Diagnostic> {
+    let mut groups: Vec<&[Expr]> = Vec::new();
+    let mut e = view;
+    while let ExprKind::Index { base, indices } = &e.kind {
+        groups.push(indices);
+        e = base;
+    }
+    groups.reverse();
+    let mut d = Diagnostic::new(
+        codes::E0214,
+        format!(
+            "`{}` indexes a view again; a view indexes its tensor once",
+            expr_text(view)
+        ),
+        Label::new(file.clone(), view.span, "indexed twice"),
+    )
+    .with_help("write every index in one pair of brackets: `X[i, 0]`, not `X[i][0]`");
+    if let ExprKind::Name(n) = &e.kind {
+        let all: Vec<String> = groups
+            .iter()
+            .flat_map(|g| g.iter().map(expr_text))
+            .collect();
+        let text = format!("{}[{}]", n.name, all.join(", "));
+        d = d.with_fix(Fix {
+            title: format!("write `{text}`"),
+            edits: vec![Edit {
+                file: file.clone(),
+                span: view.span,
+                replacement: text,
+            }],
+        });
+    }
+    Some(d)
+}
+
 /// Checks one task argument's view against the kernel parameter it binds.
 pub fn check_view(
     file: &FileName,
@@ -992,6 +1029,10 @@ pub fn check_view(
         ExprKind::Name(n) => (n, &[]),
         ExprKind::Index { base, indices } => match &base.kind {
             ExprKind::Name(n) => (n, indices.as_slice()),
+            ExprKind::Index { .. } => {
+                out.extend(chained_view(file, &arg.value));
+                return out;
+            }
             _ => return out,
         },
         _ => return out,

@@ -145,7 +145,10 @@ mod tests {
         let _ = std::fs::remove_file(&module);
         std::os::unix::fs::symlink(&secret, &module).unwrap();
         let e = read_module(&module).unwrap_err().to_string();
-        assert!(e.contains("not a .wsp file") && !e.contains("root:x"), "{e}");
+        assert!(
+            e.contains("not a .wsp file") && !e.contains("root:x"),
+            "{e}"
+        );
         assert_eq!(read_module(&f).unwrap(), "const A = 1\n");
         std::fs::write(&f, [0xff, 0xfe]).unwrap();
         assert!(read_source(&f)

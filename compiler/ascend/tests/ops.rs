@@ -544,40 +544,11 @@ fn scalars_and_pipes() -> Vec<Kernel> {
         let j = b.begin_for(0, 3);
         let v = b.op(Op::TPop { pipe: p }).expect("pop");
         let e = b.unary(UnaryOp::Exp, v).expect("exp");
-        b.stmt(Stmt::Store {
-            param: o,
-            region: Some(Region {
-                row_start: KIndex {
-                    constant: 0,
-                    terms: vec![(j, 16)],
-                },
-                rows: 16,
-                col_start: KIndex::constant(0),
-                cols: 16,
-            }),
-            value: e,
-        });
+        store_rows(&mut b, o, j, 16, 16, e);
         b.stmt(Stmt::TFree { pipe: p, value: v });
         b.end_for().expect("for");
-        let mut k = b.finish().expect("kernel");
-        let mut body = k.body.take().unwrap_or_default();
-        assert_eq!(body.len(), 2);
-        let vec_loop = body.pop().expect("consumer");
-        let cube_loop = body.pop().expect("producer");
-        let cube_s = Stmt::Section {
-            kind: SectionKind::Cube,
-            body: vec![cube_loop],
-        };
-        let vec_s = Stmt::Section {
-            kind: SectionKind::Vector,
-            body: vec![vec_loop],
-        };
-        k.body = Some(if consumer_first {
-            vec![vec_s, cube_s]
-        } else {
-            vec![cube_s, vec_s]
-        });
-        ks.push(k);
+        let k = b.finish().expect("kernel");
+        ks.push(in_sections(k, SectionKind::Cube, consumer_first));
     }
     // Pipes in both directions whose slots are fewer than the tiles pushed (the producer waits
     // for the consumer to free a slot: the cores run side by side), and a consumer that pops
@@ -628,39 +599,54 @@ fn pipe_kernel(name: &str, producer: SectionKind, slots: u32, pushes: i64, pops:
     b.end_for().expect("for");
     let j = b.begin_for(0, pops);
     let v = b.op(Op::TPop { pipe: p }).expect("pop");
+    store_rows(&mut b, o, j, 8, 16, v);
+    b.stmt(Stmt::TFree { pipe: p, value: v });
+    b.end_for().expect("for");
+    in_sections(b.finish().expect("kernel"), producer, false)
+}
+
+/// `out[j*rows .. j*rows + rows, 0..cols] = value`.
+fn store_rows(b: &mut KernelBuilder, o: ParamId, j: ValueId, rows: u32, cols: u32, value: ValueId) {
     b.stmt(Stmt::Store {
         param: o,
         region: Some(Region {
             row_start: KIndex {
                 constant: 0,
-                terms: vec![(j, 8)],
+                terms: vec![(j, i64::from(rows))],
             },
-            rows: 8,
+            rows,
             col_start: KIndex::constant(0),
-            cols: 16,
+            cols,
         }),
-        value: v,
+        value,
     });
-    b.stmt(Stmt::TFree { pipe: p, value: v });
-    b.end_for().expect("for");
-    let mut k = b.finish().expect("kernel");
+}
+
+/// A kernel built flat as a producer loop then a consumer loop, with the producer in a
+/// `producer` section and the consumer in the other unit's, in program order or (with
+/// `consumer_first`) the other way round.
+fn in_sections(mut k: Kernel, producer: SectionKind, consumer_first: bool) -> Kernel {
     let mut body = k.body.take().unwrap_or_default();
+    assert_eq!(body.len(), 2, "a producer loop and a consumer loop");
     let consumer_loop = body.pop().expect("consumer");
     let producer_loop = body.pop().expect("producer");
     let consumer = match producer {
         SectionKind::Cube => SectionKind::Vector,
         SectionKind::Vector => SectionKind::Cube,
     };
-    k.body = Some(vec![
-        Stmt::Section {
-            kind: producer,
-            body: vec![producer_loop],
-        },
-        Stmt::Section {
-            kind: consumer,
-            body: vec![consumer_loop],
-        },
-    ]);
+    let p = Stmt::Section {
+        kind: producer,
+        body: vec![producer_loop],
+    };
+    let c = Stmt::Section {
+        kind: consumer,
+        body: vec![consumer_loop],
+    };
+    k.body = Some(if consumer_first {
+        vec![c, p]
+    } else {
+        vec![p, c]
+    });
     k
 }
 

@@ -1,8 +1,9 @@
 //! A scripted session of 10,000 random edits against the real `wsp lsp` (issue #5, item 6):
 //! unbalanced braces and brackets, multi-byte and astral characters, deletions across lines,
 //! and requests at random positions — including past the end of a line or of the file and in
-//! the middle of a UTF-16 surrogate pair. Every request must be answered (a result or an
-//! error), the server must never crash or hang, and it must end in a consistent state.
+//! the middle of a UTF-16 surrogate pair — and, every 50 edits, a malformed frame. Every
+//! request must be answered (a result or an error), the server must never crash or hang, and
+//! it must end in a consistent state.
 
 mod common;
 
@@ -120,6 +121,37 @@ fn position(text: &str, rng: &mut Rng) -> (u32, u32) {
     (line as u32, rng.below(width + 4) as u32)
 }
 
+/// A malformed frame that delimits itself (a wrong length would swallow the next real message,
+/// which the server cannot tell from a slow client): a message cut short, a lone surrogate, a
+/// JSON value that is not a request, a bad or missing Content-Length, a header without `\r\n`,
+/// left-over bytes that run into the next header.
+fn malformed(rng: &mut Rng, text: &str) -> Vec<u8> {
+    let frame = |body: &[u8]| {
+        let mut f = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        f.extend_from_slice(body);
+        f
+    };
+    let msg = json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                     "params": {"textDocument": {"uri": "file:///elsewhere.wsp", "version": 1},
+                                "contentChanges": [{"text": text}]}})
+    .to_string();
+    match rng.below(7) {
+        0 => {
+            let cut = (0..=rng.below(msg.len()))
+                .rev()
+                .find(|&b| msg.is_char_boundary(b))
+                .unwrap_or(0);
+            frame(&msg.as_bytes()[..cut])
+        }
+        1 => frame(br#"{"jsonrpc":"2.0","method":"x","params":{"t":"\ud800"}}"#),
+        2 => frame(b"[1, 2, 3]"),
+        3 => b"Content-Length: -7\r\n\r\n".to_vec(),
+        4 => b"Content-Type: application/json\r\n\r\n".to_vec(),
+        5 => b"Content-Length: 2\n\n{}".to_vec(),
+        _ => b"Content-Length: 2\r\n\r\n{}zz".to_vec(),
+    }
+}
+
 fn answered(r: &Value) -> bool {
     r.get("result").is_some() || r.get("error").is_some()
 }
@@ -153,6 +185,10 @@ fn ten_thousand_random_edits_never_crash_or_hang_the_server() {
     ];
     for version in 2..10_002 {
         edit(&mut text, &mut rng);
+        if version % 50 == 25 {
+            let bad = malformed(&mut rng, &text);
+            c.send_raw(&bad);
+        }
         c.notify(
             "textDocument/didChange",
             json!({"textDocument": {"uri": uri, "version": version},

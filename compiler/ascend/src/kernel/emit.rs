@@ -487,16 +487,21 @@ impl<'k> Cg<'k> {
         self.slot_of.get(&var).copied()
     }
 
-    /// `let slot = talloc(pipe)`: waits for a free slot (TALLOC) and fills it with zeros.
-    fn talloc(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
+    /// The ring of `pipe`, its index and the C name of `slot`, which must be its slot variable.
+    fn slot_ring(&self, pipe: PipeId, slot: VarId) -> R<(PipeRing, u32, String)> {
         let r = self.ring(pipe)?;
         if self.slot_pipe(slot) != Some(pipe) {
             return Err(self.err(format!(
-                "variable #{} is a slot of another pipe than #{}",
+                "variable #{} is not a slot of pipe #{}",
                 slot.0, pipe.0
             )));
         }
-        let (i, x) = (pipe.0, format!("x{}", slot.0));
+        Ok((r, pipe.0, format!("x{}", slot.0)))
+    }
+
+    /// `let slot = talloc(pipe)`: waits for a free slot (TALLOC) and fills it with zeros.
+    fn talloc(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
+        let (r, i, x) = self.slot_ring(pipe, slot)?;
         let (rows, cols) = (r.elem.rows(), r.elem.cols());
         self.barrier();
         self.line(format!("wsp_cpu::TALLOC<Pipe{i}, Slot{i}>(pipe{i}, {x});"));
@@ -534,14 +539,7 @@ impl<'k> Cg<'k> {
 
     /// `tpush(pipe, slot)`: the slot's valid extent into its trailer, then commits it (TPUSH).
     fn tpush(&mut self, pipe: PipeId, slot: VarId) -> R<()> {
-        let r = self.ring(pipe)?;
-        if self.slot_pipe(slot) != Some(pipe) {
-            return Err(self.err(format!(
-                "tpush on pipe #{} of variable #{}, which is not its slot",
-                pipe.0, slot.0
-            )));
-        }
-        let (i, x) = (pipe.0, format!("x{}", slot.0));
+        let (r, i, x) = self.slot_ring(pipe, slot)?;
         self.bound(&x);
         self.barrier();
         self.line(format!(

@@ -1595,10 +1595,7 @@ impl Runtime {
                 start: span.1 - t.cycles,
                 dur: t.cycles,
                 cat: "task",
-                args: Some(serde_json::json!({
-                    "kernel": self.kernels[kernel as usize].name,
-                    "coords": t.coords,
-                })),
+                args: Some(self.task_args(kernel, t.coords)),
             });
         }
         if self.cfg.record {
@@ -1838,6 +1835,17 @@ impl Runtime {
             }
             self.dispatch_due &= !(1 << ci);
         }
+    }
+
+    /// A task's trace arguments: its kernel and coordinates (out of line: only a recorded run
+    /// builds them, and the submission path stays small).
+    #[cold]
+    #[inline(never)]
+    fn task_args(&self, kernel: u32, coords: &[i64]) -> serde_json::Value {
+        serde_json::json!({
+            "kernel": self.kernels[kernel as usize].name,
+            "coords": coords,
+        })
     }
 
     /// The trace of a task dispatched now onto core `k` of class `ci`, ending at `end`; the

@@ -1215,8 +1215,23 @@ pub fn classify(ws: &Workspace, path: &str) -> Vec<(Range, u32)> {
         .into_iter()
         .map(|r| (r, tt::COMMENT))
         .collect();
+    // The tokens come in source order: the item around each is found by walking the items in
+    // order too (linear, where a search per token was quadratic in a file of many items).
+    // This file's declarations by name (a search per name was quadratic in a file of many
+    // items); other names are looked up in the files it imports.
+    let own: std::collections::HashMap<&str, &Decl> = items
+        .iter()
+        .filter_map(|d| Some((d.item.name()?.name.as_str(), d)))
+        .rev()
+        .collect();
+    let mut by_start: Vec<_> = items.iter().collect();
+    by_start.sort_by_key(|d| d.range.0);
+    let mut next_item = 0;
     for t in &toks {
         let r = span(t);
+        while by_start.get(next_item).is_some_and(|d| d.range.1 < r.0) {
+            next_item += 1;
+        }
         let ty = match t.kind {
             k if k.is_keyword() => Some(tt::KEYWORD),
             Token::Int | Token::Float => Some(tt::NUMBER),
@@ -1224,7 +1239,10 @@ pub fn classify(ws: &Workspace, path: &str) -> Vec<(Range, u32)> {
             Token::DocComment => Some(tt::COMMENT),
             Token::Ident => {
                 let name = &text[r.0..r.1];
-                let item = items.iter().find(|d| d.range.0 <= r.0 && r.0 <= d.range.1);
+                let item = by_start
+                    .get(next_item)
+                    .copied()
+                    .filter(|d| d.range.0 <= r.0 && r.0 <= d.range.1);
                 if DTYPES.contains(&name) {
                     Some(tt::TYPE)
                 } else if named.contains(&r.0)
@@ -1235,7 +1253,7 @@ pub fn classify(ws: &Workspace, path: &str) -> Vec<(Range, u32)> {
                     Some(tt::VARIABLE)
                 } else {
                     *kinds.entry(name.to_string()).or_insert_with(|| {
-                        find_decl(ws, path, name).and_then(|d| match d.item.kind {
+                        let kind_of = |d: &Decl| match d.item.kind {
                             ItemKind::Kernel(_) => Some(tt::FUNCTION),
                             ItemKind::Tensor(_) | ItemKind::Const(_) => Some(tt::VARIABLE),
                             ItemKind::Axis(_) => Some(tt::AXIS),
@@ -1244,7 +1262,11 @@ pub fn classify(ws: &Workspace, path: &str) -> Vec<(Range, u32)> {
                             ItemKind::Channel(_) => Some(tt::CHANNEL),
                             ItemKind::Schedule(_) => Some(tt::SCHEDULE),
                             _ => None,
-                        })
+                        };
+                        match own.get(name) {
+                            Some(d) => kind_of(d),
+                            None => find_decl(ws, path, name).and_then(|d| kind_of(&d)),
+                        }
                     })
                 }
             }

@@ -6,7 +6,7 @@
 //! deadlocked (the runtime's report is printed); 4 the run reached `--max-tasks` or
 //! `--max-cycles`.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -561,28 +561,6 @@ fn write_records(r: &wsp_sim::Records, a: &Args) -> Result<Option<String>, Strin
     Ok(Some(what.join(" and ")))
 }
 
-/// A temporary file beside `dst`, named for it (`.NAME.XXXXXX.what`, removed when dropped).
-fn beside(dst: &Path, what: &str) -> std::io::Result<tempfile::NamedTempFile> {
-    let name = dst
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let dir = match dst.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let prefix = format!(".{name}.");
-    let suffix = format!(".{what}");
-    let mut b = tempfile::Builder::new();
-    b.prefix(&prefix).suffix(&suffix);
-    // The permissions `File::create` gives a new file, not the temporary's owner-only ones.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        b.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    b.tempfile_in(dir)
-}
-
 fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), String> {
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     if staged.iter().any(|s| abs(&s.dst) == abs(dst)) {
@@ -597,15 +575,9 @@ fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), Strin
             dst.display()
         ));
     }
-    let mut tmp =
-        beside(dst, "tmp").map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
+    // A replaced file keeps its permissions.
+    let tmp = wsp_ir::fsio::staged(dst, bytes)
         .map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
-    if let Ok(meta) = std::fs::metadata(dst) {
-        // A replaced file keeps its permissions.
-        let _ = tmp.as_file().set_permissions(meta.permissions());
-    }
     staged.push(Staged {
         tmp,
         dst: dst.to_path_buf(),
@@ -623,7 +595,8 @@ fn commit(staged: Vec<Staged>) -> Result<(), String> {
     for s in staged {
         let kept = if s.dst.exists() {
             // A name of our own beside the destination, then the old file renamed onto it.
-            let aside = beside(&s.dst, "old").map(tempfile::NamedTempFile::into_temp_path);
+            let aside = wsp_ir::fsio::temp_beside(&s.dst, "old")
+                .map(tempfile::NamedTempFile::into_temp_path);
             match aside.and_then(|old| std::fs::rename(&s.dst, &old).map(|()| old)) {
                 Ok(old) => Some(old),
                 Err(e) => {

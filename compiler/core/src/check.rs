@@ -2557,7 +2557,7 @@ fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<String>> {
         ids: HashMap<(File, String), usize>,
         nodes: Vec<(File, String, &'e Expr)>,
         edges: Vec<Vec<usize>>,
-        todo: Vec<usize>,
+        pending: Vec<usize>,
     }
     impl<'e> Graph<'e> {
         fn node(&mut self, f: File, n: &str, e: &'e Expr) -> usize {
@@ -2568,7 +2568,7 @@ fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<String>> {
             self.ids.insert((f, n.to_string()), i);
             self.nodes.push((f, n.to_string(), e));
             self.edges.push(Vec::new());
-            self.todo.push(i);
+            self.pending.push(i);
             i
         }
     }
@@ -2576,7 +2576,7 @@ fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<String>> {
         ids: HashMap::new(),
         nodes: Vec::new(),
         edges: Vec::new(),
-        todo: Vec::new(),
+        pending: Vec::new(),
     };
     let mut roots: Vec<(String, usize)> = Vec::new();
     for n in &own {
@@ -2585,7 +2585,7 @@ fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<String>> {
             roots.push((n.clone(), id));
         }
     }
-    while let Some(i) = g.todo.pop() {
+    while let Some(i) = g.pending.pop() {
         let (f, e) = (g.nodes[i].0, g.nodes[i].2);
         let names = std::cell::RefCell::new(Vec::new());
         crate::types::names_any(e, &|n| {

@@ -980,7 +980,7 @@ fn strip_spans_eq(a: &Expr, b: &Expr) -> bool {
 
 /// E0214 for a view indexed twice (`X[i][0]`), with the fix that writes its indices in one
 /// pair of brackets (`X[i, 0]`) when the innermost base is a name.
-fn chained_view(file: &FileName, view: &Expr) -> Option<Diagnostic> {
+fn chained_view(file: &FileName, view: &Expr) -> Diagnostic {
     let mut groups: Vec<&[Expr]> = Vec::new();
     let mut e = view;
     while let ExprKind::Index { base, indices } = &e.kind {
@@ -1012,7 +1012,7 @@ fn chained_view(file: &FileName, view: &Expr) -> Option<Diagnostic> {
             }],
         });
     }
-    Some(d)
+    d
 }
 
 /// Checks one task argument's view against the kernel parameter it binds.
@@ -1030,7 +1030,7 @@ pub fn check_view(
         ExprKind::Index { base, indices } => match &base.kind {
             ExprKind::Name(n) => (n, indices.as_slice()),
             ExprKind::Index { .. } => {
-                out.extend(chained_view(file, &arg.value));
+                out.push(chained_view(file, &arg.value));
                 return out;
             }
             _ => return out,

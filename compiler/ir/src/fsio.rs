@@ -67,11 +67,10 @@ pub fn read_source(path: &Path) -> std::io::Result<String> {
     })
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory
-/// ([`tempfile::NamedTempFile`], with the permissions of the file it replaces, else those of a
-/// new file), flushed and synced, then renamed over `path`. On failure `path` is as it was and
-/// the temporary file is removed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// A new temporary file beside `path`, named for it (`.NAME.XXXXXX.SUFFIX`), with the
+/// permissions `File::create` would give it (read and write for all, less the umask, which the
+/// operating system applies), not a temporary file's owner-only mode. Removed when dropped.
+pub fn temp_beside(path: &Path, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -83,22 +82,37 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         ));
     };
     let prefix = format!(".{}.", name.to_string_lossy());
+    let suffix = format!(".{suffix}");
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
-    // A new file gets what `File::create` gives it (read and write for all, less the umask,
-    // which the operating system applies), not the temporary file's owner-only mode.
+    builder.prefix(&prefix).suffix(&suffix);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let mut tmp = builder.tempfile_in(dir)?;
+    builder.tempfile_in(dir)
+}
+
+/// `bytes` written and synced into a temporary file beside `path`, with the permissions of
+/// the file it will replace, if any: what [`write_atomic`] renames over `path`, and what a set
+/// of files replaced together is staged in.
+pub fn staged(path: &Path, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut tmp = temp_beside(path, "tmp")?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     if let Ok(meta) = std::fs::metadata(path) {
         tmp.as_file().set_permissions(meta.permissions())?;
     }
-    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
+    Ok(tmp)
+}
+
+/// Writes `bytes` to `path` atomically: [`staged`] beside it, then renamed over it. On failure
+/// `path` is as it was and the temporary file is removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    staged(path, bytes)?
+        .persist(path)
+        .map(|_| ())
+        .map_err(|e| e.error)
 }
 
 #[cfg(test)]

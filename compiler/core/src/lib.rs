@@ -6,6 +6,7 @@
 pub mod capabilities;
 pub mod check;
 pub mod csp;
+mod cycles;
 pub mod db;
 pub mod expect;
 pub mod flow;

@@ -6,6 +6,7 @@ use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
 use crate::exec::{ExecRing, RAW_ARG};
 use crate::idset::IdSet;
+use crate::order::Ordering;
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
@@ -789,6 +790,10 @@ pub struct Runtime {
     batch: Vec<u64>,
     since_yield: u32,
     v9: V9Clock,
+    /// `P.seq` order on the event clock: open groups and their gates.
+    order: Ordering,
+    /// Tasks a gate released (reused).
+    released: Vec<u64>,
     total_edges: u64,
     makespan: u64,
     /// The latest time something other than a task's completion handling happened (a core
@@ -998,6 +1003,8 @@ impl Runtime {
             batch: Vec::new(),
             since_yield: 0,
             v9: V9Clock::new(v9n, window as usize),
+            order: Ordering::new(cfg.record),
+            released: Vec::new(),
             total_edges: 0,
             makespan: 0,
             horizon: 0,
@@ -1221,20 +1228,35 @@ impl Runtime {
     // ---------------------------------------------------------------- program order
 
     /// Opens a structural group of the orchestration (a `P` or `P.seq` loop, a block, the
-    /// parts of a `sequential` or `combine`). Only the `pto_wsp_v9` clock reads program
-    /// structure; the event simulation follows data edges and ignores it.
+    /// parts of a `sequential` or `combine`). The `pto_wsp_v9` clock times by program
+    /// structure; the event simulation follows data edges plus the order of `Seq` groups:
+    /// each step's tasks start after the earlier steps' tasks have completed (`order.rs`).
     pub fn order_begin(&mut self, order: Order) {
         self.v9.begin(order);
+        self.order.begin(order, self.next_seq);
     }
 
     /// The next member of the innermost group (a loop iteration, a `sequential` part).
     pub fn order_step(&mut self) {
         self.v9.step();
+        let (ring, mask) = (&self.ring, self.ring_mask);
+        self.order.step(
+            self.next_seq,
+            self.head,
+            |s| {
+                matches!(
+                    ring[(s & mask) as usize].state,
+                    State::Waiting | State::Ready | State::Running
+                )
+            },
+            |s| (s & mask) as usize,
+            ring.len(),
+        );
     }
 
     /// Closes the innermost group.
     pub fn order_end(&mut self) -> Result<(), RuntimeError> {
-        if self.v9.end() {
+        if self.v9.end() && self.order.end() {
             Ok(())
         } else {
             api("order_end without a matching order_begin".into())
@@ -1429,7 +1451,7 @@ impl Runtime {
                 self.note_stall(1, t0);
                 continue;
             }
-            if self.deps.is_empty() {
+            if self.deps.is_empty() && self.order.closed_gate().is_none() {
                 let ci = self.kernels[kernel as usize].ci;
                 if self.classes[ci].queued >= self.cfg.ready_queue {
                     let t0 = self.now;
@@ -1477,7 +1499,9 @@ impl Runtime {
             }
             None => 0,
         };
-        let npreds = preds.len() as u32;
+        // A task of a `P.seq` step waits for the steps before it.
+        let gate = self.order.closed_gate();
+        let npreds = preds.len() as u32 + gate.is_some() as u32;
         let si = (seq & self.ring_mask) as usize;
         // The pool has room: `held` counted every entry the builder holds.
         self.build.commit(t.args, t.stream)?;
@@ -1504,6 +1528,9 @@ impl Runtime {
         }
         self.next_seq += 1;
         self.rings[0].set(self.next_seq - self.head);
+        if let Some(g) = gate {
+            self.order.wait(g, seq);
+        }
         if eager {
             self.run_now(seq, kernel as usize, t);
         }
@@ -2238,6 +2265,19 @@ impl Runtime {
         }
         let used = self.rings[2].used - freed;
         self.rings[2].set(used);
+        self.order.completed(si, &mut self.released);
+        if !self.released.is_empty() {
+            let mut released = std::mem::take(&mut self.released);
+            for &w in &released {
+                let s = self.slot_mut(w);
+                s.preds_left -= 1;
+                if s.preds_left == 0 && s.flags & ISSUED != 0 {
+                    self.make_ready(w);
+                }
+            }
+            released.clear();
+            self.released = released;
+        }
         if chan != NIL {
             self.token_task_done(chan, seq);
         }
@@ -2462,6 +2502,27 @@ impl Runtime {
         }
         for (a, b) in &self.graph_edges {
             s.push_str(&format!("  t{a} -> t{b};\n"));
+        }
+        // `P.seq` order: dashed, through a join point when many wait on many.
+        for (gi, (members, waiters)) in self.order.graph_gates().iter().enumerate() {
+            const SEQ: &str = "[style=dashed, color=\"#808080\"]";
+            if members.len() == 1 || waiters.len() == 1 {
+                for a in members {
+                    for b in waiters {
+                        s.push_str(&format!("  t{a} -> t{b} {SEQ};\n"));
+                    }
+                }
+            } else {
+                s.push_str(&format!(
+                    "  seq{gi} [shape=point, width=0.08, label=\"\"];\n"
+                ));
+                for a in members {
+                    s.push_str(&format!("  t{a} -> seq{gi} {SEQ};\n"));
+                }
+                for b in waiters {
+                    s.push_str(&format!("  seq{gi} -> t{b} {SEQ};\n"));
+                }
+            }
         }
         s.push_str("}\n");
         s

@@ -38,6 +38,7 @@ mod chunked;
 mod engine;
 mod exec;
 mod idset;
+mod order;
 pub mod policy;
 pub mod region;
 pub mod report;

@@ -136,7 +136,7 @@ fn v9_single_matmul_and_no_data_edges() {
 }
 
 #[test]
-fn v9_time_follows_program_order_groups_and_the_event_clock_ignores_them() {
+fn v9_time_follows_program_order_groups() {
     // Two P.seq chains of 4 steps (100 cycles each) on disjoint rows, round_robin(4).
     let run = |name: &str, groups: bool| {
         let mut cfg = Config::new(arch(name));
@@ -187,11 +187,120 @@ fn v9_time_follows_program_order_groups_and_the_event_clock_ignores_them() {
             ("v9_worker", i as u32, 2, 200)
         );
     }
-    // The event model follows data edges, with or without the groups.
+    // On the event model these chains already follow their data edges: the groups add no time.
     assert_eq!(
         run("ascend910b", true).total_cycles,
         run("ascend910b", false).total_cycles
     );
+}
+
+/// Event-model runs of `steps` steps of `width` independent 1,000-cycle tasks (disjoint
+/// rows), in a `Seq` or `Par` group of steps, each step a `Par` group; recorded.
+fn order_run(order: Option<Order>, steps: i64, width: i64) -> Runtime {
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.execute = false;
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("t", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[steps * width, 16]).unwrap();
+    if let Some(o) = order {
+        rt.order_begin(o);
+    }
+    for i in 0..steps {
+        if order.is_some() && i > 0 {
+            rt.order_step();
+        }
+        rt.order_begin(Order::Par);
+        for j in 0..width {
+            let a = [arg(x, &[i * width + j, 0], &[1, 16], Direction::InOut)];
+            rt.submit(&task(k, &[i, j], &a, 1000)).unwrap();
+        }
+        rt.order_end().unwrap();
+    }
+    if order.is_some() {
+        rt.order_end().unwrap();
+    }
+    rt
+}
+
+#[test]
+fn seq_steps_of_independent_tasks_take_the_sum_of_their_times_and_par_the_max() {
+    let total = |o, steps, width| order_run(o, steps, width).finish().unwrap().total_cycles;
+    let one = total(None, 1, 1);
+    assert!(one >= 1000);
+    // P: four independent tasks run side by side (48 vector cores): one task's time.
+    assert_eq!(total(Some(Order::Par), 4, 1), one);
+    assert_eq!(total(None, 4, 1), one);
+    // P.seq: each starts after the one before it has completed.
+    let seq = total(Some(Order::Seq), 4, 1);
+    assert!(seq >= 4 * 1000, "{seq}");
+    assert!(seq >= 4 * one - 3 * 200, "{seq} vs {one}");
+    // Steps of four side by side: four times a step, not sixteen tasks' time.
+    assert_eq!(total(Some(Order::Seq), 4, 4), seq);
+    assert_eq!(total(Some(Order::Par), 4, 4), one);
+}
+
+#[test]
+fn seq_order_in_the_graph_is_dashed_and_joins_many_to_many_through_a_point() {
+    let mut rt = order_run(Some(Order::Seq), 3, 1);
+    rt.finish().unwrap();
+    let dot = rt.dot();
+    assert!(dot.contains("t0 -> t1 [style=dashed"), "{dot}");
+    assert!(dot.contains("t1 -> t2 [style=dashed"), "{dot}");
+    assert!(!dot.contains("t0 -> t2"), "{dot}");
+    // No data edges: the order is all there is.
+    assert!(rt.graph_edges_for_tests().is_empty());
+    let mut rt = order_run(Some(Order::Seq), 2, 3);
+    rt.finish().unwrap();
+    let dot = rt.dot();
+    assert!(dot.contains("seq0 [shape=point"), "{dot}");
+    for t in 0..3 {
+        assert!(
+            dot.contains(&format!("t{t} -> seq0 [style=dashed")),
+            "{dot}"
+        );
+        assert!(
+            dot.contains(&format!("seq0 -> t{} [style=dashed", t + 3)),
+            "{dot}"
+        );
+    }
+    // Nested: a Seq of steps, each a Seq of two; the inner steps chain and the outer
+    // step's first task waits for the last of the step before.
+    let mut cfg = Config::new(arch("ascend910b"));
+    cfg.execute = false;
+    cfg.record = true;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("t", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[4, 16]).unwrap();
+    rt.order_begin(Order::Seq);
+    for i in 0..2 {
+        if i > 0 {
+            rt.order_step();
+        }
+        rt.order_begin(Order::Seq);
+        for j in 0..2 {
+            if j > 0 {
+                rt.order_step();
+            }
+            let a = [arg(x, &[2 * i + j, 0], &[1, 16], Direction::InOut)];
+            rt.submit(&task(k, &[i, j], &a, 1000)).unwrap();
+        }
+        rt.order_end().unwrap();
+    }
+    rt.order_end().unwrap();
+    let s = rt.finish().unwrap();
+    let dot = rt.dot();
+    for (a, b) in [(0, 1), (1, 2), (2, 3)] {
+        assert!(
+            dot.contains(&format!("t{a} -> t{b} [style=dashed")),
+            "{dot}"
+        );
+    }
+    let chain = order_run(Some(Order::Seq), 4, 1)
+        .finish()
+        .unwrap()
+        .total_cycles;
+    assert_eq!(s.total_cycles, chain);
 }
 
 fn add_one_kernel() -> Arc<dyn Kernel> {

@@ -95,7 +95,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("moe_routing", 1476),
     ("varlen_attention", 2154),
     ("flash_attention", 10412),
-    ("llama_layer", 76036),
+    ("llama_layer", 84569),
     ("pipe_scores", 660),
     ("attention", 536),
     ("bgemm", 8160),

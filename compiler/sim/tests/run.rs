@@ -728,3 +728,52 @@ schedule main = after{directives}
         assert_eq!(r.stats.tasks, 5, "{d}");
     }
 }
+
+/// `copy` over 4 independent rows in a `{loop}` loop, on `arch`.
+fn four_copies(lp: &str) -> String {
+    format!(
+        r#"
+axis rows = Dense[4]
+input  X: f32[4, 16, 16] = random(seed: 3)
+output Y: f32[4, 16, 16]
+kernel cp(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x }}
+workload w {{ for i in {lp}(rows) {{ cp[i](x: X[i], y: Y[i]) }} }}
+"#
+    )
+}
+
+#[test]
+fn p_seq_orders_independent_iterations_on_every_model_and_p_does_not() {
+    for arch in ["ascend910b", "ascend950", "aie-ml", "pto_wsp_v9"] {
+        for interpret in [false, true] {
+            let mut o = opts(arch);
+            o.record = true;
+            o.interpret_orchestration = interpret;
+            let par = run(&four_copies("P"), &o).expect("P runs");
+            let seq = run(&four_copies("P.seq"), &o).expect("P.seq runs");
+            let one = {
+                let src = four_copies("P").replace("Dense[4]", "Dense[1]");
+                run(&src, &o).expect("one runs").stats.total_cycles
+            };
+            // P: side by side, the time of one; P.seq: one after another, four times as long
+            // (less the overheads that overlap a successor's start).
+            assert_eq!(par.stats.total_cycles, one, "{arch}");
+            assert!(
+                seq.stats.total_cycles >= 4 * one * 3 / 4,
+                "{arch}: P.seq {} vs one {one}",
+                seq.stats.total_cycles
+            );
+            assert_eq!(bits(&seq.tensors[1]), bits(&par.tensors[1]), "{arch}");
+            if arch != "pto_wsp_v9" {
+                let g = seq.graph.expect("graph");
+                for (a, b) in [(0, 1), (1, 2), (2, 3)] {
+                    assert!(
+                        g.contains(&format!("t{a} -> t{b} [style=dashed")),
+                        "{arch}: {g}"
+                    );
+                }
+                assert!(!par.graph.expect("graph").contains("dashed"), "{arch}");
+            }
+        }
+    }
+}

@@ -170,6 +170,13 @@ fn explain(code: Option<String>, list: bool, markdown: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
+            if let Some((new, text)) = wsp_diagnostics::renamed(&code)
+                .and_then(|new| Some((new, wsp_diagnostics::explain(new)?)))
+            {
+                eprintln!("note: `{code}` is now `{new}`; its explanation follows");
+                print!("{text}");
+                return ExitCode::SUCCESS;
+            }
             let near = wsp_diagnostics::nearest(&code);
             eprintln!("error: no diagnostic code `{code}`");
             if !near.is_empty() {

@@ -172,6 +172,17 @@ pub fn main(a: Args) -> ExitCode {
         }
     };
 
+    // A proven deadlock (E0509) lowers: the run shows it as it happens.
+    let proven: Vec<Diagnostic> = ws
+        .check(root)
+        .into_iter()
+        .filter(|d| d.code == codes::E0509)
+        .collect();
+    if !proven.is_empty() {
+        eprint!("{}", render_human(&proven, &crate::WsSources(&ws), color));
+        eprintln!("note: running `{root}` to show the deadlock `wsp check` proves (E0509)");
+    }
+
     // Every kernel a task calls runs: an extern kernel needs its `sim:` reference.
     let missing: Vec<Diagnostic> = program
         .kernels
@@ -294,7 +305,7 @@ pub fn main(a: Args) -> ExitCode {
                 if !static_help.is_empty() {
                     err["static_analysis"] = serde_json::json!(static_help
                         .iter()
-                        .map(|h| format!("W0504{bound_text}: {h}"))
+                        .map(|h| format!("E0509{bound_text}: {h}"))
                         .collect::<Vec<_>>());
                 }
                 println!(
@@ -311,7 +322,7 @@ pub fn main(a: Args) -> ExitCode {
             }
             if let SimError::Deadlock(..) = e {
                 for h in &static_help {
-                    eprintln!("  static analysis{bound_text} (W0504): {h}");
+                    eprintln!("  static analysis{bound_text} (E0509): {h}");
                 }
             }
             // The trace and graph up to the failure: when they are needed most.
@@ -884,7 +895,7 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// The help of the static deadlock analysis (W0504) for the pipelines of `root` that workload
+/// The help of the static deadlock analysis (E0509) for the pipelines of `root` that workload
 /// `ran` runs (itself, or the workloads it composes), with its params bound to a run's values
 /// (defaults, then `--set`), and how those values read (" with n = 8").
 fn deadlock_static_help(
@@ -926,7 +937,7 @@ fn deadlock_static_help(
     let help: Vec<String> = ws
         .pipeline_tokens_bound(root, &bound, &names)
         .into_iter()
-        .filter(|d| d.code == codes::W0504)
+        .filter(|d| d.code == codes::E0509)
         .filter_map(|d| d.help)
         .collect();
     let text = if bound.is_empty() {

@@ -156,6 +156,11 @@ fn explain_prints_and_rejects_unknown_codes() {
     let o = wsp(&d, &["explain", "E0199"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("E0101"));
+    // A renamed code leads to its new one.
+    let o = wsp(&d, &["explain", "W0504"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("# E0509"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`W0504` is now `E0509`"));
 }
 
 #[test]

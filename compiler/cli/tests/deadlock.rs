@@ -1,4 +1,4 @@
-//! The static deadlock verdict (W0504 deadlocks, W0505 undecided, nothing: completes) against
+//! The static deadlock verdict (E0509 deadlocks, W0505 undecided, nothing: completes) against
 //! `wsp run` on the same programs: every pipeline the static check calls safe runs without a
 //! deadlock report, every one it calls deadlocking stops with E0811 (exit 3), and the depths of
 //! its quick fix complete while one token less on any raised channel deadlocks again.
@@ -25,14 +25,14 @@ fn static_verdict(text: &str) -> (Verdict, Vec<Diagnostic>) {
     let diags = ws.check("p.wsp");
     let errors: Vec<_> = diags
         .iter()
-        .filter(|d| d.code.starts_with('E'))
+        .filter(|d| d.code.starts_with('E') && d.code != "E0509")
         .map(|d| format!("{}: {}", d.code, d.message))
         .collect();
     assert!(
         errors.is_empty(),
         "corpus program has errors {errors:?}:\n{text}"
     );
-    let v = if diags.iter().any(|d| d.code == "W0504") {
+    let v = if diags.iter().any(|d| d.code == "E0509") {
         Verdict::Deadlocks
     } else if diags.iter().any(|d| d.code == "W0505") {
         Verdict::Undecided
@@ -103,11 +103,16 @@ fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
                     "{name}: the static check reports a deadlock but `wsp run` completed:\n{text}"
                 )
             });
-            let d = diags.iter().find(|d| d.code == "W0504").expect("W0504");
+            let d = diags.iter().find(|d| d.code == "E0509").expect("E0509");
+            // The proof is an error, shown before the run that demonstrates it.
+            assert!(
+                report.contains("[E0509] Error") && report.contains("running `"),
+                "{name}: `wsp run` does not say that the deadlock is proven:\n{report}"
+            );
             // The runtime's report carries the static mitigation too.
             let help = d.help.as_deref().unwrap_or_default();
             assert!(
-                report.contains(&format!(" (W0504): {help}")),
+                report.contains(&format!(" (E0509): {help}")),
                 "{name}: the deadlock report lacks the static depths:\n{report}"
             );
             if d.fixes.is_empty() {
@@ -116,7 +121,7 @@ fn cross_check(text: &str, name: &str, data_dir: Option<&Path>) -> Verdict {
                     d.help
                         .as_deref()
                         .is_some_and(|h| h.contains("no channel depths")),
-                    "{name}: W0504 without a fix must say no depth helps: {d:#?}"
+                    "{name}: E0509 without a fix must say no depth helps: {d:#?}"
                 );
                 return v;
             }
@@ -380,13 +385,13 @@ fn a_run_deadlock_gets_the_static_depths_for_its_param_values() {
     };
     let (err, _) = run(&[]);
     assert!(
-        err.contains("static analysis with n = 8 (W0504): the smallest depths that complete: `a` depth 8 (now 2)"),
+        err.contains("static analysis with n = 8 (E0509): the smallest depths that complete: `a` depth 8 (now 2)"),
         "{err}"
     );
     assert!(err.contains("raise its depth above 2"), "{err}");
     let (err, _) = run(&["--set", "n=5"]);
     assert!(
-        err.contains("with n = 5 (W0504)") && err.contains("`a` depth 5"),
+        err.contains("with n = 5 (E0509)") && err.contains("`a` depth 5"),
         "{err}"
     );
     let (_, json) = run(&["--stats", "json"]);
@@ -395,7 +400,7 @@ fn a_run_deadlock_gets_the_static_depths_for_its_param_values() {
         .as_str()
         .unwrap_or_default();
     assert!(
-        s.contains("W0504 with n = 8") && s.contains("`a` depth 8"),
+        s.contains("E0509 with n = 8") && s.contains("`a` depth 8"),
         "{v}"
     );
     // The depth it names completes.
@@ -434,8 +439,15 @@ workload w = connect(split, join)
         ws.set_file(&sp, stages.to_string());
         ws.set_file(&mp, main.to_string());
         let diags = ws.check(&mp);
-        assert!(diags.iter().all(|d| !d.code.starts_with('E')), "{diags:#?}");
-        diags.into_iter().find(|d| d.code.starts_with("W050"))
+        assert!(
+            diags
+                .iter()
+                .all(|d| !d.code.starts_with('E') || d.code == "E0509"),
+            "{diags:#?}"
+        );
+        diags
+            .into_iter()
+            .find(|d| d.code == "E0509" || d.code.starts_with("W050"))
     };
     // `wsp run` of main.wsp as written in `dir`, with these stages: its deadlock report.
     std::fs::write(dir.join("main.wsp"), main).expect("write");
@@ -444,7 +456,7 @@ workload w = connect(split, join)
         runtime_report(main, "main", Some(&dir))
     };
     let d = check(stages, main).expect("a verdict");
-    assert_eq!(d.code, "W0504", "{d:#?}");
+    assert_eq!(d.code, "E0509", "{d:#?}");
     // Every blocked process is in stages.wsp or main.wsp; the primary label is main's.
     assert!(d.primary.file.as_str().ends_with("main.wsp"), "{d:#?}");
     assert!(
@@ -455,7 +467,7 @@ workload w = connect(split, join)
     );
     let report = run(stages).expect("`wsp run` deadlocks too");
     let help = d.help.as_deref().unwrap_or_default();
-    assert!(report.contains(&format!(" (W0504): {help}")), "{report}");
+    assert!(report.contains(&format!(" (E0509): {help}")), "{report}");
     // The fix raises both channels, in stages.wsp where they are declared.
     let fix = &d.fixes[0];
     assert!(
@@ -468,4 +480,33 @@ workload w = connect(split, join)
     let fixed = fix.apply_to(&sp, stages);
     assert!(check(&fixed, main).is_none(), "still deadlocks:\n{fixed}");
     assert!(run(&fixed).is_none(), "`wsp run` deadlocks:\n{fixed}");
+}
+
+/// A proven deadlock fails `wsp check` (exit 1, E0509 an error), so CI stops on it.
+#[test]
+fn a_proven_deadlock_fails_check() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui");
+    for f in [
+        "csp_deadlock_full.wsp",
+        "csp_deadlock_cycle.wsp",
+        "csp_deadlock_rendezvous.wsp",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_wsp"))
+            .arg("check")
+            .arg(root.join(f))
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run wsp");
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{f}:\n{text}");
+        assert!(text.contains("[E0509] Error"), "{f}:\n{text}");
+    }
+    // Undecided (counts are data) stays a warning: exit 0.
+    let out = Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .arg("check")
+        .arg(root.join("csp_deadlock_undecided.wsp"))
+        .output()
+        .expect("run wsp");
+    assert_eq!(out.status.code(), Some(0));
 }

@@ -390,14 +390,14 @@ fn quick_fix_raises_a_deadlocking_channel_depth() {
     let d = c.diagnostics(&uri);
     let w = d
         .iter()
-        .find(|x| x["code"] == "W0504")
-        .unwrap_or_else(|| panic!("no W0504: {d:?}"));
+        .find(|x| x["code"] == "E0509")
+        .unwrap_or_else(|| panic!("no E0509: {d:?}"));
     let line = w["range"]["start"]["line"].as_u64().unwrap_or(0) as u32;
     let actions = code_actions(&mut c, &uri, line);
     let (_, changes) = actions
         .iter()
-        .find(|(t, _)| t.ends_with("(W0504)"))
-        .unwrap_or_else(|| panic!("no W0504 quick fix: {actions:?}"));
+        .find(|(t, _)| t.ends_with("(E0509)"))
+        .unwrap_or_else(|| panic!("no E0509 quick fix: {actions:?}"));
     let fixed = apply_edits(src, &changes[uri.as_str()]);
     assert!(
         fixed.contains("channel a: Channel[depth: 4]")

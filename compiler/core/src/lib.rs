@@ -216,7 +216,7 @@ impl Workspace {
     }
 
     /// The static deadlock analysis of the file's pipelines in the workloads named `only`,
-    /// with its params bound to a run's values (see [`tokens::pipeline_tokens_bound`]): W0504
+    /// with its params bound to a run's values (see [`tokens::pipeline_tokens_bound`]): E0509
     /// when a pipeline deadlocks, with the smallest channel depths that complete in its help.
     pub fn pipeline_tokens_bound(
         &self,

@@ -11,7 +11,8 @@
 
 use std::collections::BTreeSet;
 
-use wsp_diagnostics::Severity;
+use wsp_diagnostics::{Diagnostic, Severity};
+use wsp_vocab::codes;
 
 use crate::db::{file_items, Db, File, ItemId};
 use crate::resolve::{imports_of, ImportTarget};
@@ -25,6 +26,12 @@ pub struct LoweringInput<'db> {
     /// Paths of the program's files that have errors (or imports that are missing or
     /// unreadable); lowering must not run while this is non-empty.
     pub blocked_by: Vec<String>,
+}
+
+/// Whether diagnostic `d` stops lowering: every error but a verdict on how a well-formed
+/// program will run (E0509, a proven deadlock), which `wsp run` shows by running it.
+pub fn blocks_lowering(d: &Diagnostic) -> bool {
+    d.severity == Severity::Error && d.code != codes::E0509
 }
 
 /// The modules a file depends on, itself first, depth first in import order, each once.
@@ -57,9 +64,7 @@ pub fn lowering_input(db: &dyn Db, root: File) -> LoweringInput<'_> {
     let mut blocked_by = Vec::new();
     for f in &files {
         items.extend(file_items(db, *f).iter().map(|(id, _)| *id));
-        let has_error = crate::check_file(db, *f)
-            .iter()
-            .any(|d| d.severity == Severity::Error);
+        let has_error = crate::check_file(db, *f).iter().any(blocks_lowering);
         let unresolved = imports_of(db, *f)
             .iter()
             .any(|(_, t)| !matches!(t, ImportTarget::Loaded(_)));

@@ -12,7 +12,7 @@
 //! no process can move. (Stepping round-robin instead disagreed with `wsp run` on cycles where
 //! one process both takes and gives back a channel's tokens that another also produces.)
 //!
-//! A deadlock is W0504, with the blocked sites, the channel fills and the smallest total
+//! A deadlock is E0509, with the blocked sites, the channel fills and the smallest total
 //! increase of depths that completes (or the fact that no depth helps: even unbounded channels
 //! deadlock). A pipeline whose counts are not static (Ragged / Sparse / DenseDyn axes, `P.sel`,
 //! `when`, params) or too large to simulate is W0505, once per `connect`.
@@ -936,7 +936,7 @@ fn analyse_connect(
     let label = |w: &Wait| Label::new(names[w.at.file].clone(), w.at.span, describe(w));
     let primary = waits.iter().position(|w| w.at.file == 0);
     let mut d = Diagnostic::new(
-        codes::W0504,
+        codes::E0509,
         format!("the pipeline `{wname}` deadlocks"),
         match primary {
             Some(i) => label(&waits[i]),
@@ -1115,7 +1115,7 @@ channel b: Channel[depth: 1]
             .map(|d| (d.code.to_string(), d.help.clone().unwrap_or_default()))
             .collect();
         assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(d[0].0, "W0504", "{d:?}");
+        assert_eq!(d[0].0, "E0509", "{d:?}");
         assert!(
             d[0].1.contains("`a` depth 4 (now 1), `b` depth 3 (now 1)"),
             "{d:?}"
@@ -1141,7 +1141,7 @@ channel b: Channel[depth: 1]
         let main = ws.file_handle("main.wsp").expect("file");
         let d = pipeline_tokens(ws.db(), main);
         assert_eq!(d.len(), 1, "{d:#?}");
-        assert_eq!(d[0].code, "W0504", "{d:#?}");
+        assert_eq!(d[0].code, "E0509", "{d:#?}");
         assert_eq!(d[0].primary.file.as_str(), "main.wsp");
         assert!(d[0].primary.message.contains("other files"), "{d:#?}");
         assert_eq!(d[0].secondary.len(), 2, "{d:#?}");
@@ -1161,7 +1161,7 @@ channel b: Channel[depth: 1]
     }
 
     /// An imported axis whose size is a constant its own file imports is static: decided
-    /// (W0504 here), not W0505.
+    /// (E0509 here), not W0505.
     #[test]
     fn an_axis_sized_by_a_constant_of_a_third_file_is_static() {
         let mut ws = crate::Workspace::new();
@@ -1183,7 +1183,7 @@ workload w = connect(p)
         let main = ws.file_handle("main.wsp").expect("file");
         let d = pipeline_tokens(ws.db(), main);
         assert_eq!(d.len(), 1, "{d:#?}");
-        assert_eq!(d[0].code, "W0504", "{d:#?}");
+        assert_eq!(d[0].code, "E0509", "{d:#?}");
     }
 
     #[test]

@@ -112,8 +112,8 @@ fn deadlocking_depths_are_raised_to_the_smallest_that_complete() {
         let diags = ws.check("p.wsp");
         let d = diags
             .iter()
-            .find(|d| d.code == "W0504")
-            .unwrap_or_else(|| panic!("no W0504: {diags:#?}"));
+            .find(|d| d.code == "E0509")
+            .unwrap_or_else(|| panic!("no E0509: {diags:#?}"));
         let fixed = apply(&text, d);
         assert!(fixed.contains(want_a) && fixed.contains(want_b), "{fixed}");
         ws.set_file("p.wsp", fixed.clone());

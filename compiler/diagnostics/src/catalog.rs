@@ -11,6 +11,21 @@ pub fn explain(code: &str) -> Option<&'static str> {
         .map(|(_, _, t)| *t)
 }
 
+/// Codes that were renamed, with their new code: `wsp explain OLD` points to the new one.
+pub const RENAMED: &[(&str, &str)] = &[
+    // A proven deadlock became an error.
+    ("W0504", "E0509"),
+];
+
+/// The code an old code was renamed to.
+pub fn renamed(code: &str) -> Option<&'static str> {
+    let code = code.to_ascii_uppercase();
+    RENAMED
+        .iter()
+        .find(|(old, _)| *old == code)
+        .map(|(_, new)| *new)
+}
+
 /// Every code with its title, sorted.
 pub fn catalog() -> Vec<(&'static str, &'static str)> {
     CATALOG.iter().map(|(c, t, _)| (*c, *t)).collect()

@@ -10,6 +10,6 @@ mod catalog;
 mod diagnostic;
 pub mod render;
 
-pub use catalog::{catalog, explain, markdown_index, nearest};
+pub use catalog::{catalog, explain, markdown_index, nearest, renamed};
 pub use diagnostic::*;
 pub use wsp_syntax::Span;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use wsp_core::db::{item_ast, item_offset, Db, File, ItemId};
-use wsp_diagnostics::{Diagnostic, FileName, Label, Severity};
+use wsp_diagnostics::{Diagnostic, FileName, Label};
 use wsp_ir::dtype::{DType, ScalarValue};
 use wsp_ir::kernel as k;
 use wsp_ir::workload as w;
@@ -54,7 +54,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
             diags.extend(
                 wsp_core::check_file(db, f)
                     .into_iter()
-                    .filter(|d| d.severity == Severity::Error),
+                    .filter(wsp_core::lower::blocks_lowering),
             );
         }
         if diags.is_empty() {

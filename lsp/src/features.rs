@@ -14,7 +14,9 @@ use wsp_syntax::ast::{ItemKind, KernelParam};
 use wsp_syntax::lexer::ITEM_KEYWORDS;
 use wsp_syntax::{lex, Token, TokenInfo};
 use wsp_vocab::ops::{KERNEL_FNS, KERNEL_FN_NAMES};
-use wsp_vocab::schedule::{Directive, DIRECTIVE_NAMES, POLICY_NAMES};
+use wsp_vocab::schedule::{
+    Directive, WindowMode, DIRECTIVE_NAMES, POLICY_NAMES, WINDOW_MODE_NAMES,
+};
 use wsp_vocab::words::{
     axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
 };
@@ -44,6 +46,7 @@ pub fn is_builtin(name: &str) -> bool {
         EXPECT_BUILTINS,
         &DIRECTIVE_NAMES,
         &POLICY_NAMES,
+        &WINDOW_MODE_NAMES,
         TARGETS,
     ]
     .iter()
@@ -886,6 +889,27 @@ pub fn completion_with(
             }
         }
     }
+    // Window modes after `.task_window(n,`.
+    if matches!(item_kw, Some((_, Token::Schedule))) && prev == Some(Token::Comma) {
+        let n = sig.len();
+        if n >= 5
+            && sig[n - 5].kind == Token::Dot
+            && &text[span(&sig[n - 4]).0..span(&sig[n - 4]).1] == Directive::TaskWindow.name()
+            && sig[n - 3].kind == Token::LParen
+        {
+            return WindowMode::ALL
+                .iter()
+                .map(|m| {
+                    (
+                        m.name().to_string(),
+                        lsp::CompletionItemKind::ENUM_MEMBER,
+                        format!(".task_window(n, {}): {}", m.name(), m.doc()),
+                        m.name().to_string(),
+                    )
+                })
+                .collect();
+        }
+    }
     // Axis constructors after `axis x =`.
     if prev == Some(Token::Assign) && prev2 == Some(Token::Ident) && prev3 == Some(Token::Axis) {
         return AXIS_CTORS
@@ -1576,6 +1600,11 @@ mod tests {
                 "{d}: {l:?}"
             );
         }
+        // Window modes after `.task_window(n,`.
+        let src = SRC.replace(".dispatch(round_robin)", ".task_window(8, ");
+        ws.set_file("a.wsp", src.clone());
+        let l = labels(completion(&ws, "a.wsp", src.len() - 1));
+        assert_eq!(l, ["stall", "abort", "benchmark"], "{l:?}");
         // Module paths after `import` and `import std.`: the std modules (whatever
         // std_lib::modules() holds) and the files next to this one.
         ws.set_file("dir/main.wsp", "import ".into());

@@ -7,7 +7,7 @@ use crate::chunked::Chunked;
 use crate::exec::{ExecRing, RAW_ARG};
 use crate::idset::IdSet;
 use crate::order::Ordering;
-use crate::policy::{Dispatch, Policies, ReadyOrder, Timing};
+use crate::policy::{Dispatch, Policies, ReadyOrder, Timing, WindowMode};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
 use crate::v9::{Order, V9Clock};
@@ -26,6 +26,10 @@ const NIL: u32 = u32::MAX;
 /// The largest task window (its ring of 24-byte slots and the builder's 4 bytes a task are
 /// allocated up front).
 pub const MAX_WINDOW: u32 = 1 << 24;
+
+/// The window a [`WindowMode::Benchmark`] run actually has (when the declared one is smaller):
+/// tasks in flight beyond it stall as usual, and the statistics' high-water mark says so.
+pub const BENCHMARK_WINDOW: u32 = 1 << 16;
 
 /// The most streams (and, under `pto_wsp_v9`, workers) a schedule may have: the runtime keeps
 /// each one's last task (or clock) from the start.
@@ -134,6 +138,9 @@ pub enum RuntimeError {
     /// The run reached [`Config::max_tasks`] or [`Config::max_cycles`], or its processes
     /// passed tokens round without a task or a cycle passing ([`MAX_IDLE_STEPS`]).
     Limit(RunLimit),
+    /// Under [`WindowMode::Abort`], a task found the window full: the window, the task's
+    /// submission number and the cycle.
+    WindowFull { window: u64, task: u64, cycle: u64 },
 }
 
 /// Which limit stopped a run, and where the run was.
@@ -180,6 +187,15 @@ impl fmt::Display for RuntimeError {
             }
             RuntimeError::Deadlock(r) => r.fmt(f),
             RuntimeError::Limit(l) => l.fmt(f),
+            RuntimeError::WindowFull {
+                window,
+                task,
+                cycle,
+            } => write!(
+                f,
+                "the task window of {window} is full: task {task} would be the {}th in flight at cycle {cycle}, and the window's mode is abort",
+                window + 1
+            ),
         }
     }
 }
@@ -863,6 +879,16 @@ fn mix(k: i64) -> u64 {
 impl Runtime {
     pub fn new(mut cfg: Config) -> Result<Runtime, RuntimeError> {
         cfg.max_cycles = cfg.max_cycles.min(MAX_CYCLES);
+        // A benchmark window holds nothing back: the rings are sized for a window of
+        // `BENCHMARK_WINDOW` (or the declared one, if larger), and the statistics report the
+        // declared window's capacity against the most tasks in flight.
+        let declared = cfg.policies.task_window as u64;
+        if cfg.policies.window_mode == WindowMode::Benchmark {
+            let w = cfg.policies.task_window.max(BENCHMARK_WINDOW);
+            let tm = cfg.tensormap_pool;
+            cfg = cfg.with_window(w);
+            cfg.tensormap_pool = cfg.tensormap_pool.max(tm);
+        }
         let p = &cfg.policies;
         // The task window and the tensor map's pool are the builder's to check (below).
         if cfg.deplist_pool == 0 {
@@ -956,7 +982,7 @@ impl Runtime {
         }
         .max(1);
         let mut rings = [RingStat::default(); 5];
-        rings[0].cap = window;
+        rings[0].cap = declared;
         rings[1].cap = cfg.tensormap_pool as u64;
         rings[2].cap = cfg.deplist_pool as u64;
         rings[3].cap = cfg.heap_arena;
@@ -1391,6 +1417,19 @@ impl Runtime {
         if seq - self.head >= self.window {
             let t0 = self.now;
             self.flush_batch();
+            if self.cfg.policies.window_mode == WindowMode::Abort
+                && self.cfg.arch.timing == TimingSemantics::Event
+            {
+                // What completes at this cycle frees its slot first.
+                self.advance_to(self.now)?;
+                if seq - self.head >= self.window {
+                    return Err(RuntimeError::WindowFull {
+                        window: self.window,
+                        task: seq,
+                        cycle: self.now,
+                    });
+                }
+            }
             if !self.advance_while(|rt| seq - rt.head >= rt.window)? {
                 // Open scopes hold every task submitted in them (nested ones too) until they
                 // end: the window must take them all, twice over to keep the cores busy.
@@ -1593,6 +1632,16 @@ impl Runtime {
         } else {
             (None, 0, None)
         };
+        // Under v9 the window is v9's: an abort window stops at v9's first window stall.
+        if let (true, WindowMode::Abort, Some((start, _))) =
+            (v9, self.cfg.policies.window_mode, span.2)
+        {
+            return Err(RuntimeError::WindowFull {
+                window: self.window,
+                task: seq,
+                cycle: start,
+            });
+        }
         // Under v9 the limit is on v9's clocks (the event clock is not its time).
         if v9 && span.1 > self.cfg.max_cycles {
             return Err(self.limit("cycles", self.cfg.max_cycles));
@@ -2465,6 +2514,7 @@ impl Runtime {
             tasks: self.next_seq,
             edges: self.total_edges,
             rings: self.ring_uses(),
+            window_mode: self.cfg.policies.window_mode.name(),
             cores,
             channels: self.channels.iter().map(|c| c.stats.clone()).collect(),
         }

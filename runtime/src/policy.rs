@@ -4,6 +4,7 @@
 
 pub use wsp_arch::capabilities::Support;
 use wsp_arch::capabilities::{self, Backend};
+pub use wsp_vocab::schedule::WindowMode;
 use wsp_vocab::schedule::{Directive, Policy};
 
 /// Dispatch of tasks to modeled cores of their class.
@@ -52,6 +53,8 @@ pub struct Policies {
     pub ready: ReadyOrder,
     pub timing: Timing,
     pub task_window: u32,
+    /// What a full window does.
+    pub window_mode: WindowMode,
     pub streams: Option<Streams>,
 }
 
@@ -62,6 +65,7 @@ impl Default for Policies {
             ready: ReadyOrder::Fifo,
             timing: Timing::Immediate,
             task_window: 1024,
+            window_mode: WindowMode::Stall,
             streams: None,
         }
     }
@@ -173,7 +177,23 @@ pub const REGISTRY: &[PolicyInfo] = &[
         Ok(())
     }),
     row(Form::Directive(Directive::TaskWindow), |a, p| {
-        p.task_window = one(a, "task_window")?;
+        // `task_window(n)`, or `task_window(n, mode)` with the mode's code.
+        let (n, mode) = match a {
+            [n] => (*n, WindowMode::Stall),
+            [n, m] => (
+                *n,
+                WindowMode::from_code(*m).ok_or_else(|| {
+                    format!("`task_window` has no window mode {m} (0 stall, 1 abort, 2 benchmark)")
+                })?,
+            ),
+            _ => {
+                return Err(format!(
+                    "`task_window` takes a size and a mode, found {a:?}"
+                ))
+            }
+        };
+        p.task_window = one(&[n], "task_window")?;
+        p.window_mode = mode;
         Ok(())
     }),
     row(Form::Directive(Directive::Streams), |a, p| {
@@ -222,6 +242,10 @@ mod tests {
         assert_eq!(p.timing, Timing::Batched(8));
         p.apply("task_window", &[64]).unwrap();
         assert_eq!(p.task_window, 64);
+        p.apply("task_window", &[8, WindowMode::Abort.code()])
+            .unwrap();
+        assert_eq!((p.task_window, p.window_mode), (8, WindowMode::Abort));
+        assert!(p.apply("task_window", &[8, 7]).is_err());
         p.apply("streams", &[2]).unwrap();
         assert_eq!(p.streams, Some(Streams(2)));
         assert!(p.apply("round_robin", &[0]).unwrap_err().contains("≥ 1"));

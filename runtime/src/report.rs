@@ -176,6 +176,9 @@ pub struct Stats {
     pub tasks: u64,
     pub edges: u64,
     pub rings: Vec<RingUse>,
+    /// What a full task window does (`stall`, `abort`, `benchmark`: then the task window's
+    /// high-water mark may pass its capacity, and says how far it would have had to grow).
+    pub window_mode: &'static str,
     pub cores: Vec<CoreStats>,
     pub channels: Vec<ChannelStats>,
 }

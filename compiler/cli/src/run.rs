@@ -172,17 +172,6 @@ pub fn main(a: Args) -> ExitCode {
         }
     };
 
-    // A proven deadlock (E0509) lowers: the run shows it as it happens.
-    let proven: Vec<Diagnostic> = ws
-        .check(root)
-        .into_iter()
-        .filter(|d| d.code == codes::E0509)
-        .collect();
-    if !proven.is_empty() {
-        eprint!("{}", render_human(&proven, &crate::WsSources(&ws), color));
-        eprintln!("note: running `{root}` to show the deadlock `wsp check` proves (E0509)");
-    }
-
     // Every kernel a task calls runs: an extern kernel needs its `sim:` reference.
     let missing: Vec<Diagnostic> = program
         .kernels
@@ -220,6 +209,17 @@ pub fn main(a: Args) -> ExitCode {
         Ok(x) => x,
         Err(m) => return usage(m),
     };
+    // A proven deadlock (E0509) of a pipeline this run runs lowers: the run shows it as it
+    // happens.
+    let proven: Vec<Diagnostic> = ws
+        .pipeline_tokens_bound(root, &Default::default(), &ran_workloads(&program, ran))
+        .into_iter()
+        .filter(|d| d.code == codes::E0509)
+        .collect();
+    if !proven.is_empty() {
+        eprint!("{}", render_human(&proven, &crate::WsSources(&ws), color));
+        eprintln!("note: running `{root}` to show the deadlock `wsp check` proves (E0509)");
+    }
     // `--arch` (loaded with the checks above), else the schedule's target (`cpu_sim` names
     // this simulator, not a model: it runs the default one), else ascend910b.
     let target = sched
@@ -726,6 +726,20 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, wh
             stalls.join(", ")
         }
     ));
+    if s.window_mode == "benchmark" {
+        if let Some(w) = s.rings.first() {
+            o.push_str(&format!(
+                "  task window   benchmark: at most {} tasks in flight against a window of {}{}\n",
+                w.high_water,
+                w.capacity,
+                if w.high_water > w.capacity {
+                    format!(" (it would have had to grow to {})", w.high_water)
+                } else {
+                    " (it never filled)".to_string()
+                }
+            ));
+        }
+    }
     for c in &s.channels {
         let depth = match c.depth {
             0 => "rendezvous".to_string(),
@@ -895,17 +909,11 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// The help of the static deadlock analysis (E0509) for the pipelines of `root` that workload
-/// `ran` runs (itself, or the workloads it composes), with its params bound to a run's values
-/// (defaults, then `--set`), and how those values read (" with n = 8").
-fn deadlock_static_help(
-    ws: &wsp_core::Workspace,
-    root: &str,
+/// The names of the workloads a run of `ran` runs: itself, and the workloads it composes.
+fn ran_workloads(
     program: &wsp_ir::Program,
     ran: wsp_ir::WorkloadId,
-    set: &[(String, String)],
-) -> (Vec<String>, String) {
-    // The names of the workloads the run ran.
+) -> std::collections::BTreeSet<String> {
     let mut names = std::collections::BTreeSet::new();
     let mut stack = vec![ran];
     while let Some(w) = stack.pop() {
@@ -921,6 +929,20 @@ fn deadlock_static_help(
             stack.extend(parts.iter().copied());
         }
     }
+    names
+}
+
+/// The help of the static deadlock analysis (E0509) for the pipelines of `root` that workload
+/// `ran` runs (itself, or the workloads it composes), with its params bound to a run's values
+/// (defaults, then `--set`), and how those values read (" with n = 8").
+fn deadlock_static_help(
+    ws: &wsp_core::Workspace,
+    root: &str,
+    program: &wsp_ir::Program,
+    ran: wsp_ir::WorkloadId,
+    set: &[(String, String)],
+) -> (Vec<String>, String) {
+    let names = ran_workloads(program, ran);
     let mut bound = std::collections::BTreeMap::new();
     if let Ok(vals) = wsp_ir::data::resolve_params(program, set) {
         for (p, v) in program.params.iter().zip(vals) {

@@ -1120,7 +1120,12 @@ fn a_deadlock_is_told_in_the_programs_terms_and_keeps_its_trace_and_graph() {
     );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    let lines: Vec<&str> = err.lines().collect();
+    // The proof first (E0509, `wsp check`'s error), then the run's report from its first line.
+    assert!(err.starts_with("[E0509] Error"), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("error[E0811]"))
+        .collect();
     assert!(
         lines[0].starts_with("error[E0811]: deadlock at cycle"),
         "{err}"

@@ -16,7 +16,8 @@ use crate::resolve::{imports_of, scope, ImportTarget, Scoped};
 use wsp_vocab::codes;
 use wsp_vocab::ops::KERNEL_FN_NAMES;
 use wsp_vocab::schedule::{
-    Directive as DirectiveKind, DirectiveArg, Policy, PolicyArg, DIRECTIVE_NAMES, POLICY_NAMES,
+    Directive as DirectiveKind, DirectiveArg, Policy, PolicyArg, WindowMode, DIRECTIVE_NAMES,
+    POLICY_NAMES, WINDOW_MODE_NAMES,
 };
 pub use wsp_vocab::words::{
     axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
@@ -1760,6 +1761,34 @@ fn constant_arg(c: &mut Checker, e: &Expr) -> Option<Option<i64>> {
     Some(v)
 }
 
+/// The mode of `.task_window(n, mode)`: `stall`, `abort` or `benchmark` (E0604 otherwise).
+fn window_mode(c: &mut Checker, e: &Expr) {
+    let name = match &e.kind {
+        ExprKind::Name(n) => Some(n),
+        _ => None,
+    };
+    if name.is_some_and(|n| WindowMode::from_name(&n.name).is_some()) {
+        return;
+    }
+    let mut diag = Diagnostic::new(
+        codes::E0604,
+        "`.task_window` has no such window mode",
+        c.label(e.span, "unknown window mode"),
+    )
+    .with_help(format!(
+        "the modes are {}",
+        WindowMode::ALL
+            .iter()
+            .map(|m| format!("`{}` ({})", m.name(), m.doc()))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
+    if let Some(sg) = name.and_then(|n| suggest(&n.name, WINDOW_MODE_NAMES.iter().copied())) {
+        diag = diag.with_note(format!("did you mean `{sg}`?"));
+    }
+    c.diags.push(diag);
+}
+
 fn schedule(c: &mut Checker, s: &Schedule) {
     match c.scope.get(&s.workload.name).map(|x| &x.symbol) {
         Some(Symbol::Workload) => {}
@@ -1776,7 +1805,7 @@ fn schedule(c: &mut Checker, s: &Schedule) {
         }
         None => c.unresolved(&s.workload),
     }
-    c.builtins = &[&POLICY_NAMES, TARGETS];
+    c.builtins = &[&POLICY_NAMES, TARGETS, &WINDOW_MODE_NAMES];
     let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
     for d in &s.directives {
         let name = d.name.name.as_str();
@@ -1820,16 +1849,33 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                 .with_help(format!("remove one of the two `.{name}` directives")),
             );
         }
-        if d.args.len() != 1 {
+        // `.task_window(n, mode)` alone takes a second argument: the window's mode.
+        let most = if kind == DirectiveKind::TaskWindow {
+            2
+        } else {
+            1
+        };
+        if d.args.is_empty() || d.args.len() > most {
             c.diags.push(
                 Diagnostic::new(
                     codes::E0603,
-                    format!("`.{name}` takes one argument, found {}", d.args.len()),
+                    format!(
+                        "`.{name}` takes {}, found {}",
+                        if most == 1 {
+                            "one argument"
+                        } else {
+                            "a size and an optional mode"
+                        },
+                        d.args.len()
+                    ),
                     c.label(d.span, "wrong number of arguments"),
                 )
                 .with_help(directive_help(name)),
             );
             continue;
+        }
+        if let Some(m) = d.args.get(1) {
+            window_mode(c, &m.value);
         }
         let arg = &d.args[0].value;
         // Names inside directive arguments may refer to task coordinates (`hash(b)`), so only

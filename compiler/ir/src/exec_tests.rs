@@ -768,7 +768,10 @@ fn every_ir_construct_round_trips_through_json_and_validates() {
             Directive::Target {
                 arch: "ascend910b".into(),
             },
-            Directive::TaskWindow { size: 64 },
+            Directive::TaskWindow {
+                size: 64,
+                mode: Default::default(),
+            },
         ],
     });
     p.expects.push(Expect::Close {
@@ -1200,7 +1203,10 @@ fn every_directive_has_its_capability_key() {
     use wsp_vocab::schedule::Directive as D;
     let key = DirValue::Int { value: 1 };
     for d in [
-        Directive::TaskWindow { size: 1 },
+        Directive::TaskWindow {
+            size: 1,
+            mode: Default::default(),
+        },
         Directive::Streams { count: 1 },
         Directive::StreamBy { key },
         Directive::Target { arch: "x".into() },

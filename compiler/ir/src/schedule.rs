@@ -4,7 +4,7 @@
 //! the Ascend backend's orchestration both read a schedule through [`resolve`], so they
 //! configure the runtime alike.
 
-use crate::workload::{AxisId, DirValue, Directive, ExprOp, Policy, Program, Schedule};
+use crate::workload::{AxisId, DirValue, Directive, ExprOp, Policy, Program, Schedule, WindowMode};
 use wsp_vocab::schedule::{Directive as VocabDirective, PolicyArg};
 
 /// A policy key: how a task's key (affinity, hash, stream, priority) is computed.
@@ -159,14 +159,20 @@ pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
     for d in &s.directives {
         match d {
             Directive::Target { .. } => {}
-            Directive::TaskWindow { size: value } | Directive::Streams { count: value } => {
+            Directive::TaskWindow { size: value, .. } | Directive::Streams { count: value } => {
                 let name = d.kind().name();
                 let n = u32::try_from(*value)
                     .map_err(|_| format!("`{name}({value})` is out of range"))?;
                 if matches!(d, Directive::Streams { .. }) {
                     streams = Some(n);
                 }
-                r.forms.push((name, vec![n]));
+                match d {
+                    // A mode other than stall is the form's second argument.
+                    Directive::TaskWindow { mode, .. } if *mode != WindowMode::Stall => {
+                        r.forms.push((name, vec![n, mode.code()]))
+                    }
+                    _ => r.forms.push((name, vec![n])),
+                }
             }
             Directive::StreamBy { key } => r.keys.stream = Some(key_of(p, key)?),
             Directive::Policy { policy, args } => {
@@ -243,7 +249,10 @@ mod tests {
                 policy: Policy::RoundRobin,
                 args: vec![DirValue::Int { value: 4 }],
             },
-            Directive::TaskWindow { size: 64 },
+            Directive::TaskWindow {
+                size: 64,
+                mode: Default::default(),
+            },
             Directive::Target {
                 arch: "ascend910b".into(),
             },
@@ -283,7 +292,10 @@ mod tests {
         assert_eq!(both.keys.stream, Some(Key::Int(3)));
         let bad = resolve(
             &p,
-            Some(&schedule(vec![Directive::TaskWindow { size: -1 }])),
+            Some(&schedule(vec![Directive::TaskWindow {
+                size: -1,
+                mode: Default::default(),
+            }])),
         );
         assert!(bad.unwrap_err().contains("out of range"));
     }

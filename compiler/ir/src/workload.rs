@@ -660,8 +660,12 @@ pub enum Directive {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         args: Vec<DirValue>,
     },
-    /// `.task_window(n)`.
-    TaskWindow { size: i64 },
+    /// `.task_window(n)`, `.task_window(n, mode)`.
+    TaskWindow {
+        size: i64,
+        #[serde(default, skip_serializing_if = "is_stall")]
+        mode: WindowMode,
+    },
     /// `.streams(n)`.
     Streams { count: i64 },
     /// `.stream_by(key)`.
@@ -670,7 +674,11 @@ pub enum Directive {
     Target { arch: String },
 }
 
-pub use wsp_vocab::schedule::Policy;
+pub use wsp_vocab::schedule::{Policy, WindowMode};
+
+fn is_stall(m: &WindowMode) -> bool {
+    *m == WindowMode::Stall
+}
 
 impl Directive {
     /// The directive as the language names it.

@@ -1375,10 +1375,20 @@ impl Lowerer {
         use wsp_vocab::schedule::{Directive as D, DirectiveArg, Policy};
         let unsupported = || self.unsupported(d.span, "this schedule directive");
         let kind = D::from_name(&d.name.name).ok_or_else(unsupported)?;
-        let [arg] = d.args.as_slice() else {
-            return Err(unsupported());
+        // `.task_window(n, mode)` alone takes a second argument.
+        let (arg, mode) = match d.args.as_slice() {
+            [arg] => (arg, None),
+            [arg, mode] if kind == D::TaskWindow => (arg, Some(&mode.value)),
+            _ => return Err(unsupported()),
         };
         let arg = &arg.value;
+        let mode = match mode.map(|m| &m.kind) {
+            None => wsp_vocab::schedule::WindowMode::Stall,
+            Some(ExprKind::Name(n)) => {
+                wsp_vocab::schedule::WindowMode::from_name(&n.name).ok_or_else(unsupported)?
+            }
+            Some(_) => return Err(unsupported()),
+        };
         Ok(match kind.arg() {
             DirectiveArg::Policy => {
                 let (name, args) = match &arg.kind {
@@ -1407,7 +1417,7 @@ impl Lowerer {
             DirectiveArg::Count => {
                 let n = self.const_int(arg)?;
                 match kind {
-                    D::TaskWindow => w::Directive::TaskWindow { size: n },
+                    D::TaskWindow => w::Directive::TaskWindow { size: n, mode },
                     _ => w::Directive::Streams { count: n },
                 }
             }

@@ -195,6 +195,12 @@ fn from_runtime(p: &Program, e: RuntimeError) -> SimError {
     match e {
         RuntimeError::Deadlock(r) => SimError::Deadlock(r.to_string(), Some(r)),
         RuntimeError::Limit(l) => limit_error(l),
+        e @ RuntimeError::WindowFull { .. } => SimError::Exec {
+            code: codes::E0816,
+            message: e.to_string(),
+            at: None,
+            place: exec::Place::Task,
+        },
         RuntimeError::Kernel { ref kernel, .. } => SimError::Kernel {
             at: p
                 .kernels
@@ -616,11 +622,12 @@ fn submit_error(e: RuntimeError) -> exec::TaskError {
 }
 
 /// A runtime error that stopped the run, for the orchestration to pass on: a deadlock
-/// (E0811), a limit (E0815), anything else (E0810).
+/// (E0811), a limit (E0815), a full abort window (E0816), anything else (E0810).
 fn run_error(e: RuntimeError) -> exec::ExecError {
     match e {
         RuntimeError::Deadlock(r) => exec::ExecError::new(codes::E0811, r.to_string()),
         RuntimeError::Limit(l) => exec::ExecError::new(codes::E0815, limit_message(l)),
+        e @ RuntimeError::WindowFull { .. } => exec::ExecError::new(codes::E0816, e.to_string()),
         other => exec::ExecError::new(codes::E0810, other.to_string()),
     }
 }

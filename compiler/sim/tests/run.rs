@@ -777,3 +777,34 @@ fn p_seq_orders_independent_iterations_on_every_model_and_p_does_not() {
         }
     }
 }
+
+#[test]
+fn a_full_window_stalls_aborts_or_is_measured_as_its_mode_says() {
+    for arch in ["ascend910b", "pto_wsp_v9"] {
+        let o = opts(arch);
+        let stall = run(&squares(8, ".task_window(2)"), &o).expect("stall runs");
+        let wide = run(&squares(8, ".task_window(64)"), &o).expect("a wide window runs");
+        // Stall: the window holds the orchestration back, and the run says so.
+        let tw = &stall.stats.rings[0];
+        assert_eq!((tw.capacity, tw.high_water), (2, 2), "{arch}");
+        assert!(tw.stalls > 0, "{arch}");
+        assert!(stall.stats.total_cycles > wide.stats.total_cycles, "{arch}");
+        // Abort: the run stops at the first task that finds the window full, naming it.
+        let Err(e) = run(&squares(8, ".task_window(2, abort)"), &o) else {
+            panic!("{arch}: an abort window stops the run");
+        };
+        assert_eq!(e.code(), "E0816", "{arch}: {e}");
+        assert!(e.to_string().contains("task window of 2"), "{arch}: {e}");
+        // Abort through a window the run never fills: runs as stall would.
+        let fits = run(&squares(8, ".task_window(8, abort)"), &o).expect("fits");
+        assert_eq!(fits.stats.total_cycles, wide.stats.total_cycles, "{arch}");
+        // Benchmark: nothing held back (the time of an unbounded window), and the high water
+        // says how far the window of 2 would have had to grow.
+        let b = run(&squares(8, ".task_window(2, benchmark)"), &o).expect("benchmark runs");
+        assert_eq!(b.stats.window_mode, "benchmark");
+        let tw = &b.stats.rings[0];
+        assert_eq!((tw.capacity, tw.high_water, tw.stalls), (2, 8, 0), "{arch}");
+        assert_eq!(b.stats.total_cycles, wide.stats.total_cycles, "{arch}");
+        assert_eq!(bits(&b.tensors[1]), bits(&stall.tensors[1]), "{arch}");
+    }
+}

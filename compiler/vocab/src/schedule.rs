@@ -101,7 +101,9 @@ impl Directive {
             Directive::Timing => {
                 "`.timing(immediate | batched(n) | interleaved(n) | rate_limit(n))`"
             }
-            Directive::TaskWindow => "`.task_window(n)`: at most n tasks in flight, n ≥ 1",
+            Directive::TaskWindow => {
+                "`.task_window(n)` or `.task_window(n, stall | abort | benchmark)`: at most n tasks in flight, n ≥ 1"
+            }
             Directive::Ready => "`.ready(fifo | lifo | priority(expr))`",
             Directive::Target => {
                 "`.target(ascend910b | ascend950 | aie_ml | pto_wsp_v9 | cpu_sim)`"
@@ -121,6 +123,76 @@ impl Directive {
         }
     }
 }
+
+/// What a full task window does: `.task_window(n, mode)` (PTO-WSP v9's window modes).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowMode {
+    /// The orchestration waits until a task in flight completes (the default).
+    #[default]
+    Stall,
+    /// The run stops with an error naming the window.
+    Abort,
+    /// The window does not hold the orchestration back; the run records how far it would
+    /// have had to grow (the most tasks in flight).
+    Benchmark,
+}
+
+impl WindowMode {
+    pub const ALL: [WindowMode; 3] = [WindowMode::Stall, WindowMode::Abort, WindowMode::Benchmark];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            WindowMode::Stall => "stall",
+            WindowMode::Abort => "abort",
+            WindowMode::Benchmark => "benchmark",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<WindowMode> {
+        WindowMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The mode as a policy argument (`task_window(n, code)`): its index in [`WindowMode::ALL`].
+    pub const fn code(self) -> u32 {
+        self as u32
+    }
+
+    pub fn from_code(code: u32) -> Option<WindowMode> {
+        WindowMode::ALL.get(code as usize).copied()
+    }
+
+    /// What the mode does, for hovers and messages.
+    pub const fn doc(self) -> &'static str {
+        match self {
+            WindowMode::Stall => {
+                "a full window stalls the orchestration until a task completes (the default)"
+            }
+            WindowMode::Abort => {
+                "a full window stops the run with an error (E0816) naming the window"
+            }
+            WindowMode::Benchmark => {
+                "the window never stalls; the run reports how far it would have had to grow"
+            }
+        }
+    }
+}
+
+/// The names of [`WindowMode::ALL`].
+pub const WINDOW_MODE_NAMES: [&str; 3] = ["stall", "abort", "benchmark"];
 
 /// What a policy takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -306,6 +378,16 @@ pub const POLICY_NAMES: [&str; Policy::ALL.len()] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_modes_round_trip() {
+        for (m, n) in WindowMode::ALL.into_iter().zip(WINDOW_MODE_NAMES) {
+            assert_eq!(m.name(), n);
+            assert_eq!(WindowMode::from_name(n), Some(m));
+            assert_eq!(WindowMode::from_code(m.code()), Some(m));
+            assert!(Directive::TaskWindow.usage().contains(n));
+        }
+    }
 
     #[test]
     fn names_round_trip() {

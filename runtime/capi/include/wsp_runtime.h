@@ -36,6 +36,7 @@ extern "C" {
 #define WSP_RT_ERR_LIMIT 6     /* the run reached its task or cycle limit */
 #define WSP_RT_ERR_PROCESS 7   /* a process step failed */
 #define WSP_RT_ERR_PANIC 8     /* the runtime panicked (a bug): the handle should be destroyed */
+#define WSP_RT_ERR_WINDOW 9    /* the task window was full and its mode is abort (task_window(n, 1)) */
 
 /* The opaque runtime handle. */
 typedef struct wsp_rt wsp_rt;
@@ -92,7 +93,8 @@ int32_t wsp_rt_set_task_window(wsp_rt *rt, uint32_t window);
 int32_t wsp_rt_set_threads(wsp_rt *rt, uint32_t threads);
 /* A schedule policy by form name with integer arguments, as the runtime's policy registry
  * knows them: round_robin(n), affinity, by, hash, work_steal, fifo, lifo, priority, immediate,
- * batched(n), interleaved(n), rate_limit(n), task_window(n), streams(n). */
+ * batched(n), interleaved(n), rate_limit(n), task_window(n), task_window(n, mode) (mode 0 stall,
+ * 1 abort, 2 benchmark), streams(n). */
 int32_t wsp_rt_set_policy(wsp_rt *rt, const char *form, const uint32_t *args, uint32_t nargs);
 /* The most region arguments a task has: grows the tensor map so one task always fits. */
 int32_t wsp_rt_fit_region_args(wsp_rt *rt, uint32_t nargs);

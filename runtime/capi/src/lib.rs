@@ -26,6 +26,7 @@ pub const WSP_RT_ERR_DEADLOCK: i32 = 5;
 pub const WSP_RT_ERR_LIMIT: i32 = 6;
 pub const WSP_RT_ERR_PROCESS: i32 = 7;
 pub const WSP_RT_ERR_PANIC: i32 = 8;
+pub const WSP_RT_ERR_WINDOW: i32 = 9;
 
 pub const WSP_STEP_CONTINUE: u32 = 0;
 pub const WSP_STEP_SEND: u32 = 1;
@@ -127,6 +128,7 @@ impl From<RuntimeError> for Fail {
             RuntimeError::Process { .. } => WSP_RT_ERR_PROCESS,
             RuntimeError::Deadlock(_) => WSP_RT_ERR_DEADLOCK,
             RuntimeError::Limit(_) => WSP_RT_ERR_LIMIT,
+            RuntimeError::WindowFull { .. } => WSP_RT_ERR_WINDOW,
         };
         Fail(code, e.to_string())
     }

@@ -425,7 +425,7 @@ fn plan_json(
 mod tests {
     use super::orch::c_str;
     use super::sched::forms;
-    use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing};
+    use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing, WindowMode};
 
     #[test]
     fn policy_forms_rebuild_the_policies() {
@@ -436,6 +436,7 @@ mod tests {
                 ready: ReadyOrder::Lifo,
                 timing: Timing::Batched(8),
                 task_window: 16,
+                window_mode: WindowMode::Abort,
                 streams: Some(Streams(2)),
             },
             Policies {
@@ -443,6 +444,7 @@ mod tests {
                 ready: ReadyOrder::Priority,
                 timing: Timing::RateLimit(3),
                 task_window: 1024,
+                window_mode: WindowMode::Benchmark,
                 streams: None,
             },
             Policies {
@@ -450,6 +452,7 @@ mod tests {
                 ready: ReadyOrder::Fifo,
                 timing: Timing::Interleaved(5),
                 task_window: 1024,
+                window_mode: WindowMode::Stall,
                 streams: None,
             },
         ];

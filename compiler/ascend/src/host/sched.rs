@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 pub(crate) use wsp_ir::schedule::{Key, Keys};
 use wsp_ir::workload::{Program, Schedule};
-use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing};
+use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing, WindowMode};
 
 use super::orch::c_str;
 
@@ -42,6 +42,9 @@ pub(crate) fn forms(pol: &Policies) -> Vec<(&'static str, Vec<u32>)> {
     });
     if let Some(Streams(n)) = pol.streams {
         v.push(("streams", vec![n]));
+    }
+    if pol.window_mode != WindowMode::Stall {
+        v.push(("task_window", vec![pol.task_window, pol.window_mode.code()]));
     }
     v
 }

@@ -24,6 +24,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "its attention tiles and intermediates need about 600 KiB per core; a compute tile has 64 KiB",
     ),
     (
+        "paged_gather",
+        "cannot place this task: a view's position is read from a tensor at run time",
+        "each block's page is tensor data (a page table)",
+    ),
+    (
         "moe_routing",
         "cannot place a loop over the Sparse axis `routing`",
         "the experts a token visits are tensor data (CSR routing)",

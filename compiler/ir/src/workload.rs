@@ -507,6 +507,10 @@ pub enum LoopKind {
     Selected,
     /// A plain `for` (dataflow order).
     Plain,
+    /// Not written by the user: one iteration per variable (`v in e .. e + 1`) binding the
+    /// computed indices of the views of the one statement inside (a view positioned by
+    /// tensor data, or by a non-affine index such as `t % 4`).
+    Bind,
 }
 
 /// What one loop iterator ranges over.

@@ -40,6 +40,55 @@ pub fn lower(ws: &wsp_core::Workspace, root: &str) -> Result<wsp_ir::Program, Ve
     lowered_program(ws.db(), file).clone()
 }
 
+/// View indices that are not affine (computed from tensor elements, `%`, `/`): each is bound
+/// to a fresh variable of the workload, and the statement that uses them is wrapped in a loop
+/// of one iteration per variable, `for v in e .. e + 1`, which evaluates `e` when the
+/// statement runs — after the producers of the elements it reads, as for any loop bound — so
+/// the view itself stays affine in variables.
+struct Binds<'n> {
+    names: &'n mut Vec<String>,
+    vars: Vec<w::LoopVar>,
+    iters: Vec<w::Iter>,
+}
+
+impl<'n> Binds<'n> {
+    fn new(names: &'n mut Vec<String>) -> Binds<'n> {
+        Binds {
+            names,
+            vars: Vec::new(),
+            iters: Vec::new(),
+        }
+    }
+
+    fn bind(&mut self, x: w::Expr) -> w::LoopVar {
+        let v = w::LoopVar(self.names.len() as u32);
+        self.names.push(format!("index{}", self.vars.len()));
+        self.vars.push(v);
+        let end = w::Expr::Binary {
+            op: w::ExprOp::Add,
+            lhs: Box::new(x.clone()),
+            rhs: Box::new(w::Expr::Const {
+                value: ScalarValue::Int(1),
+            }),
+        };
+        self.iters.push(w::Iter::Range { start: x, end });
+        v
+    }
+
+    /// `stmt`, inside the loop that binds the variables, if any.
+    fn around(self, stmt: w::WStmt) -> w::WStmt {
+        if self.vars.is_empty() {
+            return stmt;
+        }
+        w::WStmt::For {
+            kind: w::LoopKind::Bind,
+            vars: self.vars,
+            iters: self.iters,
+            body: vec![stmt],
+        }
+    }
+}
+
 /// The lowering query: the IR of the program rooted at `root`, or the diagnostics that prevent it.
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn lowered_program(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>> {
@@ -487,6 +536,24 @@ impl Lowerer {
     }
 
     /// An affine expression over params and (optionally) loop variables.
+    /// A view index or slice bound: affine in loop variables and params, or else any integer
+    /// expression the orchestration evaluates (tensor elements, `%`, `/`), bound to a
+    /// variable of its own around the task ([`Binds`]).
+    fn index(
+        &self,
+        e: &ast::Expr,
+        vars: &BTreeMap<String, w::LoopVar>,
+        binds: &mut Binds<'_>,
+    ) -> R<w::Affine> {
+        match self.affine(e, vars) {
+            Err(d) if d.code == UNSUPPORTED => match self.rexpr(e, vars) {
+                Ok(x) => Ok(w::Affine::var(binds.bind(x))),
+                Err(_) => Err(d),
+            },
+            r => r,
+        }
+    }
+
     fn affine(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::Affine> {
         if let Ok(ScalarValue::Int(c)) = self.scalar_const(e) {
             return Ok(w::Affine::constant(c));
@@ -1186,7 +1253,14 @@ impl Lowerer {
                 let payload = match &value.kind {
                     ExprKind::Call {
                         coords: Some(_), ..
-                    } => w::SendPayload::Task(self.task_call(value, vars)?),
+                    } => {
+                        let mut binds = Binds::new(names);
+                        let call = self.task_call(value, vars, &mut binds)?;
+                        return Ok(binds.around(w::WStmt::Send {
+                            channel,
+                            payload: w::SendPayload::Task(call),
+                        }));
+                    }
                     ExprKind::Tuple(xs) => w::SendPayload::Values {
                         values: xs
                             .iter()
@@ -1223,7 +1297,11 @@ impl Lowerer {
             StmtKind::Expr(e) => match &e.kind {
                 ExprKind::Call {
                     coords: Some(_), ..
-                } => Ok(w::WStmt::Call(self.task_call(e, vars)?)),
+                } => {
+                    let mut binds = Binds::new(names);
+                    let call = self.task_call(e, vars, &mut binds)?;
+                    Ok(binds.around(w::WStmt::Call(call)))
+                }
                 ExprKind::Name(n) if self.workloads.contains_key(&n.name) => Ok(w::WStmt::Run {
                     workload: self.workloads[&n.name],
                 }),
@@ -1233,7 +1311,12 @@ impl Lowerer {
         }
     }
 
-    fn task_call(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::TaskCall> {
+    fn task_call(
+        &self,
+        e: &ast::Expr,
+        vars: &BTreeMap<String, w::LoopVar>,
+        binds: &mut Binds<'_>,
+    ) -> R<w::TaskCall> {
         let ExprKind::Call {
             callee,
             coords,
@@ -1262,7 +1345,7 @@ impl Lowerer {
                 .or_else(|| args.get(i).filter(|a| a.name.is_none()));
             match (&p.kind, arg) {
                 (k::ParamKind::Tile { .. }, Some(a)) => {
-                    out.push(w::TaskArg::View(self.view(&a.value, vars)?))
+                    out.push(w::TaskArg::View(self.view(&a.value, vars, binds)?))
                 }
                 (k::ParamKind::Scalar { .. }, Some(a)) => out.push(w::TaskArg::Scalar {
                     value: self.rexpr(&a.value, vars)?,
@@ -1288,7 +1371,12 @@ impl Lowerer {
         })
     }
 
-    fn view(&self, e: &ast::Expr, vars: &BTreeMap<String, w::LoopVar>) -> R<w::View> {
+    fn view(
+        &self,
+        e: &ast::Expr,
+        vars: &BTreeMap<String, w::LoopVar>,
+        binds: &mut Binds<'_>,
+    ) -> R<w::View> {
         let (base, indices): (&ast::Expr, &[ast::Expr]) = match &e.kind {
             ExprKind::Index { base, indices } => (base, indices),
             _ => (e, &[]),
@@ -1305,17 +1393,17 @@ impl Lowerer {
                 ExprKind::FullSlice => w::ViewDim::Full,
                 ExprKind::Range { start, end } => {
                     let start = match start {
-                        Some(s) => self.affine(s, vars)?,
+                        Some(s) => self.index(s, vars, binds)?,
                         None => w::Affine::constant(0),
                     };
                     let end = match end {
-                        Some(s) => self.affine(s, vars)?,
+                        Some(s) => self.index(s, vars, binds)?,
                         None => return Err(self.unsupported(ix.span, "an open-ended slice")),
                     };
                     w::ViewDim::Slice { start, end }
                 }
                 _ => w::ViewDim::Index {
-                    at: self.affine(ix, vars)?,
+                    at: self.index(ix, vars, binds)?,
                 },
             });
         }

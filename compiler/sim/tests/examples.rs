@@ -96,6 +96,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("varlen_attention", 2154),
     ("flash_attention", 10412),
     ("llama_layer", 84569),
+    ("paged_gather", 2141),
     ("pipe_scores", 660),
     ("attention", 536),
     ("bgemm", 8160),

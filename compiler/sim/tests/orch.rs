@@ -138,8 +138,8 @@ impl Gen {
 }
 
 /// A random program over Dense, Ragged and Sparse axes: nested `P`/`P.seq` loops, `when` on
-/// the length tensor, `sequential`, views with offsets (some out of range on purpose), tasks
-/// of two kernels. Every seed gives one program; some fail to check or to run, which both
+/// the length tensor, `sequential`, views with offsets (some out of range on purpose), views
+/// indexed by `%` and by tensor data, tasks of two kernels. Every seed gives one program; some fail to check or to run, which both
 /// engines must then report alike.
 fn generated_program(seed: u64) -> String {
     let mut g = Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -171,7 +171,7 @@ fn generated_program(seed: u64) -> String {
     let mut workloads = Vec::new();
     for w in 0..parts {
         let (p1, p2) = (par(&mut g), par(&mut g));
-        let inner = match g.below(4) {
+        let inner = match g.below(6) {
             0 => format!(
                 "        for t in {p2}(rag[b]) {{\n            scale[b, t](x: X[b, t{}], y: Y1[b, t])\n        }}\n",
                 off(&mut g)
@@ -183,6 +183,16 @@ fn generated_program(seed: u64) -> String {
             2 => format!(
                 "        for s in P.sel(sp[b]) {{\n            shift[b, s](x: X[b, 0], y: Y2[b, s{}])\n        }}\n",
                 off(&mut g)
+            ),
+            // Views whose index is not affine: computed (`%`), or read from tensor data (the
+            // length tensor, possibly out of range).
+            4 => format!(
+                "        for t in {p2}(rag[b]) {{\n            scale[b, t](x: X[b, (t + {}) % M], y: Y1[b, t])\n        }}\n",
+                g.below(m)
+            ),
+            5 => format!(
+                "        for t in {p2}(rag[b]) {{\n            shift[b, t](x: X[b, lens[b] - 1 - t{}], y: Y1[b, t])\n        }}\n",
+                if g.below(4) == 0 { " + 1" } else { "" }
             ),
             _ => format!(
                 "        for t in 0..{} {{\n            scale[b, t](x: X[b, t], y: Y1[b, t])\n        }}\n",
@@ -234,6 +244,18 @@ fn generated_workloads_run_the_same_compiled_and_interpreted() {
         let src = generated_program(seed);
         let path = dir.join(format!("gen{seed}.wsp"));
         std::fs::write(&path, &src).expect("write");
+        // A program that checks clean lowers: E0813 after a clean check is a bug.
+        let mut ws = wsp_core::Workspace::new();
+        ws.set_file("gen.wsp", src.clone());
+        let clean = ws
+            .check("gen.wsp")
+            .iter()
+            .all(|d| d.severity != wsp_diagnostics::Severity::Error);
+        if clean {
+            if let Err(d) = wsp_lower::lower(&ws, "gen.wsp") {
+                panic!("seed {seed} checks clean but does not lower: {d:#?}\n{src}");
+            }
+        }
         if differential(&path) {
             ran += 1;
         }

@@ -808,3 +808,41 @@ fn a_full_window_stalls_aborts_or_is_measured_as_its_mode_says() {
         assert_eq!(bits(&b.tensors[1]), bits(&stall.tensors[1]), "{arch}");
     }
 }
+
+/// `cp` of the 16-row block of `X` that `Off[0, b]` (written by `mk` from `Seed`) names.
+fn offsets_from_a_task(seed: &str) -> String {
+    format!(
+        r#"
+axis batch = Dense[2]
+input  X: f32[64, 16] = random(seed: 5)
+input  Seed: i32[1, 2] = [{seed}]
+output Off: i32[1, 2]
+output Y: f32[2, 16, 16]
+kernel mk(s: in i32[1, 2], o: out i32[1, 2]) {{ o = s * 16 }}
+kernel cp(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x }}
+workload w {{
+    mk[0](s: Seed, o: Off)
+    for b in P(batch) {{ cp[b](x: X[Off[0, b] .. Off[0, b] + 16, :], y: Y[b]) }}
+}}
+"#
+    )
+}
+
+#[test]
+fn a_view_placed_by_data_waits_for_its_producer_and_is_bounds_checked_when_it_runs() {
+    for interpret in [false, true] {
+        let mut o = opts("ascend910b");
+        o.interpret_orchestration = interpret;
+        let r = run(&offsets_from_a_task("3, 1"), &o).expect("runs");
+        let (x, y) = (r.tensors[0].to_f64(), r.tensors[3].to_f64());
+        // Y[0] is rows 48..64 of X, Y[1] rows 16..32: what `mk` wrote, read after it ran.
+        assert_eq!(&y[..256], &x[48 * 16..64 * 16]);
+        assert_eq!(&y[256..], &x[16 * 16..32 * 16]);
+        let Err(e) = run(&offsets_from_a_task("3, 4"), &o) else {
+            panic!("an offset past X runs");
+        };
+        let m = e.to_string();
+        assert_eq!(e.code(), "E0810", "{m}");
+        assert!(m.contains("cp[1]") && m.contains("X[64..80, 0..16]"), "{m}");
+    }
+}

@@ -142,19 +142,22 @@ impl StaticCheck<'_> {
     fn stmts(&mut self, stmts: &[WStmt]) {
         for s in stmts {
             match s {
-                WStmt::For { iters, body, .. } => {
+                WStmt::For {
+                    kind, iters, body, ..
+                } => {
                     let near = first_call_span(body);
+                    let what = if *kind == LoopKind::Bind {
+                        "the AIE target cannot place this task: a view's position is read from a tensor at run time, and AIE has no run-time scheduler"
+                    } else {
+                        "the AIE target cannot place this loop: its range is read from a tensor at run time, and AIE has no run-time scheduler"
+                    };
                     for it in iters {
                         match it {
                             Iter::Axis { axis } => self.axis(*axis, near.clone()),
                             Iter::Row { axis, .. } => self.axis(*axis, near.clone()),
                             Iter::Range { start, end } => {
                                 if expr_reads_data(start) || expr_reads_data(end) {
-                                    self.diags.push(error(
-                                        "the AIE target cannot place this loop: its range is read from a tensor at run time, and AIE has no run-time scheduler",
-                                        near.clone(),
-                                        STATIC_HELP,
-                                    ));
+                                    self.diags.push(error(what, near.clone(), STATIC_HELP));
                                 }
                             }
                         }

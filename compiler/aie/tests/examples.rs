@@ -24,6 +24,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "its attention tiles and intermediates need about 600 KiB per core; a compute tile has 64 KiB",
     ),
     (
+        "fa_slots",
+        "bytes of data memory",
+        "its 256-wide key and value tiles (64 KiB each in f16) pass a compute tile's 64 KiB",
+    ),
+    (
         "paged_gather",
         "cannot place this task: a view's position is read from a tensor at run time",
         "each block's page is tensor data (a page table)",

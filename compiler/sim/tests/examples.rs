@@ -97,6 +97,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("flash_attention", 10412),
     ("llama_layer", 84569),
     ("paged_gather", 2141),
+    ("fa_slots", 16705),
     ("pipe_scores", 660),
     ("attention", 536),
     ("bgemm", 8160),

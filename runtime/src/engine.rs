@@ -1395,6 +1395,13 @@ impl Runtime {
         if self.next_seq >= self.cfg.max_tasks {
             return Err(self.limit("tasks", self.cfg.max_tasks));
         }
+        // The orchestration thread spends the model's `submit` cycles on each task it submits
+        // (the cores run meanwhile): a task is submitted no sooner. Processes step on the
+        // event clock and are not charged.
+        let cost = self.cfg.arch.overheads.submit;
+        if cost > 0 && proc == NIL && self.cfg.arch.timing == TimingSemantics::Event {
+            self.advance_to(self.now.saturating_add(cost))?;
+        }
         if t.kernel.0 as usize >= self.kernels.len() {
             return api(format!("unknown kernel id {}", t.kernel.0));
         }

@@ -2,8 +2,12 @@ use crate::*;
 use proptest::prelude::*;
 use std::sync::{Arc, Mutex};
 
+/// A built-in model without the orchestration's submission cost: these tests submit at cycle 0
+/// and are about the graph, the rings and the event clock (`submit_cost_*` test the cost).
 fn arch(name: &str) -> Arch {
-    Arch::builtin(name).unwrap()
+    let mut a = Arch::builtin(name).unwrap();
+    a.overheads.submit = 0;
+    a
 }
 
 fn noop() -> Arc<dyn Kernel> {
@@ -1967,4 +1971,47 @@ fn a_rendezvous_sender_waits_until_its_token_is_received() {
     assert_eq!(buffered[..2], [0, 0], "{buffered:?}");
     // Each of the loader's tasks takes 100 cycles.
     assert!(rendezvous[1] > rendezvous[0] + 100, "{rendezvous:?}");
+}
+
+/// `n` independent 1,000-cycle tasks (`chain`: a dependent chain of 5,000-cycle tasks) under
+/// `policy` on ascend910b with its submission cost.
+fn submitted(n: i64, chain: bool, policy: Option<(&str, u32)>) -> Stats {
+    let mut cfg = Config::new(Arch::builtin("ascend910b").unwrap());
+    if let Some((p, a)) = policy {
+        cfg.policies.apply(p, &[a]).unwrap();
+    }
+    cfg.execute = false;
+    let mut rt = Runtime::new(cfg).unwrap();
+    let k = rt.register_kernel("t", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[n, 16]).unwrap();
+    for i in 0..n {
+        let row = if chain { 0 } else { i };
+        let a = [arg(x, &[row, 0], &[1, 16], Direction::InOut)];
+        rt.submit(&task(k, &[i], &a, if chain { 5000 } else { 1000 }))
+            .unwrap();
+    }
+    rt.finish().unwrap()
+}
+
+#[test]
+fn submit_cost_paces_the_orchestration_and_batching_shows_in_the_cycles() {
+    let o = Arch::builtin("ascend910b").unwrap().overheads;
+    assert!(o.submit > 0);
+    // The eighth task is submitted after eight submissions; it then runs as the first did.
+    let one = submitted(1, false, None).total_cycles;
+    let eight = submitted(8, false, None).total_cycles;
+    assert_eq!(eight, one + 7 * o.submit);
+    // Batches of 4: the first task waits for the rest of its batch to be submitted, and a
+    // chain of tasks longer than a submission starts that much later.
+    let chain = submitted(8, true, None).total_cycles;
+    let batched = submitted(8, true, Some(("batched", 4))).total_cycles;
+    assert_eq!(batched, chain + 3 * o.submit);
+    // Independent tasks: the last batch is issued when the last task is submitted either way.
+    assert_eq!(
+        submitted(8, false, Some(("batched", 4))).total_cycles,
+        eight
+    );
+    // A window of 1: each task's slot is freed only when the one before it has been handled.
+    let narrow = submitted(8, false, Some(("task_window", 1))).total_cycles;
+    assert!(narrow > eight, "{narrow} vs {eight}");
 }

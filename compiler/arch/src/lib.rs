@@ -132,6 +132,8 @@ struct RawCore {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawOverheads {
+    #[serde(default)]
+    submit: u64,
     dispatch: u64,
     complete: u64,
     resolve: u64,
@@ -245,6 +247,9 @@ pub enum DmaModel {
 /// Runtime overheads per task, in cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overheads {
+    /// The orchestration thread's time to submit one task (build its descriptor, find its
+    /// dependencies): it submits the next task no sooner.
+    pub submit: u64,
     pub dispatch: u64,
     pub complete: u64,
     pub resolve: u64,
@@ -669,6 +674,7 @@ impl Arch {
         }
         let o = &raw.overheads;
         for (key, v) in [
+            ("submit", o.submit),
             ("dispatch", o.dispatch),
             ("complete", o.complete),
             ("resolve", o.resolve),
@@ -693,6 +699,7 @@ impl Arch {
             cores,
             buffers: raw.buffers,
             overheads: Overheads {
+                submit: raw.overheads.submit,
                 dispatch: raw.overheads.dispatch,
                 complete: raw.overheads.complete,
                 resolve: raw.overheads.resolve,

@@ -345,10 +345,30 @@ fn a_window_of_one_slows_a_run_but_never_deadlocks_it() {
     // Five region arguments a task through a window of one: the tensor map is sized for the
     // widest task, so the window only stalls the orchestration (it once deadlocked with
     // TENSORMAP_POOL_FULL). Impossible pipelines (exit 3) are tests/deadlock.rs.
+    // The tasks take less than a submission: on a model without the submission cost they are
+    // in flight together, so the window has something to hold back.
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../std/arch/ascend910b.toml"),
+    )
+    .expect("the model")
+    .replace("submit = 1610", "submit = 0");
     let stats = |window: u32| {
         let d = tempdir(&format!("window-{window}"));
         sum4(&d, window, "");
-        let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o", "--stats", "json"]);
+        std::fs::write(d.join("at_once.toml"), &model).expect("write");
+        let o = wsp(
+            &d,
+            &[
+                "run",
+                "p.wsp",
+                "--out-dir",
+                "o",
+                "--stats",
+                "json",
+                "--arch",
+                "at_once.toml",
+            ],
+        );
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats are JSON");
         let y = std::fs::read(d.join("o/Y.npy")).expect("Y.npy");

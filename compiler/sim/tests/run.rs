@@ -14,6 +14,15 @@ fn opts(arch: &str) -> Options {
     Options::new(wsp_arch::Arch::builtin(arch).expect("arch"), Path::new("."))
 }
 
+/// [`opts`] without the orchestration's submission cost: for tests about what tasks in flight
+/// together do (edges, streams, the window, order), which small tasks submitted 1,610 cycles
+/// apart would never be.
+fn opts_at_once(arch: &str) -> Options {
+    let mut o = opts(arch);
+    o.arch.overheads.submit = 0;
+    o
+}
+
 fn run(src: &str, o: &Options) -> Result<wsp_sim::SimRun, SimError> {
     wsp_sim::run(&lower(src), &wsp_jit::Jit::new(), o)
 }
@@ -356,7 +365,7 @@ schedule main = w{schedule}
     };
     let docs = ".dispatch(affinity(b)).streams(3).stream_by(h).ready(priority(h)).task_window(64)";
     for interpret in [false, true] {
-        let mut o = opts("ascend910b");
+        let mut o = opts_at_once("ascend910b");
         o.interpret_orchestration = interpret;
         let r = run(&src(docs), &o).expect("three keys");
         assert_eq!(r.stats.tasks, 8);
@@ -746,7 +755,7 @@ workload w {{ for i in {lp}(rows) {{ cp[i](x: X[i], y: Y[i]) }} }}
 fn p_seq_orders_independent_iterations_on_every_model_and_p_does_not() {
     for arch in ["ascend910b", "ascend950", "aie-ml", "pto_wsp_v9"] {
         for interpret in [false, true] {
-            let mut o = opts(arch);
+            let mut o = opts_at_once(arch);
             o.record = true;
             o.interpret_orchestration = interpret;
             let par = run(&four_copies("P"), &o).expect("P runs");
@@ -781,7 +790,7 @@ fn p_seq_orders_independent_iterations_on_every_model_and_p_does_not() {
 #[test]
 fn a_full_window_stalls_aborts_or_is_measured_as_its_mode_says() {
     for arch in ["ascend910b", "pto_wsp_v9"] {
-        let o = opts(arch);
+        let o = opts_at_once(arch);
         let stall = run(&squares(8, ".task_window(2)"), &o).expect("stall runs");
         let wide = run(&squares(8, ".task_window(64)"), &o).expect("a wide window runs");
         // Stall: the window holds the orchestration back, and the run says so.

@@ -243,7 +243,8 @@ fn task_list(seed: u64) -> TaskList {
                 }
                 ops.push(Op::Task {
                     kernel: g.below(3) as u32,
-                    cycles: 1 + g.below(500),
+                    // Longer than a submission (1,610 cycles on ascend910b), so tasks overlap.
+                    cycles: 2_000 + g.below(4_000),
                     keys: [g.below(7) as i64, g.below(5) as i64, g.below(4) as i64],
                     coords: vec![g.below(9) as i64, g.below(3) as i64],
                     args,

@@ -246,6 +246,8 @@ pub struct KernelParamSig {
     pub dtype: String,
     /// The tile shape (evaluated), `None` for scalars or unevaluable dims.
     pub dims: Option<Vec<crate::types::D>>,
+    /// Per dimension of the tile, whether it is partial (`..64`: at most 64 valid elements).
+    pub partial: Vec<bool>,
 }
 
 impl Symbol {
@@ -284,6 +286,7 @@ pub fn symbol_of(item: &Item, consts: &BTreeMap<String, i64>) -> Option<Symbol> 
                     dir: p.dir.map(|d| d.0),
                     dtype: p.ty.dtype.name.clone(),
                     dims: crate::types::eval_dims(&p.ty, consts),
+                    partial: p.ty.dims.iter().flatten().map(|d| d.partial).collect(),
                 })
                 .collect(),
         ),

@@ -214,6 +214,29 @@ fn separated(a: &Access, b: &Access, v: &str, varying: &[String]) -> bool {
     })
 }
 
+/// A slice whose start is affine but whose end is not (`t * 64 .. t * 64 + lens[t]`) covers at
+/// most the extent of the parameter's tile dimension it binds (exactly that extent for a fixed
+/// shape, at most it for a bounded `..64` one; `wsp run` checks the view against the tile): its
+/// end becomes `start + extent`, a region that contains the real one. The view's kept
+/// dimensions (slices, `:` and the trailing whole ones of a tensor of rank `rank`) align with
+/// the tile's from the right.
+fn bound_slice_ends(dims: &mut [Ix], rank: usize, tile: Option<&[crate::types::D]>) {
+    let Some(tile) = tile else { return };
+    let kept: Vec<usize> = (0..rank.max(dims.len()))
+        .filter(|&j| !matches!(dims.get(j), Some(Ix::Point(_))))
+        .collect();
+    for (k, &j) in kept.iter().enumerate() {
+        let Some(t) = (tile.len() + k).checked_sub(kept.len()) else {
+            continue;
+        };
+        if let (Some(Ix::Range(Some(start), end @ None)), Some(crate::types::D::K(n))) =
+            (dims.get_mut(j), tile.get(t))
+        {
+            *end = start.clone().add(&Affine::konst(*n), 1);
+        }
+    }
+}
+
 struct Collector<'a> {
     scope: &'a BTreeMap<String, Scoped>,
     consts: &'a BTreeMap<String, i64>,
@@ -348,7 +371,7 @@ impl Collector<'_> {
                 }
                 _ => continue,
             };
-            let dims: Vec<Ix> = idx
+            let mut dims: Vec<Ix> = idx
                 .iter()
                 .map(|ix| match &ix.kind {
                     ExprKind::FullSlice => Ix::Whole,
@@ -364,6 +387,12 @@ impl Collector<'_> {
                     self.bounds(tensor, shape, idx, &dims);
                 }
             }
+            // For the race analysis (after the bounds check, which sees only what is written).
+            bound_slice_ends(
+                &mut dims,
+                shape.as_ref().map_or(0, Vec::len),
+                param.dims.as_deref(),
+            );
             let ivs = dims.iter().map(|d| dim_interval(d, &self.dom)).collect();
             self.out.push(Access {
                 tensor: tensor.name.clone(),
@@ -647,17 +676,42 @@ struct Race<'a> {
     a: &'a Access,
     b: &'a Access,
     var: String,
-    /// Two values of `var` whose iterations touch overlapping regions.
-    pair: (i64, i64),
+    /// Two values of `var` whose iterations touch overlapping regions, when one was found.
+    pair: Option<(i64, i64)>,
+}
+
+/// Whether the access's region is known exactly for given loop values (every index affine), so
+/// that an overlap found for two values is a real one.
+fn exact(a: &Access) -> bool {
+    a.dims.iter().all(|d| {
+        matches!(
+            d,
+            Ix::Point(Some(_)) | Ix::Range(Some(_), Some(_)) | Ix::Whole
+        )
+    })
+}
+
+/// What the search for two overlapping iterations found.
+enum Witness {
+    /// Two values of the variable whose iterations' exact regions overlap.
+    Pair(i64, i64),
+    /// Exact regions, the whole domain searched, no overlap: the iterations are disjoint.
+    None,
+    /// Not decided: a region is not exact, or the domain is larger than the search.
+    Unknown,
 }
 
 /// Two distinct values of `v` (searched in the first 64 of its domain) for which the access `a`
-/// of one iteration and `b` of the other overlap in every dimension; `(lo, lo + 1)` when none is
-/// found in that window (the overlap is then symbolic, e.g. through a non-affine index).
-fn witness(a: &Access, b: &Access, v: &str, dom: &BTreeMap<String, Interval>) -> (i64, i64) {
-    let (lo, hi) = dom.get(v).copied().unwrap_or((Some(0), None));
+/// of one iteration and `b` of the other overlap in every dimension, checked on their exact
+/// regions.
+fn witness(a: &Access, b: &Access, v: &str, dom: &BTreeMap<String, Interval>) -> Witness {
+    if !(exact(a) && exact(b)) {
+        return Witness::Unknown;
+    }
+    let (lo, hi0) = dom.get(v).copied().unwrap_or((Some(0), None));
     let lo = lo.unwrap_or(0);
-    let hi = hi.unwrap_or(lo + 63).min(lo + 63);
+    let hi = hi0.unwrap_or(lo + 63).min(lo + 63);
+    let whole = hi0 == Some(hi);
     let at = |x: i64| {
         let mut d = dom.clone();
         d.insert(v.to_string(), (Some(x), Some(x)));
@@ -676,11 +730,17 @@ fn witness(a: &Access, b: &Access, v: &str, dom: &BTreeMap<String, Interval>) ->
                 .zip(&b.dims)
                 .all(|(p, q)| !disjoint(dim_interval(p, &dx), dim_interval(q, &dy)));
             if overlap {
-                return (x.min(y), x.max(y));
+                return Witness::Pair(x.min(y), x.max(y));
             }
         }
     }
-    (lo, lo + 1)
+    // Other loop variables range over their whole domains here, so no overlap for any pair
+    // of values of `v` means none at all.
+    if whole {
+        Witness::None
+    } else {
+        Witness::Unknown
+    }
 }
 
 fn race_in<'a>(
@@ -700,11 +760,16 @@ fn race_in<'a>(
                     continue;
                 }
                 if !separated(a, b, v, varying) {
+                    let pair = match witness(a, b, v, dom) {
+                        Witness::Pair(x, y) => Some((x, y)),
+                        Witness::None => continue,
+                        Witness::Unknown => None,
+                    };
                     return Some(Race {
                         a,
                         b,
                         var: v.clone(),
-                        pair: witness(a, b, v, dom),
+                        pair,
                     });
                 }
             }
@@ -715,22 +780,26 @@ fn race_in<'a>(
 
 fn report(file: &FileName, r: Race, p_span: Span, vars: &[Ident], sel: bool) -> Diagnostic {
     let v = &r.var;
-    let (x, y) = r.pair;
-    let what = if std::ptr::eq(r.a, r.b) {
-        format!(
+    let which = match r.pair {
+        Some((x, y)) => format!("`{v} = {x}` and `{v} = {y}`"),
+        None => format!("for some values of `{v}`"),
+    };
+    let what = match (std::ptr::eq(r.a, r.b), r.pair) {
+        (true, Some((x, y))) => format!(
             "iterations `{v} = {x}` and `{v} = {y}` both write `{}`",
             r.a.text
-        )
-    } else if r.b.write {
-        format!(
-            "`{}` written by one iteration overlaps `{}` written by another (`{v} = {x}` and `{v} = {y}`)",
-            r.a.text, r.b.text
-        )
-    } else {
-        format!(
-            "`{}` written by one iteration overlaps `{}` read by another (`{v} = {x}` and `{v} = {y}`)",
-            r.a.text, r.b.text
-        )
+        ),
+        (true, None) => format!(
+            "iterations that differ in `{v}` may both write `{}` (its region depends on values the check cannot bound)",
+            r.a.text
+        ),
+        (false, pair) => format!(
+            "`{}` written by one iteration {} `{}` {} by another ({which})",
+            r.a.text,
+            if pair.is_some() { "overlaps" } else { "may overlap" },
+            r.b.text,
+            if r.b.write { "written" } else { "read" },
+        ),
     };
     let mut d = Diagnostic::new(
         codes::E0409,

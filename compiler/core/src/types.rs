@@ -43,6 +43,22 @@ pub fn show(dims: &[D]) -> String {
     )
 }
 
+/// `[..64, 16]`: a tile shape with its partial dimensions marked.
+pub fn show_partial(dims: &[D], partial: &[bool]) -> String {
+    format!(
+        "[{}]",
+        dims.iter()
+            .enumerate()
+            .map(|(i, d)| if partial.get(i).copied().unwrap_or(false) {
+                format!("..{d}")
+            } else {
+                d.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
 /// Folds an integer constant expression.
 pub fn eval_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
     match &e.kind {
@@ -1087,10 +1103,22 @@ pub fn check_view(
                 src.remove(0);
             }
             let mut p = pdims.clone();
+            let mut partial = param.partial.clone();
             while p.len() > v.len() && p.first() == Some(&D::K(1)) {
                 p.remove(0);
+                if !partial.is_empty() {
+                    partial.remove(0);
+                }
             }
-            if v != p {
+            // A partial dimension (`..64`) takes a view of any extent from 1 up to its bound;
+            // the others take exactly their extent.
+            let fits = v.len() == p.len()
+                && v.iter().zip(&p).enumerate().all(|(i, (vd, pd))| {
+                    vd == pd
+                        || (partial.get(i).copied().unwrap_or(false)
+                            && matches!((vd, pd), (D::K(a), D::K(b)) if 1 <= *a && a <= b))
+                });
+            if !fits {
                 let fix = slice_fix(file, idx, &src, &v, &p, consts).map(|edits| Fix {
                     title: format!(
                         "slice `{}` to `{kernel}`'s {} tile",
@@ -1106,7 +1134,7 @@ pub fn check_view(
                         expr_text(&arg.value),
                         show(&v),
                         param.name,
-                        show(pdims)
+                        show_partial(pdims, &param.partial)
                     ),
                     label(arg.value.span, format!("view shape {}", show(&v))),
                 )

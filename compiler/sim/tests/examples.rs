@@ -98,6 +98,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("llama_layer", 190819),
     ("paged_gather", 16631),
     ("fa_slots", 63802),
+    ("residual_tiles", 6996),
     ("pipe_scores", 3880),
     ("attention", 6976),
     ("bgemm", 103370),

@@ -287,17 +287,24 @@ impl<'a> Checker<'a> {
                 if let ExprKind::Name(b) = &base.kind {
                     if b.name == "P" && self.is_builtin("P") {
                         if !matches!(field.name.as_str(), "seq" | "sel") {
-                            self.diags.push(
-                                Diagnostic::new(
-                                    codes::E0404,
-                                    format!("`P` has no form `P.{}`", field.name),
-                                    self.label(field.span, "unknown loop form"),
-                                )
-                                .with_help(
-                                    "the loop forms are `P(axes)` (parallel), `P.seq(axis)` \
-                                     (sequential) and `P.sel(sparse[row])` (selected)",
-                                ),
+                            let mut d = Diagnostic::new(
+                                codes::E0404,
+                                format!("`P` has no form `P.{}`", field.name),
+                                self.label(field.span, "unknown loop form"),
+                            )
+                            .with_help(
+                                "the loop forms are `P(axes)` (parallel), `P.seq(axis)` \
+                                 (sequential) and `P.sel(sparse[row])` (selected)",
                             );
+                            if field.name == "pipe" {
+                                // PTO-WSP v9 users look for a pipelined loop.
+                                d = d.with_note(
+                                    "a pipeline is written as processes joined by channels: \
+                                     `process` items that `send` and `consume`, run together by \
+                                     `workload w = connect(p1, p2)` (see `wsp explain E0404`)",
+                                );
+                            }
+                            self.diags.push(d);
                         }
                         return;
                     }
@@ -1838,15 +1845,21 @@ fn schedule(c: &mut Checker, s: &Schedule) {
             c.diags.push(diag);
             continue;
         };
-        if let Some(first) = seen.insert(name, d.span) {
+        // `.dispatch_by(e)` sets the dispatch as `.dispatch(by(e))` does.
+        let sets = if kind == DirectiveKind::DispatchBy {
+            DirectiveKind::Dispatch.name()
+        } else {
+            name
+        };
+        if let Some(first) = seen.insert(sets, d.span) {
             c.diags.push(
                 Diagnostic::new(
                     codes::W0601,
-                    format!("`.{name}` is given twice; the last one applies"),
+                    format!("`.{sets}` is given twice; the last one applies"),
                     c.label(d.span, "repeated here"),
                 )
                 .with_label(c.label(first, "first given here"))
-                .with_help(format!("remove one of the two `.{name}` directives")),
+                .with_help(format!("remove one of the two `.{sets}` directives")),
             );
         }
         // `.task_window(n, mode)` alone takes a second argument: the window's mode.

@@ -50,7 +50,7 @@ pub(crate) fn key_exprs(s: &Schedule) -> Vec<KeyExpr<'_>> {
             continue;
         };
         match (d.name.name.as_str(), &arg.kind) {
-            ("stream_by", _) => out.push(key(arg, false)),
+            ("stream_by" | "dispatch_by", _) => out.push(key(arg, false)),
             ("dispatch" | "ready", ExprKind::Call { callee, args, .. }) => {
                 if let ExprKind::Name(p) = &callee.kind {
                     if matches!(p.name.as_str(), "affinity" | "hash" | "by" | "priority") {

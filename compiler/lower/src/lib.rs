@@ -1509,6 +1509,11 @@ impl Lowerer {
                     _ => w::Directive::Streams { count: n },
                 }
             }
+            // `.dispatch_by(e)` is `.dispatch(by(e))`.
+            DirectiveArg::Key if kind == D::DispatchBy => w::Directive::Policy {
+                policy: Policy::By,
+                args: vec![self.dir_value(arg)?],
+            },
             DirectiveArg::Key => w::Directive::StreamBy {
                 key: self.dir_value(arg)?,
             },

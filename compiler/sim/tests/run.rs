@@ -855,3 +855,27 @@ fn a_view_placed_by_data_waits_for_its_producer_and_is_bounds_checked_when_it_ru
         assert!(m.contains("cp[1]") && m.contains("X[64..80, 0..16]"), "{m}");
     }
 }
+
+#[test]
+fn dispatch_by_is_v9_spelling_of_dispatch_by() {
+    let o = opts_at_once("ascend910b");
+    let a = run(&squares(6, ".dispatch_by(rows * 5)"), &o).expect("dispatch_by runs");
+    let b = run(&squares(6, ".dispatch(by(rows * 5))"), &o).expect("by runs");
+    let c = run(&squares(6, ""), &o).expect("default runs");
+    let cores = |r: &wsp_sim::SimRun| -> Vec<(u32, u64)> {
+        r.stats
+            .cores
+            .iter()
+            .filter(|c| c.tasks > 0)
+            .map(|c| (c.index, c.tasks))
+            .collect()
+    };
+    // Keys 0, 5, 10, ..., 25: cores 0, 5, 10, ... of the 48 vector cores.
+    assert_eq!(
+        cores(&a),
+        [(0, 1), (5, 1), (10, 1), (15, 1), (20, 1), (25, 1)]
+    );
+    assert_eq!(cores(&a), cores(&b));
+    assert_ne!(cores(&a), cores(&c));
+    assert_eq!(a.stats.total_cycles, b.stats.total_cycles);
+}

@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum Directive {
     Dispatch,
+    /// `.dispatch_by(expr)`: PTO-WSP v9's spelling of `.dispatch(by(expr))`.
+    DispatchBy,
     Streams,
     StreamBy,
     Timing,
@@ -47,8 +49,9 @@ pub enum DirectiveArg {
 
 impl Directive {
     /// In the order completion lists them.
-    pub const ALL: [Directive; 7] = [
+    pub const ALL: [Directive; 8] = [
         Directive::Dispatch,
+        Directive::DispatchBy,
         Directive::Streams,
         Directive::StreamBy,
         Directive::Timing,
@@ -61,6 +64,7 @@ impl Directive {
     pub const fn name(self) -> &'static str {
         match self {
             Directive::Dispatch => "dispatch",
+            Directive::DispatchBy => "dispatch_by",
             Directive::Streams => "streams",
             Directive::StreamBy => "stream_by",
             Directive::Timing => "timing",
@@ -78,7 +82,7 @@ impl Directive {
         match self {
             Directive::Dispatch | Directive::Timing | Directive::Ready => DirectiveArg::Policy,
             Directive::Streams | Directive::TaskWindow => DirectiveArg::Count,
-            Directive::StreamBy => DirectiveArg::Key,
+            Directive::StreamBy | Directive::DispatchBy => DirectiveArg::Key,
             Directive::Target => DirectiveArg::Arch,
         }
     }
@@ -95,6 +99,9 @@ impl Directive {
         match self {
             Directive::Dispatch => {
                 "`.dispatch(round_robin(n) | affinity(axis) | hash(expr) | work_steal | by(expr))`"
+            }
+            Directive::DispatchBy => {
+                "`.dispatch_by(expr)`: the same as `.dispatch(by(expr))`, PTO-WSP v9's spelling"
             }
             Directive::Streams => "`.streams(n)` with n ≥ 1",
             Directive::StreamBy => "`.stream_by(expr)`, e.g. `.stream_by(heads % 4)`",
@@ -116,6 +123,7 @@ impl Directive {
     pub const fn capability_key(self) -> Option<&'static str> {
         match self {
             Directive::Dispatch | Directive::Timing | Directive::Ready => None,
+            Directive::DispatchBy => Some("dispatch.by"),
             Directive::Streams => Some("streams"),
             Directive::StreamBy => Some("stream_by"),
             Directive::TaskWindow => Some("task_window"),

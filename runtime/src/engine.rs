@@ -6,7 +6,7 @@ use crate::build::{Builder, Prepared};
 use crate::chunked::Chunked;
 use crate::exec::{ExecRing, RAW_ARG};
 use crate::idset::IdSet;
-use crate::order::Ordering;
+use crate::order::{OrderWait, Ordering};
 use crate::policy::{Dispatch, Policies, ReadyOrder, Timing, WindowMode};
 use crate::report::*;
 pub use crate::tensormap::MAX_POOL;
@@ -1459,8 +1459,25 @@ impl Runtime {
         let key = t.key;
         // 2. Room for the edges and the tensor-map entries.
         let mut held;
+        let mut order_edge: Option<u32>;
         let preds = loop {
             self.collect_preds();
+            // A `P.seq` step's single task still in flight: an edge like a data edge (kept apart
+            // for the graph and the edge count when no data edge already orders them).
+            let (ring, mask) = (&self.ring, self.ring_mask);
+            let wait = self.order.wait(|s| {
+                matches!(
+                    ring[(s & mask) as usize].state,
+                    State::Waiting | State::Ready | State::Running
+                )
+            });
+            order_edge = match wait {
+                OrderWait::Task(p) if !self.deps.contains(&(p as u32)) => {
+                    self.deps.push(p as u32);
+                    Some(p as u32)
+                }
+                _ => None,
+            };
             // Edges go only to predecessors still pending, so the need falls as they
             // complete: more than the whole pool is a stall too.
             let need_e = self.deps.len() as u64;
@@ -1497,7 +1514,7 @@ impl Runtime {
                 self.note_stall(1, t0);
                 continue;
             }
-            if self.deps.is_empty() && self.order.closed_gate().is_none() {
+            if self.deps.is_empty() && !matches!(wait, OrderWait::Gate(_)) {
                 let ci = self.kernels[kernel as usize].ci;
                 if self.classes[ci].queued >= self.cfg.ready_queue {
                     let t0 = self.now;
@@ -1545,8 +1562,20 @@ impl Runtime {
             }
             None => 0,
         };
-        // A task of a `P.seq` step waits for the steps before it.
-        let gate = self.order.closed_gate();
+        // A task of a `P.seq` step waits for the steps before it (a gate of several tasks; one
+        // task is an edge in `preds`).
+        let gate = {
+            let (ring, mask) = (&self.ring, self.ring_mask);
+            match self.order.wait(|s| {
+                matches!(
+                    ring[(s & mask) as usize].state,
+                    State::Waiting | State::Ready | State::Running
+                )
+            }) {
+                OrderWait::Gate(g) => Some(g),
+                _ => None,
+            }
+        };
         let npreds = preds.len() as u32 + gate.is_some() as u32;
         let si = (seq & self.ring_mask) as usize;
         // The pool has room: `held` counted every entry the builder holds.
@@ -1575,7 +1604,7 @@ impl Runtime {
         self.next_seq += 1;
         self.rings[0].set(self.next_seq - self.head);
         if let Some(g) = gate {
-            self.order.wait(g, seq);
+            self.order.wait_gate(g, seq);
         }
         if eager {
             self.run_now(seq, kernel as usize, t);
@@ -1596,12 +1625,15 @@ impl Runtime {
                 self.edges.push(e)
             };
             ps.succ = id;
-            if self.cfg.record {
+            if self.cfg.record && order_edge != Some(p) {
                 let p = self.seq_of(p);
                 self.graph_edges.push((p, seq));
             }
         }
-        self.total_edges += preds.len() as u64;
+        if order_edge.is_some() {
+            self.order.waited_task(seq);
+        }
+        self.total_edges += preds.len() as u64 - order_edge.is_some() as u64;
         let used = self.rings[2].used + preds.len() as u64;
         self.rings[2].set(used);
         self.deps = preds;

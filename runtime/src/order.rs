@@ -8,6 +8,10 @@
 //! (one predecessor more); when the last member completes, the gate opens and releases its
 //! waiters at that time, as an edge would.
 //!
+//! A step that leaves one task in flight (a chain: `P.seq` over single tasks) needs no gate:
+//! later tasks get an ordinary dependency edge on that task ([`OrderWait::Task`]), which costs what
+//! a data edge costs.
+//!
 //! One gate per task suffices: a task waits on the gate of the innermost group that has one.
 //! That gate's members waited on the gates around them when they were submitted, so an open
 //! gate implies the outer ones are open too. Members are the tasks still in flight when the
@@ -17,6 +21,17 @@
 use crate::v9::Order;
 
 const NIL: u32 = u32::MAX;
+const NO_TASK: u64 = u64::MAX;
+
+/// What a task submitted now must wait for, besides its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OrderWait {
+    None,
+    /// One task in flight: an edge from it.
+    Task(u64),
+    /// Several: the gate.
+    Gate(u32),
+}
 
 struct Frame {
     order: Order,
@@ -25,6 +40,9 @@ struct Frame {
     start: u64,
     /// The gate later tasks of this group wait on (`NIL`: none).
     gate: u32,
+    /// Or the one task they wait on (`NO_TASK`: none), and its number for the graph.
+    single: u64,
+    single_uid: u64,
 }
 
 struct Gate {
@@ -59,6 +77,8 @@ pub(crate) struct Ordering {
     /// With recording: (gate uid, task, member?) — who closed and who waited on each gate.
     pub(crate) graph: Vec<(u64, u64, bool)>,
     record: bool,
+    /// The members of the step being closed (reused).
+    members: Vec<u64>,
 }
 
 impl Ordering {
@@ -75,6 +95,8 @@ impl Ordering {
             order,
             start: next_seq,
             gate: NIL,
+            single: NO_TASK,
+            single_uid: 0,
         });
     }
 
@@ -101,10 +123,18 @@ impl Ordering {
             // An empty step: the order with the steps before it still holds.
             return;
         }
-        let members: Vec<u64> = (start.max(from)..next_seq)
-            .filter(|&s| pending(s))
-            .collect();
-        let gate = if members.is_empty() {
+        let mut members = std::mem::take(&mut self.members);
+        members.clear();
+        members.extend((start.max(from)..next_seq).filter(|&s| pending(s)));
+        let mut single = (NO_TASK, 0);
+        let gate = if members.len() <= 1 {
+            if let Some(&m) = members.first() {
+                self.uids += 1;
+                single = (m, self.uids);
+                if self.record {
+                    self.graph.push((self.uids, m, true));
+                }
+            }
             NIL
         } else {
             if self.member_of.len() < slots {
@@ -124,9 +154,11 @@ impl Ordering {
             }
             g
         };
+        self.members = members;
         self.release(old);
         if let Some(f) = self.frames.last_mut() {
             f.gate = gate;
+            (f.single, f.single_uid) = single;
             f.start = next_seq;
         }
     }
@@ -142,18 +174,54 @@ impl Ordering {
         }
     }
 
-    /// The gate a task submitted now waits on, if one is closed.
-    pub(crate) fn closed_gate(&self) -> Option<u32> {
-        let g = self.frames.iter().rev().find(|f| f.gate != NIL)?.gate;
-        (self.gates[g as usize].left > 0).then_some(g)
+    /// What a task submitted now waits on: the innermost group's closed gate or task still in
+    /// flight (`pending`).
+    #[inline]
+    pub(crate) fn wait(&self, pending: impl Fn(u64) -> bool) -> OrderWait {
+        let Some(f) = self
+            .frames
+            .iter()
+            .rev()
+            .find(|f| f.gate != NIL || f.single != NO_TASK)
+        else {
+            return OrderWait::None;
+        };
+        if f.single != NO_TASK {
+            return if pending(f.single) {
+                OrderWait::Task(f.single)
+            } else {
+                OrderWait::None
+            };
+        }
+        if self.gates[f.gate as usize].left > 0 {
+            OrderWait::Gate(f.gate)
+        } else {
+            OrderWait::None
+        }
     }
 
-    /// Task `seq` waits on gate `g` (from [`Ordering::closed_gate`]).
-    pub(crate) fn wait(&mut self, g: u32, seq: u64) {
+    /// Task `seq` waits on gate `g` (from [`Ordering::wait`]).
+    pub(crate) fn wait_gate(&mut self, g: u32, seq: u64) {
         let gate = &mut self.gates[g as usize];
         gate.waiters.push(seq);
         if self.record {
             self.graph.push((gate.uid, seq, false));
+        }
+    }
+
+    /// Task `seq` has an order edge from the innermost group's single task (recorded runs:
+    /// for the graph).
+    pub(crate) fn waited_task(&mut self, seq: u64) {
+        if !self.record {
+            return;
+        }
+        if let Some(f) = self
+            .frames
+            .iter()
+            .rev()
+            .find(|f| f.gate != NIL || f.single != NO_TASK)
+        {
+            self.graph.push((f.single_uid, seq, false));
         }
     }
 

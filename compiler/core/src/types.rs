@@ -1171,7 +1171,20 @@ pub(crate) fn expr_text(e: &Expr) -> String {
                 start.as_ref().map(|s| t(s)).unwrap_or_default(),
                 end.as_ref().map(|s| t(s)).unwrap_or_default()
             ),
-            ExprKind::Binary { op, lhs, rhs } => format!("{} {} {}", t(lhs), op.as_str(), t(rhs)),
+            ExprKind::Binary { op, lhs, rhs } => {
+                // Parenthesised where the tree needs it: a looser operand, or a right operand
+                // of the same precedence (all operators are left-associative).
+                let side = |x: &Expr, right: bool| match &x.kind {
+                    ExprKind::Binary { op: o, .. }
+                        if o.precedence() < op.precedence()
+                            || (right && o.precedence() == op.precedence()) =>
+                    {
+                        format!("({})", t(x))
+                    }
+                    _ => t(x),
+                };
+                format!("{} {} {}", side(lhs, false), op.as_str(), side(rhs, true))
+            }
             ExprKind::Index { base, indices } => format!(
                 "{}[{}]",
                 t(base),
@@ -1181,4 +1194,41 @@ pub(crate) fn expr_text(e: &Expr) -> String {
         }
     }
     t(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expr_text;
+    use wsp_syntax::ast::{ItemKind, StmtKind};
+
+    /// The views of `workload w { k[0](x: VIEW) }`, quoted as messages quote them.
+    fn quoted(view: &str) -> String {
+        let src = format!("workload w {{ k[0](x: {view}) }}");
+        let p = wsp_syntax::parse(&src);
+        let ItemKind::Workload(w) = &p.file.items[0].item.kind else {
+            panic!("not a workload")
+        };
+        let wsp_syntax::ast::WorkloadBody::Block(b) = &w.body else {
+            panic!("not a block")
+        };
+        let StmtKind::Expr(e) = &b.stmts[0].kind else {
+            panic!("not a call")
+        };
+        let wsp_syntax::ast::ExprKind::Call { args, .. } = &e.kind else {
+            panic!("not a call")
+        };
+        expr_text(&args[0].value)
+    }
+
+    #[test]
+    fn quoted_views_keep_the_parentheses_their_tree_needs() {
+        for v in [
+            "Y[(i + 1) * TS..(i + 2) * TS, :]",
+            "Y[i * TS..i * TS + TS]",
+            "Y[a - (b - c), a - b - c]",
+            "Y[(a + b) % 4, a + b * c]",
+        ] {
+            assert_eq!(quoted(v), v);
+        }
+    }
 }

@@ -467,6 +467,18 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// How tightly the operator binds, as the parser's Pratt table has it (higher binds
+    /// tighter; all are left-associative).
+    pub fn precedence(self) -> u8 {
+        match self {
+            BinOp::Mul | BinOp::Div | BinOp::Rem => 6,
+            BinOp::Add | BinOp::Sub => 5,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 4,
+            BinOp::And => 3,
+            BinOp::Or => 2,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             BinOp::Add => "+",

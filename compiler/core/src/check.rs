@@ -1160,7 +1160,44 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
             args,
             coords: None,
         } => match &callee.kind {
-            ExprKind::Name(n) => (n, args.iter().map(|a| &a.value).collect()),
+            ExprKind::Name(n) => {
+                // `Ragged(outer, lens, per: k)`: rows of ⌈lens[b] / k⌉ tiles. No other named
+                // argument exists.
+                for a in args.iter().filter(|a| a.name.is_some()) {
+                    let name = a.name.as_ref().map_or("", |x| x.name.as_str());
+                    if n.name == "Ragged" && name == "per" {
+                        c.expr(&a.value);
+                        if !crate::types::eval_int(&a.value, c.consts)
+                            .is_some_and(|k| (1..=1 << 26).contains(&k))
+                        {
+                            c.diags.push(
+                                Diagnostic::new(
+                                    codes::E0412,
+                                    "`per` of `Ragged` needs a constant from 1 to 2^26",
+                                    c.label(a.value.span, "not a positive constant"),
+                                )
+                                .with_help("`Ragged(seqs, lens, per: 64)` has ⌈lens[b] / 64⌉ elements in row b: the tiles of 64 that cover it"),
+                            );
+                        }
+                    } else {
+                        c.diags.push(
+                            Diagnostic::new(
+                                codes::E0403,
+                                format!("`{}` has no argument `{name}`", n.name),
+                                c.label(a.span, "unknown argument"),
+                            )
+                            .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)` (or `Ragged(outer, lens, per: k)`), `Sparse(outer, indptr, indices)`"),
+                        );
+                    }
+                }
+                (
+                    n,
+                    args.iter()
+                        .filter(|a| a.name.is_none())
+                        .map(|a| &a.value)
+                        .collect(),
+                )
+            }
             _ => return bad_axis(c, &d.ctor),
         },
         _ => return bad_axis(c, &d.ctor),

@@ -34,9 +34,16 @@ pub fn validate_program(p: &Program) -> Vec<String> {
         match &a.kind {
             AxisKind::Dense { .. } => {}
             AxisKind::DenseDyn { size } => c.expr(size, 0, &at),
-            AxisKind::Ragged { outer, lengths } => {
+            AxisKind::Ragged {
+                outer,
+                lengths,
+                per,
+            } => {
                 c.axis(*outer, &at);
                 c.tensor(*lengths, &at);
+                if *per == Some(0) {
+                    c.errs.push(format!("{at}: `per` is at least 1"));
+                }
             }
             AxisKind::Sparse {
                 outer,

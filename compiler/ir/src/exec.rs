@@ -1827,7 +1827,7 @@ pub fn ragged_row_len(
     thread: &str,
 ) -> Result<i64, ExecError> {
     let ax = axis_of(p, a)?;
-    let AxisKind::Ragged { lengths, .. } = &ax.kind else {
+    let AxisKind::Ragged { lengths, per, .. } = &ax.kind else {
         return Err(xerr(format!("axis `{}` is not Ragged", ax.name)));
     };
     let n =
@@ -1839,7 +1839,11 @@ pub fn ragged_row_len(
         ))
         .on_axis(&ax.at));
     }
-    Ok(n)
+    // Tiles of `per` elements: the last one partial.
+    Ok(match per {
+        Some(k) if *k > 0 => (n + i64::from(*k) - 1) / i64::from(*k),
+        _ => n,
+    })
 }
 
 /// The positions `indptr[b] .. indptr[b+1]` of row `b` of Sparse axis `a` (checked).

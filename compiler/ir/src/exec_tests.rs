@@ -343,6 +343,7 @@ fn ragged_and_sparse_axes_iterate_their_rows() {
         AxisKind::Ragged {
             outer: batch,
             lengths: lens,
+            per: None,
         },
     );
     let routing = axis(
@@ -722,6 +723,7 @@ fn every_ir_construct_round_trips_through_json_and_validates() {
         AxisKind::Ragged {
             outer: dynb,
             lengths: lens,
+            per: None,
         },
     );
     axis(
@@ -808,6 +810,7 @@ fn every_ir_construct_round_trips_through_json_and_validates() {
     bad.axes[1].kind = AxisKind::Ragged {
         outer: AxisId(7),
         lengths: TensorId(99),
+        per: None,
     };
     let errs = crate::check::validate_program(&bad);
     assert!(
@@ -1048,6 +1051,7 @@ mod fuzz {
             AxisKind::Ragged {
                 outer: d,
                 lengths: TensorId(1),
+                per: None,
             },
         );
         axis(
@@ -1065,6 +1069,7 @@ mod fuzz {
             AxisKind::Ragged {
                 outer: AxisId(2),
                 lengths: TensorId(0),
+                per: None,
             },
         );
         p

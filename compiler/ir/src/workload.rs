@@ -395,10 +395,13 @@ pub enum AxisKind {
     DenseDyn {
         size: Expr,
     },
-    /// Row `b` of `outer` has `lengths[b]` inner elements.
+    /// Row `b` of `outer` has `lengths[b]` inner elements, or with `per`, `⌈lengths[b] / per⌉`
+    /// (tiles of `per` elements: `Ragged(seqs, lens, per: 64)`).
     Ragged {
         outer: AxisId,
         lengths: TensorId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per: Option<u32>,
     },
     /// CSR: row `b` selects `indices[indptr[b] .. indptr[b+1]]`.
     Sparse {

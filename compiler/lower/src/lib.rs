@@ -719,9 +719,22 @@ impl Lowerer {
                         size: self.rexpr(&arg.value, &BTreeMap::new())?,
                     }
                 } else if is_name(callee, "Ragged") {
+                    let per = match args
+                        .iter()
+                        .find(|x| x.name.as_ref().is_some_and(|n| n.name == "per"))
+                    {
+                        Some(x) => Some(
+                            u32::try_from(self.const_int(&x.value)?)
+                                .ok()
+                                .filter(|k| *k > 0)
+                                .ok_or_else(|| self.unsupported(x.value.span, "this `per`"))?,
+                        ),
+                        None => None,
+                    };
                     w::AxisKind::Ragged {
                         outer: get_axis()?,
                         lengths: get_tensor(1)?,
+                        per,
                     }
                 } else if is_name(callee, "Sparse") {
                     w::AxisKind::Sparse {

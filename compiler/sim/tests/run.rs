@@ -879,3 +879,42 @@ fn dispatch_by_is_v9_spelling_of_dispatch_by() {
     assert_ne!(cores(&a), cores(&c));
     assert_eq!(a.stats.total_cycles, b.stats.total_cycles);
 }
+
+#[test]
+fn a_ragged_axis_counts_tiles_per_row_and_partial_tails_run_in_one_kernel() {
+    // Rows of 40 and 16 tokens in tiles of 16: 3 + 1 tasks; the tail of the first row has 8.
+    let src = r#"
+const TS = 16
+axis seqs = Dense[2]
+input  lens: i32[2] = [40, 16]
+axis tiles = Ragged(seqs, lens, per: TS)
+input  X: f32[2, 48, 4] = random(seed: 9)
+output Y: f32[2, 48, 4]
+kernel twice(x: in f32[..TS, 4], y: out f32[..TS, 4]) { y = x * 2.0 }
+workload w {
+    for b in P(seqs) {
+        for t in P(tiles[b]) {
+            when lens[b] >= t * TS + TS {
+                twice[b, t](x: X[b, t * TS..t * TS + TS, :], y: Y[b, t * TS..t * TS + TS, :])
+            } else {
+                twice[b, t](x: X[b, t * TS..lens[b], :], y: Y[b, t * TS..lens[b], :])
+            }
+        }
+    }
+}
+"#;
+    for interpret in [false, true] {
+        let mut o = opts("ascend910b");
+        o.interpret_orchestration = interpret;
+        let r = run(src, &o).expect("runs");
+        assert_eq!(r.stats.tasks, 4);
+        let (x, y) = (r.tensors[1].to_f64(), r.tensors[2].to_f64());
+        for (b, len) in [(0usize, 40usize), (1, 16)] {
+            for i in 0..48 * 4 {
+                let at = b * 48 * 4 + i;
+                let want = if i < len * 4 { 2.0 * x[at] } else { 0.0 };
+                assert_eq!(y[at], want, "b {b} element {i}");
+            }
+        }
+    }
+}

@@ -16,7 +16,9 @@ pub fn axis_ctor_signature(name: &str) -> Option<&'static str> {
     Some(match name {
         "Dense" => "Dense[n]: a constant size",
         "DenseDyn" => "DenseDyn(size): a runtime size (a param)",
-        "Ragged" => "Ragged(outer, lens): per outer index, lens[i] rows",
+        "Ragged" => {
+            "Ragged(outer, lens) or Ragged(outer, lens, per: k): per outer index, lens[i] rows, or the ⌈lens[i] / k⌉ tiles of k that cover them"
+        }
         "Sparse" => "Sparse(outer, indptr, indices): CSR rows of selected columns",
         _ => return None,
     })

@@ -190,6 +190,7 @@ fn dynamic_program(lens: &[i64], indptr: &[i64], indices: &[i64]) -> (Program, V
         kind: AxisKind::Ragged {
             outer: AxisId(0),
             lengths: l,
+            per: None,
         },
         at: None,
     });

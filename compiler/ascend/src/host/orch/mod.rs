@@ -844,7 +844,7 @@ impl<'p> Orch<'p> {
                 .is_some_and(|d| !d.dtype.is_float() && !d.dtype.is_bool() && d.shape.len() == 1)
         };
         match &ax.kind {
-            AxisKind::Ragged { lengths, .. } => {
+            AxisKind::Ragged { lengths, per, .. } => {
                 if !int_vec(*lengths) {
                     self.diags.push(diag(
                         format!(
@@ -856,8 +856,13 @@ impl<'p> Orch<'p> {
                     return None;
                 }
                 let n = self.fresh("len");
+                // Tiles of `per` elements: ⌈n / per⌉ (n is checked non-negative first).
+                let tiles = match per {
+                    Some(k) if *k > 1 => format!("{pad}{n} = ({n} + {k} - 1) / {k};\n"),
+                    _ => String::new(),
+                };
                 let open = format!(
-                    "{pad}{{ int64_t {n} = wsp_elem_i(cx, {t}, wsp_flat({t}, 1, &{b}));\n{pad}if (!wsp_err && ({n} < 0 || {n} > WSP_MAX_LOOP_ITERATIONS)) wsp_err = \"a Ragged row length is outside 0..=2^26\";\n{pad}WSP_CHECK({wh});\n{pad}for (int64_t {i} = 0; {i} < {n}; {i}++) {{\n",
+                    "{pad}{{ int64_t {n} = wsp_elem_i(cx, {t}, wsp_flat({t}, 1, &{b}));\n{pad}if (!wsp_err && ({n} < 0 || {n} > WSP_MAX_LOOP_ITERATIONS)) wsp_err = \"a Ragged row length is outside 0..=2^26\";\n{pad}WSP_CHECK({wh});\n{tiles}{pad}for (int64_t {i} = 0; {i} < {n}; {i}++) {{\n",
                     t = lengths.0
                 );
                 Some((open, format!("{pad}}} }}\n")))

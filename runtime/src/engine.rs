@@ -193,7 +193,7 @@ impl fmt::Display for RuntimeError {
                 cycle,
             } => write!(
                 f,
-                "the task window of {window} is full: task {task} would be the {}th in flight at cycle {cycle}, and the window's mode is abort",
+                "the task window of {window} is full: task {task} would make {} tasks in flight at cycle {cycle}, and the window's mode is abort",
                 window + 1
             ),
         }

@@ -97,6 +97,11 @@ fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
             "a Ragged axis's row lengths, a Sparse axis's indptr and indices and a DenseDyn \
              axis's size are read when a loop reaches them",
         ),
+        _ if code == codes::E0816 => (
+            "this task found the window full",
+            "the schedule's `.task_window(n, abort)` stops the run instead of waiting: raise \
+             the window (a `benchmark` window reports how far it would grow), or let it stall",
+        ),
         _ => (
             "in this task",
             "the task's views, keys and kernel are evaluated when it runs",

@@ -1212,3 +1212,40 @@ fn clashing_output_paths_and_repeated_inputs_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--input gives `A` twice"), "{err}");
 }
+
+/// A full window under `.task_window(n, abort)` stops the run with E0816 at the task that found
+/// it full, in the check-time format, exit 1, nothing written.
+#[test]
+fn an_abort_window_stops_the_run_at_the_task_that_found_it_full() {
+    let d = program(
+        "abort-window",
+        "axis rows = Dense[8]
+input  A: f32[8, 128, 128] = random(seed: 1)
+input  B: f32[128, 128] = random(seed: 2)
+output C: f32[8, 128, 128]
+kernel mm(a: in f32[128, 128], b: in f32[128, 128], c: out f32[128, 128]) { c = matmul(a, b) }
+workload w { for i in P(rows) { mm[i](a: A[i], b: B, c: C[i]) } }
+schedule main = w.task_window(2, abort)
+",
+    );
+    let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("[E0816] Error: task mm[2]: the task window of 2 is full"),
+        "{err}"
+    );
+    assert!(err.contains("p.wsp:6:33"), "{err}");
+    assert!(err.contains("this task found the window full"), "{err}");
+    assert!(!d.join("o").exists());
+    // With the default mode the same schedule stalls and completes.
+    std::fs::write(
+        d.join("p.wsp"),
+        std::fs::read_to_string(d.join("p.wsp"))
+            .expect("read")
+            .replace(".task_window(2, abort)", ".task_window(2)"),
+    )
+    .expect("write");
+    let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o", "--stats", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}

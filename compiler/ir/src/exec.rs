@@ -268,6 +268,9 @@ pub enum TaskError {
     /// The run stopped while the task was handed over, for a reason that is not the task's
     /// (another task's kernel failed, a deadlock, a limit): reported as it is.
     Run(ExecError),
+    /// The run stopped at this task's submission, with its own code (a full window whose mode
+    /// is abort): reported at the task's call.
+    Stopped(ExecError),
 }
 
 impl From<String> for TaskError {
@@ -288,6 +291,11 @@ impl TaskError {
         match self {
             TaskError::Task(m) => xerr(format!("{label}: {m}")).within(at),
             TaskError::Run(e) => e,
+            TaskError::Stopped(e) => ExecError {
+                message: format!("{label}: {}", e.message),
+                ..e
+            }
+            .within(at),
         }
     }
 }

@@ -617,6 +617,7 @@ impl Prepared {
 fn submit_error(e: RuntimeError) -> exec::TaskError {
     match e {
         e @ RuntimeError::Api(_) => exec::TaskError::Task(e.to_string()),
+        e @ RuntimeError::WindowFull { .. } => exec::TaskError::Stopped(run_error(e)),
         other => exec::TaskError::Run(run_error(other)),
     }
 }

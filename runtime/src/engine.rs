@@ -1460,12 +1460,13 @@ impl Runtime {
         // 2. Room for the edges and the tensor-map entries.
         let mut held;
         let mut order_edge: Option<u32>;
+        let mut wait;
         let preds = loop {
             self.collect_preds();
             // A `P.seq` step's single task still in flight: an edge like a data edge (kept apart
             // for the graph and the edge count when no data edge already orders them).
             let (ring, mask) = (&self.ring, self.ring_mask);
-            let wait = self.order.wait(|s| {
+            wait = self.order.wait(|s| {
                 matches!(
                     ring[(s & mask) as usize].state,
                     State::Waiting | State::Ready | State::Running
@@ -1564,17 +1565,9 @@ impl Runtime {
         };
         // A task of a `P.seq` step waits for the steps before it (a gate of several tasks; one
         // task is an edge in `preds`).
-        let gate = {
-            let (ring, mask) = (&self.ring, self.ring_mask);
-            match self.order.wait(|s| {
-                matches!(
-                    ring[(s & mask) as usize].state,
-                    State::Waiting | State::Ready | State::Running
-                )
-            }) {
-                OrderWait::Gate(g) => Some(g),
-                _ => None,
-            }
+        let gate = match wait {
+            OrderWait::Gate(g) => Some(g),
+            _ => None,
         };
         let npreds = preds.len() as u32 + gate.is_some() as u32;
         let si = (seq & self.ring_mask) as usize;

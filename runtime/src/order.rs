@@ -79,6 +79,9 @@ pub(crate) struct Ordering {
     record: bool,
     /// The members of the step being closed (reused).
     members: Vec<u64>,
+    /// Open frames with a gate or a single task: none, and a task waits for nothing (the
+    /// common case, checked first on every submission).
+    armed: u32,
 }
 
 impl Ordering {
@@ -157,9 +160,12 @@ impl Ordering {
         self.members = members;
         self.release(old);
         if let Some(f) = self.frames.last_mut() {
+            let was = f.gate != NIL || f.single != NO_TASK;
             f.gate = gate;
             (f.single, f.single_uid) = single;
             f.start = next_seq;
+            let is = f.gate != NIL || f.single != NO_TASK;
+            self.armed = self.armed + u32::from(is) - u32::from(was);
         }
     }
 
@@ -167,6 +173,7 @@ impl Ordering {
     pub(crate) fn end(&mut self) -> bool {
         match self.frames.pop() {
             Some(f) => {
+                self.armed -= u32::from(f.gate != NIL || f.single != NO_TASK);
                 self.release(f.gate);
                 true
             }
@@ -178,6 +185,9 @@ impl Ordering {
     /// flight (`pending`).
     #[inline]
     pub(crate) fn wait(&self, pending: impl Fn(u64) -> bool) -> OrderWait {
+        if self.armed == 0 {
+            return OrderWait::None;
+        }
         let Some(f) = self
             .frames
             .iter()

@@ -12,6 +12,15 @@ use std::sync::Arc;
 use std::time::Instant;
 use wsp_runtime::*;
 
+/// The model the benches run: ascend910b without the orchestration's submission cost, so that
+/// the runtime, the floor engine (and the C floor, the seed's runtime and Taskflow in
+/// ../shared/bench) build and time the same graph: the benches measure the engine's own work.
+fn model() -> Arch {
+    let mut a = Arch::builtin("ascend910b").expect("model");
+    a.overheads.submit = 0;
+    a
+}
+
 #[path = "support/floor.rs"]
 mod floor;
 
@@ -249,7 +258,7 @@ fn llama_pattern(tokens: i64, sink: &mut impl Sink) -> u64 {
 
 /// The LLaMA pattern through the runtime (timing only); returns the tasks and the runtime.
 fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
-    let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(window);
+    let mut cfg = Config::new(model()).with_window(window);
     cfg.execute = false;
     let mut rt = Runtime::new(cfg).expect("runtime");
     let vector = rt.register_kernel("vec", CoreClass::Vector, noop());
@@ -262,7 +271,7 @@ fn llama_layer(tokens: i64, window: u32) -> (u64, Runtime) {
 
 /// The LLaMA pattern through the floor engine: the tasks, `total_cycles` and edges.
 fn llama_floor(tokens: i64, window: u32) -> (u64, u64, u64) {
-    let mut f = floor::Floor::new(Arch::builtin("ascend910b").expect("model"), window as u64);
+    let mut f = floor::Floor::new(model(), window as u64);
     let n = llama_pattern(tokens, &mut f);
     let (cycles, edges) = f.finish();
     (n, cycles, edges)
@@ -271,7 +280,7 @@ fn llama_floor(tokens: i64, window: u32) -> (u64, u64, u64) {
 /// The LLaMA pattern through the split floor (construction here, simulation on a second
 /// thread): the tasks, `total_cycles` and edges.
 fn llama_split(tokens: i64, window: u32) -> (u64, u64, u64) {
-    let mut f = floor::Split::new(Arch::builtin("ascend910b").expect("model"), window as u64);
+    let mut f = floor::Split::new(model(), window as u64);
     let n = llama_pattern(tokens, &mut f);
     let (cycles, edges) = f.finish();
     (n, cycles, edges)
@@ -340,7 +349,7 @@ fn empty_graph(shape: &str, threads: usize, n: i64) -> u64 {
 
 /// [`empty_graph`]'s run: the tasks, `total_cycles` and edges.
 fn empty_run(shape: &str, threads: usize, n: i64) -> (u64, u64, u64) {
-    let mut cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    let mut cfg = Config::new(model()).with_window(WINDOW);
     cfg.threads = threads;
     let mut rt = Runtime::new(cfg).expect("runtime");
     let k = rt.register_kernel("empty", CoreClass::Vector, noop());
@@ -368,7 +377,7 @@ fn empty_run(shape: &str, threads: usize, n: i64) -> (u64, u64, u64) {
 /// The same graphs through the floor engine, which runs no kernels: the tasks, `total_cycles`
 /// and edges (a vector task of 10 cycles, as in [`empty_run`]).
 fn empty_floor(shape: &str, n: i64) -> (u64, u64, u64) {
-    let mut f = floor::Floor::new(Arch::builtin("ascend910b").expect("model"), WINDOW as u64);
+    let mut f = floor::Floor::new(model(), WINDOW as u64);
     let [rows, cols] = empty_dims(n);
     let x = f.tensor(rows, cols);
     let mut count = 0;
@@ -383,7 +392,7 @@ fn empty_floor(shape: &str, n: i64) -> (u64, u64, u64) {
 /// The same graphs through the runtime's graph construction alone (`Builder`, as
 /// `Runtime::submit` drives it, with the runtime's window and tensor map): returns tasks.
 fn empty_construct(shape: &str, n: i64) -> u64 {
-    let cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    let cfg = Config::new(model()).with_window(WINDOW);
     let mut b = Builder::new(WINDOW, cfg.tensormap_pool, 0).expect("builder");
     let x = b.add_tensor(1, &empty_dims(n)).expect("tensor");
     let mut count = 0;
@@ -457,7 +466,7 @@ fn csp_fanout(workers: u32, tokens: i64) -> (u64, u64) {
             }
         }
     }
-    let cfg = Config::new(Arch::builtin("ascend910b").expect("model")).with_window(WINDOW);
+    let cfg = Config::new(model()).with_window(WINDOW);
     let mut rt = Runtime::new(cfg).expect("runtime");
     let k = rt.register_kernel("empty", CoreClass::Vector, noop());
     let rows = 4096;
@@ -527,9 +536,7 @@ fn llama_group(c: &mut Criterion, name: &str, run: impl Fn(i64) -> u64) {
 fn bench(c: &mut Criterion) {
     // Graph construction with dependency inference alone: the runtime's `Builder`, as
     // `Runtime::submit` drives it, without the event clock.
-    let pool = Config::new(Arch::builtin("ascend910b").expect("model"))
-        .with_window(WINDOW)
-        .tensormap_pool;
+    let pool = Config::new(model()).with_window(WINDOW).tensormap_pool;
     llama_group(c, "llama_layer_construct", |tokens| {
         llama_construct(tokens, pool)
     });
@@ -616,7 +623,7 @@ fn floor_report(reps: usize, sizes: &[i64]) {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let arch = || Arch::builtin("ascend910b").expect("model");
+    let arch = || model();
     // The tensor map `llama_layer`'s runtime has.
     let pool = Config::new(arch()).with_window(WINDOW).tensormap_pool;
     for &tokens in sizes {
@@ -683,9 +690,7 @@ fn floor_report(reps: usize, sizes: &[i64]) {
 /// (`Builder`, with the tensor map `llama_layer`'s runtime has), REPS times per size; prints the
 /// median tasks/ms.
 fn construct_report(reps: usize, sizes: &[i64]) {
-    let pool = Config::new(Arch::builtin("ascend910b").expect("model"))
-        .with_window(WINDOW)
-        .tensormap_pool;
+    let pool = Config::new(model()).with_window(WINDOW).tensormap_pool;
     for &tokens in sizes {
         let mut rates: Vec<f64> = (0..reps.max(1))
             .map(|_| {

@@ -24,10 +24,11 @@
 //!   thread decides when each task starts and ends on a modeled core. Kernels run on host
 //!   threads in dependency order: at the task's submission when every earlier kernel has run
 //!   and none is on the pool (always on one thread; submission order is a dependency order),
-//!   otherwise at its dispatch. Results and cycles never depend on host timing. The
-//!   `pto_wsp_v9` model keeps v9's clocks alongside ([`Order`] groups from the orchestration
-//!   give program structure; round-robin workers in emission order; per-process local
-//!   clocks).
+//!   otherwise at its dispatch. Results and cycles never depend on host timing. Each
+//!   submission first spends the model's `submit` overhead on the orchestration's clock.
+//!   [`Order`] groups from the orchestration give program structure: the event clock keeps a
+//!   `Seq` group's steps in order as dependencies (`order.rs`), and the `pto_wsp_v9` model keeps
+//!   v9's clocks alongside (round-robin workers in emission order; per-process local clocks).
 //! - **CSP**: processes are state machines stepped by the engine ([`Process::step`] returns
 //!   `Continue`, `Send`, `Recv` or `Finished`); when nothing can run and no event is pending
 //!   the run stops with a [`DeadlockReport`].

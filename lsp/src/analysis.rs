@@ -692,6 +692,16 @@ mod tests {
             h.contains("x: in f32[8, 8]") && h.contains("parameter of kernel `double`"),
             "{h}"
         );
+        assert!(
+            !h.contains("stored as"),
+            "an `in` tile is not stored to: {h}"
+        );
+        // An `out` tile says how an assigned value is stored: the one implicit conversion.
+        let h = rich_hover("y = X", 0);
+        assert!(
+            h.contains("a value assigned to it is stored as f32 (converted as `cast` converts)"),
+            "{h}"
+        );
         let h = rich_hover("i in P.seq", 0);
         assert!(h.contains("local `i` of process `prod`"), "{h}");
     }

@@ -584,6 +584,16 @@ pub fn local_hover(
             out.push_str(&format!(
                 "```wsp\n{ps}\n```\n\nparameter of kernel `{owner}`"
             ));
+            if matches!(
+                p.dir.map(|d| d.0),
+                Some(wsp_syntax::ast::Direction::Out | wsp_syntax::ast::Direction::InOut)
+            ) {
+                // The language's one implicit conversion (language.md, "Kernels").
+                out.push_str(&format!(
+                    "; a value assigned to it is stored as {} (converted as `cast` converts)",
+                    p.ty.dtype.name
+                ));
+            }
         }
         (None, Some((_, (dt, r, c)))) => {
             out.push_str(&format!(

@@ -1249,3 +1249,38 @@ schedule main = w.task_window(2, abort)
     let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o", "--stats", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
+
+/// Tensors that each fit in memory but together do not are refused before anything is
+/// allocated (E0808 naming the largest), rather than running into the allocator.
+#[test]
+fn tensors_too_large_together_are_refused_before_the_run() {
+    let Some(avail) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    }) else {
+        return;
+    };
+    // Four f32 tensors of at most 2^31 elements (12 bytes each: the host's f64 and the
+    // runtime's f32), each a third of what is available: more than all of it together.
+    let n = (avail / 3 / 12).min(1 << 31);
+    if 4 * n * 12 <= avail {
+        return;
+    }
+    let src = format!(
+        "input A: f32[{n}] = zeros\ninput B: f32[{n}] = zeros\noutput C: f32[{n}]\noutput D: f32[{n}]\n\
+         kernel k(a: in f32[1, 4], c: out f32[1, 4]) {{ c = a }}\n\
+         workload w {{ k[0](a: A[0..4], c: C[0..4]) }}\n"
+    );
+    let d = program("too-large-together", &src);
+    let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("E0808") && err.contains("the run's tensors need"),
+        "{err}"
+    );
+    assert!(err.contains("the largest: `A`"), "{err}");
+    assert!(!d.join("o").exists());
+}

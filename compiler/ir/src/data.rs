@@ -277,9 +277,60 @@ pub fn init_tensors(
     inputs: &[(String, PathBuf)],
 ) -> Result<Vec<HostTensor>, DataError> {
     check_input_names(program, inputs)?;
+    check_total_memory(program, params, available_memory())?;
     (0..program.tensors.len())
         .map(|i| materialise_tensor(program, params, base_dir, inputs, i))
         .collect()
+}
+
+/// The memory the system can give this process now (Linux `MemAvailable`), if known.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// E0808, before anything is allocated, when the run's tensors cannot fit in `available`
+/// bytes: each tensor is held as host values ([`Data::host_bytes`]) and in the runtime's buffer
+/// (its dtype's bytes), so a run of tensors that each fit may not fit together. Names the
+/// largest tensors, at the largest's declaration.
+pub fn check_total_memory(
+    program: &Program,
+    params: &[ScalarValue],
+    available: Option<u64>,
+) -> Result<(), DataError> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let mut sizes: Vec<(u64, &TensorDecl)> = Vec::new();
+    for decl in &program.tensors {
+        let n: usize = tensor_shape(decl, params)?.iter().product();
+        let bytes = Data::host_bytes(decl.dtype, n)
+            .saturating_add(n.saturating_mul(decl.dtype.size_bytes()));
+        sizes.push((bytes as u64, decl));
+    }
+    let total: u64 = sizes.iter().fold(0u64, |a, (b, _)| a.saturating_add(*b));
+    if total <= available {
+        return Ok(());
+    }
+    sizes.sort_by_key(|b| std::cmp::Reverse(b.0));
+    let largest: Vec<String> = sizes
+        .iter()
+        .take(3)
+        .map(|(b, d)| format!("`{}` {} MiB", d.name, b >> 20))
+        .collect();
+    let first = sizes[0].1;
+    Err(decl_err(
+        first,
+        codes::E0808,
+        format!(
+            "the run's tensors need {} MiB (host values and the runtime's buffers), more than the {} MiB of memory available; the largest: {}",
+            total >> 20,
+            available >> 20,
+            largest.join(", ")
+        ),
+    ))
 }
 
 /// E0809 for an `--input` that names no `input` tensor.
@@ -729,6 +780,27 @@ mod tests {
             at: None,
         });
         p
+    }
+
+    #[test]
+    fn tensors_that_fit_alone_but_not_together_are_refused_before_anything_is_allocated() {
+        let p = prog();
+        let params = resolve_params(&p, &[]).unwrap();
+        // L: 3 i32 (16 host + 4 runtime bytes each) = 60; X: 4 f16 (8 + 2) = 40; Y: 2 f32
+        // (8 + 4) = 24: 124 bytes in all.
+        assert!(check_total_memory(&p, &params, Some(124)).is_ok());
+        assert!(check_total_memory(&p, &params, None).is_ok());
+        let e = check_total_memory(&p, &params, Some(123)).unwrap_err();
+        assert_eq!(e.code, "E0808");
+        assert!(
+            e.message
+                .contains("more than the 0 MiB of memory available")
+                && e.message
+                    .contains("the largest: `L` 0 MiB, `X` 0 MiB, `Y` 0 MiB"),
+            "{e}"
+        );
+        // A machine with memory: this program's tensors fit.
+        assert!(available_memory().is_none_or(|m| m > 124));
     }
 
     #[test]

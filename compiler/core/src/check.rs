@@ -1149,6 +1149,9 @@ fn combine_races(
     crate::races::check_combine(fname, form.span, &asts, scope, consts, sizes)
 }
 
+/// The note of the axis-constructor errors.
+const AXIS_KINDS: &str = "axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)` (or `Ragged(outer, lens, per: k)`), `Sparse(outer, indptr, indices)`";
+
 fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>) {
     let (ctor, args): (&Ident, Vec<&Expr>) = match &d.ctor.kind {
         ExprKind::Index { base, indices } => match &base.kind {
@@ -1186,7 +1189,7 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
                                 format!("`{}` has no argument `{name}`", n.name),
                                 c.label(a.span, "unknown argument"),
                             )
-                            .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)` (or `Ragged(outer, lens, per: k)`), `Sparse(outer, indptr, indices)`"),
+                            .with_note(AXIS_KINDS),
                         );
                     }
                 }
@@ -1213,7 +1216,7 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
                 format!("unknown axis kind `{}`", ctor.name),
                 c.label(ctor.span, "not an axis kind"),
             )
-            .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)`, `Sparse(outer, indptr, indices)`");
+            .with_note(AXIS_KINDS);
             if let Some(s) = sugg {
                 diag = diag.with_help(format!("did you mean `{s}`?"));
             }
@@ -1232,7 +1235,7 @@ fn axis(c: &mut Checker, d: &AxisDecl, sizes: &BTreeMap<String, crate::types::D>
                 ),
                 c.label(d.ctor.span, "wrong number of arguments"),
             )
-            .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)`, `Sparse(outer, indptr, indices)`"),
+            .with_note(AXIS_KINDS),
         );
     }
     for a in &args {
@@ -1429,7 +1432,7 @@ fn bad_axis(c: &mut Checker, e: &Expr) {
             "expected an axis kind",
             c.label(e.span, "not an axis kind"),
         )
-        .with_note("axis kinds: `Dense[n]`, `DenseDyn(size)`, `Ragged(outer, lens)`, `Sparse(outer, indptr, indices)`"),
+        .with_note(AXIS_KINDS),
     );
 }
 

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use wsp_diagnostics::render::{render_human, LineIndex};
-use wsp_diagnostics::{Diagnostic, FileName};
+use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
 use wsp_ir::exec::Place;
 use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
@@ -365,12 +365,34 @@ pub fn main(a: Args) -> ExitCode {
         }
     }
     let failed: Vec<_> = run.expects.iter().filter(|e| e.failure.is_some()).collect();
-    for e in &failed {
-        eprintln!(
-            "error[E0812]: expect {} failed: {}",
-            e.description,
-            e.failure.as_deref().unwrap_or("")
-        );
+    if !failed.is_empty() {
+        // In the check-time format, at the `expect` (the IR lists the root file's in order).
+        let spans = expect_spans(&ws, root);
+        let diags: Vec<Diagnostic> = failed
+            .iter()
+            .map(|e| {
+                let message = format!(
+                    "expect {} failed: {}",
+                    e.description,
+                    e.failure.as_deref().unwrap_or("")
+                );
+                let label = match spans.get(e.index) {
+                    Some(span) => {
+                        Label::new(FileName::new(root.as_str()), *span, "this expectation")
+                    }
+                    None => Label::new(
+                        FileName::new(root.as_str()),
+                        Span::new(0, 0),
+                        "in this program",
+                    ),
+                };
+                Diagnostic::new(codes::E0812, message, label).with_help(format!(
+                    "measured: {}; the outputs are in the run's results (`--out-dir`) to compare",
+                    e.measured
+                ))
+            })
+            .collect();
+        eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
     }
     if failed.is_empty() {
         ExitCode::SUCCESS
@@ -912,6 +934,20 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
         "notes": run.notes,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// The byte ranges of the `expect` items of `root`, in order (what the IR's `expects` index).
+fn expect_spans(ws: &wsp_core::Workspace, root: &str) -> Vec<Span> {
+    let Some(text) = ws.text(&FileName::new(root)) else {
+        return Vec::new();
+    };
+    wsp_syntax::parse(&text)
+        .file
+        .items
+        .iter()
+        .filter(|i| matches!(i.item.kind, wsp_syntax::ast::ItemKind::Expect(_)))
+        .map(|i| i.range)
+        .collect()
 }
 
 /// The names of the workloads a run of `ran` runs: itself, and the workloads it composes.

@@ -286,11 +286,18 @@ fn a_failed_expect_exits_one_with_the_worst_element() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("error[E0812]")
+        err.contains("[E0812] Error: expect close(Y, zeros")
             && err.contains("worst at [")
             && err.contains("expected 0, found"),
         "{err}"
     );
+    // In the check-time format: at the `expect`, with what it measured and the explain hint.
+    assert!(
+        err.contains("p.wsp:") && err.contains("this expectation"),
+        "{err}"
+    );
+    assert!(err.contains("Help: measured: max |Δ|"), "{err}");
+    assert!(err.contains("`wsp explain E0812`"), "{err}");
 }
 
 #[test]

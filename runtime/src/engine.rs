@@ -889,6 +889,20 @@ impl Runtime {
             cfg = cfg.with_window(w);
             cfg.tensormap_pool = cfg.tensormap_pool.max(tm);
         }
+        // Ring sizes the schedule gives override those the window implies.
+        let pools = cfg.policies.pools;
+        if let Some(n) = pools.tensormap {
+            cfg.tensormap_pool = n;
+        }
+        if let Some(n) = pools.deplist {
+            cfg.deplist_pool = n;
+        }
+        if let Some(n) = pools.ready {
+            cfg.ready_queue = n;
+        }
+        if let Some(n) = pools.heap {
+            cfg.heap_arena = n;
+        }
         let p = &cfg.policies;
         // The task window and the tensor map's pool are the builder's to check (below).
         if cfg.deplist_pool == 0 {

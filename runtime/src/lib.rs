@@ -52,7 +52,7 @@ pub use engine::{
     Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, BENCHMARK_WINDOW,
     MAX_CYCLES, MAX_IDLE_STEPS, MAX_POOL, MAX_STREAMS, MAX_TASK_CYCLES, MAX_WINDOW,
 };
-pub use policy::{Dispatch, Policies, ReadyOrder, Streams, Support, Timing, WindowMode};
+pub use policy::{Dispatch, Policies, Pools, ReadyOrder, Streams, Support, Timing, WindowMode};
 pub use report::{
     BlockedProcess, ChannelStats, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait,
 };

@@ -46,6 +46,15 @@ pub enum Timing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Streams(pub u32);
 
+/// Ring sizes a schedule gives (`.task_graph(...)`); `None` keeps the size the window implies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pools {
+    pub tensormap: Option<u32>,
+    pub deplist: Option<u32>,
+    pub ready: Option<u32>,
+    pub heap: Option<u64>,
+}
+
 /// A schedule as the runtime enforces it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policies {
@@ -56,6 +65,7 @@ pub struct Policies {
     /// What a full window does.
     pub window_mode: WindowMode,
     pub streams: Option<Streams>,
+    pub pools: Pools,
 }
 
 impl Default for Policies {
@@ -67,6 +77,7 @@ impl Default for Policies {
             task_window: 1024,
             window_mode: WindowMode::Stall,
             streams: None,
+            pools: Pools::default(),
         }
     }
 }
@@ -194,6 +205,21 @@ pub const REGISTRY: &[PolicyInfo] = &[
         };
         p.task_window = one(&[n], "task_window")?;
         p.window_mode = mode;
+        Ok(())
+    }),
+    row(Form::Directive(Directive::TaskGraph), |a, p| {
+        // (tensormap, deplist, ready, heap low, heap high); 0 keeps a ring's size.
+        let [t, d, r, lo, hi] = a else {
+            return Err(format!("`task_graph` takes five sizes, found {a:?}"));
+        };
+        let some = |v: u32| (v > 0).then_some(v);
+        let heap = u64::from(*hi) << 32 | u64::from(*lo);
+        p.pools = Pools {
+            tensormap: some(*t),
+            deplist: some(*d),
+            ready: some(*r),
+            heap: (heap > 0).then_some(heap),
+        };
         Ok(())
     }),
     row(Form::Directive(Directive::Streams), |a, p| {

@@ -278,6 +278,16 @@ pub const MATRIX: &[Capability] = &[
     ),
     cap(
         Schedule,
+        "task_graph",
+        ".task_graph(tensormap: n, deplist: n, ready: n, heap: bytes)",
+        [
+            e(),
+            e(),
+            d("AIE has no run-time task graph: its buffers are ObjectFIFO elements and buffer descriptors placed at compile time"),
+        ],
+    ),
+    cap(
+        Schedule,
         "streams",
         ".streams(n)",
         [

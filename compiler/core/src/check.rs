@@ -17,7 +17,7 @@ use wsp_vocab::codes;
 use wsp_vocab::ops::KERNEL_FN_NAMES;
 use wsp_vocab::schedule::{
     Directive as DirectiveKind, DirectiveArg, Policy, PolicyArg, WindowMode, DIRECTIVE_NAMES,
-    POLICY_NAMES, WINDOW_MODE_NAMES,
+    POLICY_NAMES, POOL_NAMES, WINDOW_MODE_NAMES,
 };
 pub use wsp_vocab::words::{
     axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
@@ -1808,6 +1808,72 @@ fn constant_arg(c: &mut Checker, e: &Expr) -> Option<Option<i64>> {
     Some(v)
 }
 
+/// The largest size `.task_graph(...)` gives each ring ([`POOL_NAMES`] order): the tensor map's
+/// entries are allocated up front (as the runtime's `MAX_POOL`), the others are counts, and the
+/// heap arena is bytes.
+const POOL_LIMITS: [i64; 4] = [1 << 24, u32::MAX as i64, u32::MAX as i64, 1 << 40];
+
+/// `.task_graph(tensormap: n, deplist: n, ready: n, heap: bytes)`: named ring sizes, each once,
+/// each an integer constant from 1 to its limit (E0603 for no or unnamed arguments, E0604 for
+/// an unknown ring, E0606 for a bad size, W0601 for a ring given twice).
+fn pools(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
+    if d.args.is_empty() || d.args.iter().any(|a| a.name.is_none()) {
+        c.diags.push(
+            Diagnostic::new(
+                codes::E0603,
+                format!("`.{name}` takes named ring sizes"),
+                c.label(d.span, "sizes are named"),
+            )
+            .with_help(directive_help(name)),
+        );
+        return;
+    }
+    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+    for a in &d.args {
+        let Some(ring) = &a.name else { continue };
+        c.expr(&a.value);
+        let Some(i) = POOL_NAMES.iter().position(|p| *p == ring.name) else {
+            let mut diag = Diagnostic::new(
+                codes::E0604,
+                format!("`.{name}` has no ring `{}`", ring.name),
+                c.label(ring.span, "unknown ring"),
+            )
+            .with_help(directive_help(name));
+            if let Some(sg) = suggest(&ring.name, POOL_NAMES.iter().copied()) {
+                diag = diag.with_note(format!("did you mean `{sg}`?"));
+            }
+            c.diags.push(diag);
+            continue;
+        };
+        if let Some(first) = seen.insert(POOL_NAMES[i], a.span) {
+            c.diags.push(
+                Diagnostic::new(
+                    codes::W0601,
+                    format!("`{}` is given twice; the last one applies", ring.name),
+                    c.label(a.span, "repeated here"),
+                )
+                .with_label(c.label(first, "first given here")),
+            );
+        }
+        let limit = POOL_LIMITS[i];
+        match crate::types::eval_int(&a.value, c.consts) {
+            Some(v) if (1..=limit).contains(&v) => {}
+            v => c.diags.push(
+                Diagnostic::new(
+                    codes::E0606,
+                    format!(
+                        "`{}` needs an integer constant from 1 to {limit}{}",
+                        ring.name,
+                        v.map(|v| format!(", found {v}")).unwrap_or_default()
+                    ),
+                    c.label(a.value.span, "not a ring size"),
+                )
+                .with_help(directive_help(name)),
+            ),
+        }
+    }
+}
+
 /// The mode of `.task_window(n, mode)`: `stall`, `abort` or `benchmark` (E0604 otherwise).
 fn window_mode(c: &mut Checker, e: &Expr) {
     let name = match &e.kind {
@@ -1902,6 +1968,10 @@ fn schedule(c: &mut Checker, s: &Schedule) {
                 .with_help(format!("remove one of the two `.{sets}` directives")),
             );
         }
+        if kind.arg() == DirectiveArg::Pools {
+            pools(c, d, name);
+            continue;
+        }
         // `.task_window(n, mode)` alone takes a second argument: the window's mode.
         let most = if kind == DirectiveKind::TaskWindow {
             2
@@ -1944,7 +2014,7 @@ fn schedule(c: &mut Checker, s: &Schedule) {
         let allowed: Vec<&str> = match kind.arg() {
             DirectiveArg::Policy => kind.policies().map(Policy::name).collect(),
             DirectiveArg::Arch => TARGETS.to_vec(),
-            DirectiveArg::Count | DirectiveArg::Key => Vec::new(),
+            DirectiveArg::Count | DirectiveArg::Key | DirectiveArg::Pools => Vec::new(),
         };
         if !allowed.is_empty() {
             match policy {

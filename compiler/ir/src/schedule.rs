@@ -175,6 +175,25 @@ pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
                 }
             }
             Directive::StreamBy { key } => r.keys.stream = Some(key_of(p, key)?),
+            // Sizes as `task_graph(tensormap, deplist, ready, heap low, heap high)`, 0: unset.
+            Directive::TaskGraph {
+                tensormap,
+                deplist,
+                ready,
+                heap,
+            } => {
+                let h = heap.unwrap_or(0);
+                r.forms.push((
+                    "task_graph",
+                    vec![
+                        tensormap.unwrap_or(0),
+                        deplist.unwrap_or(0),
+                        ready.unwrap_or(0),
+                        h as u32,
+                        (h >> 32) as u32,
+                    ],
+                ));
+            }
             Directive::Policy { policy, args } => {
                 match policy.directive() {
                     VocabDirective::Dispatch => r.keys.dispatch = None,

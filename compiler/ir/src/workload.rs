@@ -673,6 +673,17 @@ pub enum Directive {
         #[serde(default, skip_serializing_if = "is_stall")]
         mode: WindowMode,
     },
+    /// `.task_graph(tensormap: n, deplist: n, ready: n, heap: bytes)`: the sizes given.
+    TaskGraph {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tensormap: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deplist: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ready: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        heap: Option<u64>,
+    },
     /// `.streams(n)`.
     Streams { count: i64 },
     /// `.stream_by(key)`.
@@ -694,6 +705,7 @@ impl Directive {
         match self {
             Directive::Policy { policy, .. } => policy.directive(),
             Directive::TaskWindow { .. } => D::TaskWindow,
+            Directive::TaskGraph { .. } => D::TaskGraph,
             Directive::Streams { .. } => D::Streams,
             Directive::StreamBy { .. } => D::StreamBy,
             Directive::Target { .. } => D::Target,
@@ -706,6 +718,7 @@ impl Directive {
         match self {
             Directive::Policy { policy, .. } => policy.capability_key(),
             Directive::TaskWindow { .. } => "task_window",
+            Directive::TaskGraph { .. } => "task_graph",
             Directive::Streams { .. } => "streams",
             Directive::StreamBy { .. } => "stream_by",
             Directive::Target { .. } => "target",

@@ -1476,6 +1476,34 @@ impl Lowerer {
         use wsp_vocab::schedule::{Directive as D, DirectiveArg, Policy};
         let unsupported = || self.unsupported(d.span, "this schedule directive");
         let kind = D::from_name(&d.name.name).ok_or_else(unsupported)?;
+        if kind.arg() == DirectiveArg::Pools {
+            // Named ring sizes; the last of a name applies (W0601).
+            let mut sizes = [None::<i64>; 4];
+            for a in &d.args {
+                let i = a
+                    .name
+                    .as_ref()
+                    .and_then(|n| {
+                        wsp_vocab::schedule::POOL_NAMES
+                            .iter()
+                            .position(|p| *p == n.name)
+                    })
+                    .ok_or_else(unsupported)?;
+                sizes[i] = Some(self.const_int(&a.value)?);
+            }
+            let small = |v: Option<i64>| -> R<Option<u32>> {
+                v.map(|v| u32::try_from(v).map_err(|_| unsupported()))
+                    .transpose()
+            };
+            return Ok(w::Directive::TaskGraph {
+                tensormap: small(sizes[0])?,
+                deplist: small(sizes[1])?,
+                ready: small(sizes[2])?,
+                heap: sizes[3]
+                    .map(|v| u64::try_from(v).map_err(|_| unsupported()))
+                    .transpose()?,
+            });
+        }
         // `.task_window(n, mode)` alone takes a second argument.
         let (arg, mode) = match d.args.as_slice() {
             [arg] => (arg, None),
@@ -1530,6 +1558,7 @@ impl Lowerer {
             DirectiveArg::Key => w::Directive::StreamBy {
                 key: self.dir_value(arg)?,
             },
+            DirectiveArg::Pools => return Err(unsupported()),
             DirectiveArg::Arch => match &arg.kind {
                 ExprKind::Name(n) => w::Directive::Target {
                     arch: n.name.clone(),

@@ -918,3 +918,48 @@ workload w {
         }
     }
 }
+
+#[test]
+fn task_graph_sizes_the_rings_which_stall_and_deadlock_by_name() {
+    // Eight accumulations into `Acc`, one after another (each task has an edge to the one
+    // before it and two regions in the tensor map).
+    let src = |sizes: &str| {
+        format!(
+            r#"
+axis rows = Dense[8]
+input  X: f32[16, 16] = random(seed: 3)
+output Acc: f32[16, 16]
+kernel acc(x: in f32[16, 16], a: inout f32[16, 16]) {{ a = a + x }}
+workload w {{ for i in P.seq(rows) {{ acc[i](x: X, a: Acc) }} }}
+schedule main = w.task_graph({sizes})
+"#
+        )
+    };
+    let o = opts_at_once("ascend910b");
+    let ring = |r: &wsp_sim::SimRun, name: &str| {
+        r.stats
+            .rings
+            .iter()
+            .find(|x| x.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no ring {name}"))
+    };
+    // The sizes reach the runtime's rings.
+    let r = run(&src("tensormap: 64, deplist: 32, ready: 4, heap: 4096"), &o).expect("runs");
+    assert_eq!(
+        [
+            ring(&r, "tensormap_pool").capacity,
+            ring(&r, "deplist_pool").capacity,
+            ring(&r, "ready_queue").capacity,
+            ring(&r, "heap_arena").capacity
+        ],
+        [64, 32, 4, 4096]
+    );
+    // A tensor map smaller than one task's regions cannot make progress: a deadlock that
+    // names the ring.
+    let Err(e) = run(&src("tensormap: 1"), &o) else {
+        panic!("a one-entry tensor map runs");
+    };
+    assert_eq!(e.code(), "E0811", "{e}");
+    assert!(e.to_string().contains("TENSORMAP_POOL_FULL"), "{e}");
+}

@@ -30,6 +30,9 @@ pub enum Directive {
     StreamBy,
     Timing,
     TaskWindow,
+    /// `.task_graph(tensormap: n, deplist: n, ready: n, heap: bytes)`: the runtime's other rings
+    /// (PTO-WSP v9's task-graph pool configuration).
+    TaskGraph,
     Ready,
     Target,
 }
@@ -45,17 +48,24 @@ pub enum DirectiveArg {
     Key,
     /// An architecture model's name.
     Arch,
+    /// Named ring sizes ([`POOL_NAMES`]), each an integer constant ≥ 1.
+    Pools,
 }
+
+/// The rings `.task_graph(...)` sizes, as its arguments are named: the tensor map's entries, the
+/// dependency-list pool's edges, each core class's ready queue, the heap arena's bytes.
+pub const POOL_NAMES: [&str; 4] = ["tensormap", "deplist", "ready", "heap"];
 
 impl Directive {
     /// In the order completion lists them.
-    pub const ALL: [Directive; 8] = [
+    pub const ALL: [Directive; 9] = [
         Directive::Dispatch,
         Directive::DispatchBy,
         Directive::Streams,
         Directive::StreamBy,
         Directive::Timing,
         Directive::TaskWindow,
+        Directive::TaskGraph,
         Directive::Ready,
         Directive::Target,
     ];
@@ -69,6 +79,7 @@ impl Directive {
             Directive::StreamBy => "stream_by",
             Directive::Timing => "timing",
             Directive::TaskWindow => "task_window",
+            Directive::TaskGraph => "task_graph",
             Directive::Ready => "ready",
             Directive::Target => "target",
         }
@@ -84,6 +95,7 @@ impl Directive {
             Directive::Streams | Directive::TaskWindow => DirectiveArg::Count,
             Directive::StreamBy | Directive::DispatchBy => DirectiveArg::Key,
             Directive::Target => DirectiveArg::Arch,
+            Directive::TaskGraph => DirectiveArg::Pools,
         }
     }
 
@@ -111,6 +123,9 @@ impl Directive {
             Directive::TaskWindow => {
                 "`.task_window(n)` or `.task_window(n, stall | abort | benchmark)`: at most n tasks in flight, n ≥ 1"
             }
+            Directive::TaskGraph => {
+                "`.task_graph(tensormap: n, deplist: n, ready: n, heap: bytes)`: the sizes of the runtime's rings (any of them)"
+            }
             Directive::Ready => "`.ready(fifo | lifo | priority(expr))`",
             Directive::Target => {
                 "`.target(ascend910b | ascend950 | aie_ml | pto_wsp_v9 | cpu_sim)`"
@@ -127,6 +142,7 @@ impl Directive {
             Directive::Streams => Some("streams"),
             Directive::StreamBy => Some("stream_by"),
             Directive::TaskWindow => Some("task_window"),
+            Directive::TaskGraph => Some("task_graph"),
             Directive::Target => Some("target"),
         }
     }

@@ -425,7 +425,7 @@ fn plan_json(
 mod tests {
     use super::orch::c_str;
     use super::sched::forms;
-    use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing, WindowMode};
+    use wsp_runtime::{Dispatch, Policies, Pools, ReadyOrder, Streams, Timing, WindowMode};
 
     #[test]
     fn policy_forms_rebuild_the_policies() {
@@ -438,6 +438,12 @@ mod tests {
                 task_window: 16,
                 window_mode: WindowMode::Abort,
                 streams: Some(Streams(2)),
+                pools: Pools {
+                    tensormap: Some(64),
+                    deplist: None,
+                    ready: Some(3),
+                    heap: Some(5 << 32 | 7),
+                },
             },
             Policies {
                 dispatch: Dispatch::Hash,
@@ -446,6 +452,7 @@ mod tests {
                 task_window: 1024,
                 window_mode: WindowMode::Benchmark,
                 streams: None,
+                pools: Pools::default(),
             },
             Policies {
                 dispatch: Dispatch::Affinity,
@@ -454,6 +461,12 @@ mod tests {
                 task_window: 1024,
                 window_mode: WindowMode::Stall,
                 streams: None,
+                pools: Pools {
+                    tensormap: None,
+                    deplist: Some(9),
+                    ready: None,
+                    heap: None,
+                },
             },
         ];
         for pol in cases {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 pub(crate) use wsp_ir::schedule::{Key, Keys};
 use wsp_ir::workload::{Program, Schedule};
-use wsp_runtime::{Dispatch, Policies, ReadyOrder, Streams, Timing, WindowMode};
+use wsp_runtime::{Dispatch, Policies, Pools, ReadyOrder, Streams, Timing, WindowMode};
 
 use super::orch::c_str;
 
@@ -45,6 +45,20 @@ pub(crate) fn forms(pol: &Policies) -> Vec<(&'static str, Vec<u32>)> {
     }
     if pol.window_mode != WindowMode::Stall {
         v.push(("task_window", vec![pol.task_window, pol.window_mode.code()]));
+    }
+    if pol.pools != Pools::default() {
+        let p = pol.pools;
+        let h = p.heap.unwrap_or(0);
+        v.push((
+            "task_graph",
+            vec![
+                p.tensormap.unwrap_or(0),
+                p.deplist.unwrap_or(0),
+                p.ready.unwrap_or(0),
+                h as u32,
+                (h >> 32) as u32,
+            ],
+        ));
     }
     v
 }

@@ -208,17 +208,13 @@ pub const REGISTRY: &[PolicyInfo] = &[
         Ok(())
     }),
     row(Form::Directive(Directive::TaskGraph), |a, p| {
-        // (tensormap, deplist, ready, heap low, heap high); 0 keeps a ring's size.
-        let [t, d, r, lo, hi] = a else {
-            return Err(format!("`task_graph` takes five sizes, found {a:?}"));
-        };
-        let some = |v: u32| (v > 0).then_some(v);
-        let heap = u64::from(*hi) << 32 | u64::from(*lo);
+        let (tensormap, deplist, ready, heap) = wsp_vocab::schedule::task_graph_sizes(a)
+            .ok_or_else(|| format!("`task_graph` takes five sizes, found {a:?}"))?;
         p.pools = Pools {
-            tensormap: some(*t),
-            deplist: some(*d),
-            ready: some(*r),
-            heap: (heap > 0).then_some(heap),
+            tensormap,
+            deplist,
+            ready,
+            heap,
         };
         Ok(())
     }),

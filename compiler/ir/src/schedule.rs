@@ -181,19 +181,10 @@ pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
                 deplist,
                 ready,
                 heap,
-            } => {
-                let h = heap.unwrap_or(0);
-                r.forms.push((
-                    "task_graph",
-                    vec![
-                        tensormap.unwrap_or(0),
-                        deplist.unwrap_or(0),
-                        ready.unwrap_or(0),
-                        h as u32,
-                        (h >> 32) as u32,
-                    ],
-                ));
-            }
+            } => r.forms.push((
+                "task_graph",
+                wsp_vocab::schedule::task_graph_form(*tensormap, *deplist, *ready, *heap),
+            )),
             Directive::Policy { policy, args } => {
                 match policy.directive() {
                     VocabDirective::Dispatch => r.keys.dispatch = None,

@@ -56,6 +56,38 @@ pub enum DirectiveArg {
 /// dependency-list pool's edges, each core class's ready queue, the heap arena's bytes.
 pub const POOL_NAMES: [&str; 4] = ["tensormap", "deplist", "ready", "heap"];
 
+/// The `task_graph` policy form's arguments for the sizes given (the runtime's registry reads
+/// them back with [`task_graph_sizes`]): tensor map, dependency list, ready queue, heap low and
+/// high halves; 0 for a ring not given.
+pub fn task_graph_form(
+    tensormap: Option<u32>,
+    deplist: Option<u32>,
+    ready: Option<u32>,
+    heap: Option<u64>,
+) -> Vec<u32> {
+    let h = heap.unwrap_or(0);
+    vec![
+        tensormap.unwrap_or(0),
+        deplist.unwrap_or(0),
+        ready.unwrap_or(0),
+        h as u32,
+        (h >> 32) as u32,
+    ]
+}
+
+/// The sizes of a `task_graph` form ([`task_graph_form`]), `None` for a ring not given.
+#[allow(clippy::type_complexity)]
+pub fn task_graph_sizes(
+    args: &[u32],
+) -> Option<(Option<u32>, Option<u32>, Option<u32>, Option<u64>)> {
+    let [t, d, r, lo, hi] = args else {
+        return None;
+    };
+    let some = |v: u32| (v > 0).then_some(v);
+    let heap = u64::from(*hi) << 32 | u64::from(*lo);
+    Some((some(*t), some(*d), some(*r), (heap > 0).then_some(heap)))
+}
+
 impl Directive {
     /// In the order completion lists them.
     pub const ALL: [Directive; 9] = [
@@ -402,6 +434,19 @@ pub const POLICY_NAMES: [&str; Policy::ALL.len()] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_graph_forms_round_trip() {
+        for sizes in [
+            (Some(64), None, Some(3), Some(5u64 << 32 | 7)),
+            (None, Some(9), None, None),
+            (None, None, None, Some(1 << 40)),
+        ] {
+            let form = task_graph_form(sizes.0, sizes.1, sizes.2, sizes.3);
+            assert_eq!(task_graph_sizes(&form), Some(sizes));
+        }
+        assert_eq!(task_graph_sizes(&[1, 2]), None);
+    }
 
     #[test]
     fn window_modes_round_trip() {

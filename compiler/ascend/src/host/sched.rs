@@ -48,16 +48,9 @@ pub(crate) fn forms(pol: &Policies) -> Vec<(&'static str, Vec<u32>)> {
     }
     if pol.pools != Pools::default() {
         let p = pol.pools;
-        let h = p.heap.unwrap_or(0);
         v.push((
             "task_graph",
-            vec![
-                p.tensormap.unwrap_or(0),
-                p.deplist.unwrap_or(0),
-                p.ready.unwrap_or(0),
-                h as u32,
-                (h >> 32) as u32,
-            ],
+            wsp_vocab::schedule::task_graph_form(p.tensormap, p.deplist, p.ready, p.heap),
         ));
     }
     v

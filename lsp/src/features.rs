@@ -15,7 +15,7 @@ use wsp_syntax::lexer::ITEM_KEYWORDS;
 use wsp_syntax::{lex, Token, TokenInfo};
 use wsp_vocab::ops::{KERNEL_FNS, KERNEL_FN_NAMES};
 use wsp_vocab::schedule::{
-    Directive, WindowMode, DIRECTIVE_NAMES, POLICY_NAMES, WINDOW_MODE_NAMES,
+    Directive, WindowMode, DIRECTIVE_NAMES, POLICY_NAMES, POOL_NAMES, WINDOW_MODE_NAMES,
 };
 use wsp_vocab::words::{
     axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
@@ -899,6 +899,38 @@ pub fn completion_with(
             }
         }
     }
+    // Ring names inside `.task_graph(` (first, or after a comma).
+    if matches!(item_kw, Some((_, Token::Schedule)))
+        && matches!(prev, Some(Token::LParen | Token::Comma))
+    {
+        // The directive whose parentheses are open: the name before the innermost `(`.
+        let mut depth = 0i32;
+        let open = sig.iter().rposition(|t| {
+            match t.kind {
+                Token::RParen => depth += 1,
+                Token::LParen if depth == 0 => return true,
+                Token::LParen => depth -= 1,
+                _ => {}
+            }
+            false
+        });
+        if let Some(i) = open.filter(|&i| i >= 2 && sig[i - 2].kind == Token::Dot) {
+            let d = &text[span(&sig[i - 1]).0..span(&sig[i - 1]).1];
+            if d == Directive::TaskGraph.name() {
+                return POOL_NAMES
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.to_string(),
+                            lsp::CompletionItemKind::FIELD,
+                            Directive::TaskGraph.usage().to_string(),
+                            format!("{p}: "),
+                        )
+                    })
+                    .collect();
+            }
+        }
+    }
     // Window modes after `.task_window(n,`.
     if matches!(item_kw, Some((_, Token::Schedule))) && prev == Some(Token::Comma) {
         let n = sig.len();
@@ -1608,6 +1640,17 @@ mod tests {
             assert!(
                 !l.contains(&"fifo".to_string()) || d == "ready",
                 "{d}: {l:?}"
+            );
+        }
+        // Ring names inside `.task_graph(`, first and after a comma.
+        for written in [".task_graph(", ".task_graph(deplist: 8, "] {
+            let src = SRC.replace(".dispatch(round_robin)", written);
+            ws.set_file("a.wsp", src.clone());
+            let l = labels(completion(&ws, "a.wsp", src.len() - 1));
+            assert_eq!(
+                l,
+                ["tensormap", "deplist", "ready", "heap"],
+                "{written}: {l:?}"
             );
         }
         // Window modes after `.task_window(n,`.

@@ -333,6 +333,26 @@ impl<'a> Checker<'a> {
                 for a in args {
                     self.expr(&a.value);
                 }
+                // `min(a, b)` / `max(a, b)` of workload and process expressions.
+                if let ExprKind::Name(f) = &callee.kind {
+                    if matches!(f.name.as_str(), "min" | "max")
+                        && self.builtins == WORKLOAD_CTX
+                        && !self.scope.contains_key(&f.name)
+                        && (args.len() != 2 || args.iter().any(|a| a.name.is_some()))
+                    {
+                        self.diags.push(
+                            Diagnostic::new(
+                                codes::E0306,
+                                format!("`{}` takes two arguments, found {}", f.name, args.len()),
+                                self.label(e.span, "wrong number of arguments"),
+                            )
+                            .with_help(format!(
+                                "`{}(a, b)` of two integers, e.g. a slice end `min(t * 64 + 64, lens[b])`",
+                                f.name
+                            )),
+                        );
+                    }
+                }
             }
             ExprKind::Index { base, indices } => {
                 self.expr(base);

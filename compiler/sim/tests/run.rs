@@ -903,7 +903,29 @@ workload w {
     }
 }
 "#;
-    for interpret in [false, true] {
+    // The same tail as a `min` in the view.
+    let with_min = r#"
+const TS = 16
+axis seqs = Dense[2]
+input  lens: i32[2] = [40, 16]
+axis tiles = Ragged(seqs, lens, per: TS)
+input  X: f32[2, 48, 4] = random(seed: 9)
+output Y: f32[2, 48, 4]
+kernel twice(x: in f32[..TS, 4], y: out f32[..TS, 4]) { y = x * 2.0 }
+workload w {
+    for b in P(seqs) {
+        for t in P(tiles[b]) {
+            twice[b, t](x: X[b, t * TS..min(t * TS + TS, lens[b]), :], y: Y[b, t * TS..min(t * TS + TS, lens[b]), :])
+        }
+    }
+}
+"#;
+    for (src, interpret) in [
+        (src, false),
+        (src, true),
+        (with_min, false),
+        (with_min, true),
+    ] {
         let mut o = opts("ascend910b");
         o.interpret_orchestration = interpret;
         let r = run(src, &o).expect("runs");

@@ -25,7 +25,15 @@ pub fn axis_ctor_signature(name: &str) -> Option<&'static str> {
 }
 
 /// Names usable in workload and process bodies besides user items.
-pub const WORKLOAD_BUILTINS: &[&str] = &["P", "combine", "sequential", "connect", "replicate"];
+pub const WORKLOAD_BUILTINS: &[&str] = &[
+    "P",
+    "combine",
+    "sequential",
+    "connect",
+    "replicate",
+    "min",
+    "max",
+];
 
 /// Names usable in `expect` items.
 pub const EXPECT_BUILTINS: &[&str] = &[

@@ -248,6 +248,14 @@ enum State {
     Done,
 }
 
+impl State {
+    /// Submitted and not yet completed: what an edge or an order gate may wait on.
+    #[inline]
+    fn pending(self) -> bool {
+        matches!(self, State::Waiting | State::Ready | State::Running)
+    }
+}
+
 struct ExecData {
     coords: Vec<i64>,
     args: Vec<RawArg>,
@@ -1283,12 +1291,7 @@ impl Runtime {
         self.order.step(
             self.next_seq,
             self.head,
-            |s| {
-                matches!(
-                    ring[(s & mask) as usize].state,
-                    State::Waiting | State::Ready | State::Running
-                )
-            },
+            |s| ring[(s & mask) as usize].state.pending(),
             |s| (s & mask) as usize,
             ring.len(),
         );
@@ -1369,12 +1372,12 @@ impl Runtime {
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
         let (ring, mask) = (&self.ring, self.ring_mask);
-        deps.extend(self.build.candidates().iter().filter(|&&task| {
-            matches!(
-                ring[(task as u64 & mask) as usize].state,
-                State::Waiting | State::Ready | State::Running
-            )
-        }));
+        deps.extend(
+            self.build
+                .candidates()
+                .iter()
+                .filter(|&&task| ring[(task as u64 & mask) as usize].state.pending()),
+        );
         // Age order: distance from the ring's head (sequence numbers in flight differ by
         // less than 2^32).
         let h = self.head as u32;
@@ -1480,12 +1483,9 @@ impl Runtime {
             // A `P.seq` step's single task still in flight: an edge like a data edge (kept apart
             // for the graph and the edge count when no data edge already orders them).
             let (ring, mask) = (&self.ring, self.ring_mask);
-            wait = self.order.wait(|s| {
-                matches!(
-                    ring[(s & mask) as usize].state,
-                    State::Waiting | State::Ready | State::Running
-                )
-            });
+            wait = self
+                .order
+                .wait(|s| ring[(s & mask) as usize].state.pending());
             order_edge = match wait {
                 OrderWait::Task(p) if !self.deps.contains(&(p as u32)) => {
                     self.deps.push(p as u32);

@@ -515,7 +515,7 @@ fn deadlock_text(report: &wsp_sim::DeadlockReport, ws: &wsp_core::Workspace) -> 
         .collect();
     let parsed: Vec<_> = files
         .iter()
-        .map(|(p, t)| (p, t, wsp_syntax::parse(t)))
+        .filter_map(|(p, t)| Some((p, t, parsed(ws, p)?)))
         .collect();
     let line_of = |text: &str, off: u32| LineIndex::new(text).line_col(text, off);
     for b in &report.blocked {
@@ -936,18 +936,21 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
+/// The workspace's parse of a loaded file (memoised: the check already made it).
+fn parsed<'w>(ws: &'w wsp_core::Workspace, path: &str) -> Option<&'w wsp_syntax::Parse> {
+    Some(wsp_core::db::parse_file(ws.db(), ws.file_handle(path)?))
+}
+
 /// The byte ranges of the `expect` items of `root`, in order (what the IR's `expects` index).
 fn expect_spans(ws: &wsp_core::Workspace, root: &str) -> Vec<Span> {
-    let Some(text) = ws.text(&FileName::new(root)) else {
-        return Vec::new();
-    };
-    wsp_syntax::parse(&text)
-        .file
-        .items
-        .iter()
-        .filter(|i| matches!(i.item.kind, wsp_syntax::ast::ItemKind::Expect(_)))
-        .map(|i| i.range)
-        .collect()
+    parsed(ws, root).map_or_else(Vec::new, |p| {
+        p.file
+            .items
+            .iter()
+            .filter(|i| matches!(i.item.kind, wsp_syntax::ast::ItemKind::Expect(_)))
+            .map(|i| i.range)
+            .collect()
+    })
 }
 
 /// The names of the workloads a run of `ran` runs: itself, and the workloads it composes.

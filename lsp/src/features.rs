@@ -34,6 +34,30 @@ fn span(t: &TokenInfo) -> Range {
     (t.span.start as usize, t.span.end as usize)
 }
 
+/// The schedule directive whose parentheses are open at the end of `sig` (`.name(` before the
+/// innermost unclosed `(`), and which of its arguments is being written (commas at its depth).
+fn open_directive<'t>(text: &'t str, sig: &[TokenInfo]) -> Option<(&'t str, usize)> {
+    let mut depth = 0i32;
+    let mut commas = 0;
+    let open = sig.iter().rposition(|t| {
+        match t.kind {
+            Token::RParen => depth += 1,
+            Token::LParen if depth == 0 => return true,
+            Token::LParen => depth -= 1,
+            Token::Comma if depth == 0 => commas += 1,
+            _ => {}
+        }
+        false
+    })?;
+    if open < 2 || sig[open - 2].kind != Token::Dot || sig[open - 1].kind != Token::Ident {
+        return None;
+    }
+    Some((
+        &text[span(&sig[open - 1]).0..span(&sig[open - 1]).1],
+        commas,
+    ))
+}
+
 /// Whether a name is built into the language (dtypes, kernel functions, initialisers, schedule
 /// directives and policies, targets …): such names cannot be renamed.
 pub fn is_builtin(name: &str) -> bool {
@@ -875,81 +899,53 @@ pub fn completion_with(
                 .collect();
         }
     }
-    // Policies inside `.dispatch(`, `.timing(`, `.ready(`.
-    if matches!(item_kw, Some((_, Token::Schedule))) && prev == Some(Token::LParen) {
-        let n = sig.len();
-        if n >= 3 && sig[n - 3].kind == Token::Dot && sig[n - 2].kind == Token::Ident {
-            let directive = &text[span(&sig[n - 2]).0..span(&sig[n - 2]).1];
-            let policies: Vec<_> = Directive::from_name(directive)
-                .into_iter()
-                .flat_map(Directive::policies)
-                .collect();
-            if !policies.is_empty() {
+    // Inside a schedule directive's parentheses: its policies, ring names or window modes.
+    if matches!(item_kw, Some((_, Token::Schedule)))
+        && matches!(prev, Some(Token::LParen | Token::Comma))
+    {
+        if let Some((directive, arg)) =
+            open_directive(&text, &sig).and_then(|(d, a)| Some((Directive::from_name(d)?, a)))
+        {
+            let policies: Vec<_> = directive.policies().collect();
+            if prev == Some(Token::LParen) && !policies.is_empty() {
                 return policies
                     .iter()
                     .map(|p| {
                         (
                             p.name().to_string(),
                             lsp::CompletionItemKind::ENUM_MEMBER,
-                            format!(".{directive}({})", p.written()),
+                            format!(".{}({})", directive.name(), p.written()),
                             p.name().to_string(),
                         )
                     })
                     .collect();
             }
-        }
-    }
-    // Ring names inside `.task_graph(` (first, or after a comma).
-    if matches!(item_kw, Some((_, Token::Schedule)))
-        && matches!(prev, Some(Token::LParen | Token::Comma))
-    {
-        // The directive whose parentheses are open: the name before the innermost `(`.
-        let mut depth = 0i32;
-        let open = sig.iter().rposition(|t| {
-            match t.kind {
-                Token::RParen => depth += 1,
-                Token::LParen if depth == 0 => return true,
-                Token::LParen => depth -= 1,
-                _ => {}
-            }
-            false
-        });
-        if let Some(i) = open.filter(|&i| i >= 2 && sig[i - 2].kind == Token::Dot) {
-            let d = &text[span(&sig[i - 1]).0..span(&sig[i - 1]).1];
-            if d == Directive::TaskGraph.name() {
+            if directive == Directive::TaskGraph {
                 return POOL_NAMES
                     .iter()
                     .map(|p| {
                         (
                             p.to_string(),
                             lsp::CompletionItemKind::FIELD,
-                            Directive::TaskGraph.usage().to_string(),
+                            directive.usage().to_string(),
                             format!("{p}: "),
                         )
                     })
                     .collect();
             }
-        }
-    }
-    // Window modes after `.task_window(n,`.
-    if matches!(item_kw, Some((_, Token::Schedule))) && prev == Some(Token::Comma) {
-        let n = sig.len();
-        if n >= 5
-            && sig[n - 5].kind == Token::Dot
-            && &text[span(&sig[n - 4]).0..span(&sig[n - 4]).1] == Directive::TaskWindow.name()
-            && sig[n - 3].kind == Token::LParen
-        {
-            return WindowMode::ALL
-                .iter()
-                .map(|m| {
-                    (
-                        m.name().to_string(),
-                        lsp::CompletionItemKind::ENUM_MEMBER,
-                        format!(".task_window(n, {}): {}", m.name(), m.doc()),
-                        m.name().to_string(),
-                    )
-                })
-                .collect();
+            if directive == Directive::TaskWindow && arg == 1 {
+                return WindowMode::ALL
+                    .iter()
+                    .map(|m| {
+                        (
+                            m.name().to_string(),
+                            lsp::CompletionItemKind::ENUM_MEMBER,
+                            format!(".task_window(n, {}): {}", m.name(), m.doc()),
+                            m.name().to_string(),
+                        )
+                    })
+                    .collect();
+            }
         }
     }
     // Axis constructors after `axis x =`.

@@ -883,48 +883,42 @@ fn dispatch_by_is_v9_spelling_of_dispatch_by() {
 #[test]
 fn a_ragged_axis_counts_tiles_per_row_and_partial_tails_run_in_one_kernel() {
     // Rows of 40 and 16 tokens in tiles of 16: 3 + 1 tasks; the tail of the first row has 8.
-    let src = r#"
+    // The tail's view ends at `lens[b]`: chosen by a `when`, or as a `min` in the view.
+    let program = |body: &str| {
+        format!(
+            r#"
 const TS = 16
 axis seqs = Dense[2]
 input  lens: i32[2] = [40, 16]
 axis tiles = Ragged(seqs, lens, per: TS)
 input  X: f32[2, 48, 4] = random(seed: 9)
 output Y: f32[2, 48, 4]
-kernel twice(x: in f32[..TS, 4], y: out f32[..TS, 4]) { y = x * 2.0 }
-workload w {
-    for b in P(seqs) {
-        for t in P(tiles[b]) {
-            when lens[b] >= t * TS + TS {
+kernel twice(x: in f32[..TS, 4], y: out f32[..TS, 4]) {{ y = x * 2.0 }}
+workload w {{
+    for b in P(seqs) {{
+        for t in P(tiles[b]) {{
+            {body}
+        }}
+    }}
+}}
+"#
+        )
+    };
+    let src = program(
+        "when lens[b] >= t * TS + TS {
                 twice[b, t](x: X[b, t * TS..t * TS + TS, :], y: Y[b, t * TS..t * TS + TS, :])
             } else {
                 twice[b, t](x: X[b, t * TS..lens[b], :], y: Y[b, t * TS..lens[b], :])
-            }
-        }
-    }
-}
-"#;
-    // The same tail as a `min` in the view.
-    let with_min = r#"
-const TS = 16
-axis seqs = Dense[2]
-input  lens: i32[2] = [40, 16]
-axis tiles = Ragged(seqs, lens, per: TS)
-input  X: f32[2, 48, 4] = random(seed: 9)
-output Y: f32[2, 48, 4]
-kernel twice(x: in f32[..TS, 4], y: out f32[..TS, 4]) { y = x * 2.0 }
-workload w {
-    for b in P(seqs) {
-        for t in P(tiles[b]) {
-            twice[b, t](x: X[b, t * TS..min(t * TS + TS, lens[b]), :], y: Y[b, t * TS..min(t * TS + TS, lens[b]), :])
-        }
-    }
-}
-"#;
+            }",
+    );
+    let with_min = program(
+        "twice[b, t](x: X[b, t * TS..min(t * TS + TS, lens[b]), :], y: Y[b, t * TS..min(t * TS + TS, lens[b]), :])",
+    );
     for (src, interpret) in [
-        (src, false),
-        (src, true),
-        (with_min, false),
-        (with_min, true),
+        (&src, false),
+        (&src, true),
+        (&with_min, false),
+        (&with_min, true),
     ] {
         let mut o = opts("ascend910b");
         o.interpret_orchestration = interpret;

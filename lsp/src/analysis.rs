@@ -707,6 +707,20 @@ mod tests {
     }
 
     #[test]
+    fn hover_of_a_local_tensor_shows_its_type_and_bytes() {
+        let src = "axis rows = Dense[4]\ninput X: f32[4, 8, 8] = random(seed: 1)\noutput Y: f32[4, 8, 8]\nkernel double(x: in f32[8, 8], y: out f32[8, 8]) {\n    y = x * 2.0\n}\nworkload w {\n    for i in P(rows) {\n        let H: f32[8, 8] = scratch()\n        double[i](x: X[i], y: H)\n        double[i](x: H, y: Y[i])\n    }\n}\n";
+        let mut ws = Workspace::new();
+        ws.set_file("a.wsp", src.to_string());
+        let at = src.find("x: H").expect("use") + 3;
+        let (h, _) = hover(&ws, "a.wsp", at).expect("a hover");
+        assert!(h.contains("let H: f32[8, 8] = scratch()"), "{h}");
+        assert!(
+            h.contains("local tensor of workload `w` (256 bytes)"),
+            "{h}"
+        );
+    }
+
+    #[test]
     fn hover_of_views_tensors_axes_constants_channels_schedules() {
         // The view at a task call: its shape against the parameter's.
         let h = rich_hover("X[i]", 0);

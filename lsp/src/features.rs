@@ -567,6 +567,34 @@ pub fn local_hover(
         return None;
     }
     let owner = item.item.name()?.name.clone();
+    if let ItemKind::Workload(wsp_syntax::ast::Workload {
+        body: wsp_syntax::ast::WorkloadBody::Block(b),
+        ..
+    }) = &item.item.kind
+    {
+        let local = wsp_core::locals::local_tensors(b)
+            .into_iter()
+            .find(|(n, _)| n.name == name);
+        if let Some((_, ty)) = local {
+            let src = text.get(item.range.0..item.range.1)?;
+            let written = src.get(ty.span.start as usize..ty.span.end as usize)?;
+            let file = ws.file_handle(&item.path)?;
+            let consts = wsp_core::db::const_values(ws.db(), file);
+            let bytes = wsp_core::types::eval_dims(ty, consts)
+                .and_then(|dims| {
+                    dims.iter().try_fold(1i64, |a, d| match d {
+                        wsp_core::types::D::K(n) => a.checked_mul(*n),
+                        _ => None,
+                    })
+                })
+                .zip(wsp_ir::dtype::DType::from_name(&ty.dtype.name))
+                .map(|(n, dt)| format!(" ({} bytes)", n.saturating_mul(dt.size_bytes() as i64)))
+                .unwrap_or_default();
+            return Some(format!(
+                "```wsp\nlet {name}: {written} = scratch()\n```\n\nlocal tensor of workload `{owner}`{bytes}: a fresh zeroed instance from the heap arena each time its block runs, for the tasks of the rest of the block\n"
+            ));
+        }
+    }
     let ItemKind::Kernel(k) = &item.item.kind else {
         let what = match &item.item.kind {
             ItemKind::Workload(_) => "workload",

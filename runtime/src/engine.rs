@@ -763,6 +763,9 @@ struct Scope {
     id: u32,
     tasks: u64,
     allocs: Vec<(u32, u64)>,
+    /// Its tasks stay in the window until it ends ([`Runtime::scope_begin`]); a scope of
+    /// [`Runtime::alloc_scope_begin`] bounds its allocations' lifetime alone.
+    hold: bool,
 }
 
 /// The runtime: submit tasks, run processes, then [`Runtime::finish`].
@@ -1239,15 +1242,30 @@ impl Runtime {
         self.rings[3].set(self.arena_used);
     }
 
+    /// Opens a scope whose tasks stay in the window (held, as PTO-WSP's orchestration scopes
+    /// hold their outputs) until it ends.
     pub fn scope_begin(&mut self) {
         if self.scope_of.is_empty() {
             self.scope_of = vec![0; self.ring.len()];
         }
+        self.open_scope(true);
+    }
+
+    /// Opens a scope that bounds the lifetime of its allocations ([`Runtime::alloc_tensor`])
+    /// alone: its tasks retire as they complete, and what it allocated is freed once the
+    /// scope has ended and every task submitted before its end has retired (a workload
+    /// block's local tensor).
+    pub fn alloc_scope_begin(&mut self) {
+        self.open_scope(false);
+    }
+
+    fn open_scope(&mut self, hold: bool) {
         self.scope_ids += 1;
         self.scopes.push(Scope {
             id: self.scope_ids,
             tasks: 0,
             allocs: Vec::new(),
+            hold,
         });
     }
 
@@ -1258,7 +1276,7 @@ impl Runtime {
         let Some(s) = self.scopes.pop() else {
             return api("scope_end without a matching scope_begin".into());
         };
-        for seq in self.head..self.next_seq {
+        for seq in (self.head..self.next_seq).filter(|_| s.hold) {
             let i = (seq & self.ring_mask) as usize;
             if self.scope_of.get(i) == Some(&s.id) {
                 self.ring[i].flags &= !HELD;
@@ -1570,13 +1588,16 @@ impl Runtime {
             self.deferred += 1;
             self.exec.push(t.coords, t.scalars, t.args)
         };
-        let scope = match self.scopes.last_mut() {
-            Some(s) => {
-                s.tasks += 1;
-                s.id
-            }
-            None => 0,
-        };
+        if let Some(s) = self.scopes.last_mut() {
+            s.tasks += 1;
+        }
+        // Held by the innermost scope that holds its tasks.
+        let scope = self
+            .scopes
+            .iter()
+            .rev()
+            .find(|s| s.hold)
+            .map_or(0, |s| s.id);
         // A task of a `P.seq` step waits for the steps before it (a gate of several tasks; one
         // task is an edge in `preds`).
         let gate = match wait {

@@ -144,7 +144,7 @@ pub fn design_source(program: &Program, plan: &Plan) -> String {
         let kind = match t.kind {
             TensorKind::Input => 0,
             TensorKind::Output => 1,
-            TensorKind::Scratch => 2,
+            TensorKind::Scratch | TensorKind::Local => 2,
         };
         let shape: Vec<String> = t.shape.iter().map(|d| format!("{d}ull")).collect();
         tinfo.push(format!(

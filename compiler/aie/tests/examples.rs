@@ -29,6 +29,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "its 256-wide key and value tiles (64 KiB each in f16) pass a compute tile's 64 KiB",
     ),
     (
+        "swiglu_mlp",
+        "cannot make this local tensor",
+        "its intermediates are local tensors, a fresh buffer from the heap arena each iteration",
+    ),
+    (
         "paged_gather",
         "cannot place this task: a view's position is read from a tensor at run time",
         "each block's page is tensor data (a page table)",

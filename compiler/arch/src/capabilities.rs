@@ -104,6 +104,8 @@ pub enum Area {
     Schedule,
     Kernel,
     Csp,
+    /// Constructs of workload bodies.
+    Workload,
 }
 
 /// How one backend treats one feature, and why when it is not enforced.
@@ -167,7 +169,7 @@ const fn cap(area: Area, key: &'static str, written: &'static str, s: [Entry; 3]
     }
 }
 
-use Area::{Csp, Kernel, Schedule};
+use Area::{Csp, Kernel, Schedule, Workload};
 
 /// The matrix. Order: schedule directives, kernel operation families, CSP features.
 pub const MATRIX: &[Capability] = &[
@@ -418,6 +420,17 @@ pub const MATRIX: &[Capability] = &[
             e(),
             r("the device's own transfer time applies; the declared latency only enters the modeled time and traces"),
             r("the stream and DMA time of the array applies; the declared latency only enters the modeled time and traces"),
+        ],
+    ),
+    // ------------------------------------------------------------------------ workload bodies
+    cap(
+        Workload,
+        "workload.local_tensor",
+        "a local tensor (`let H: f32[..] = scratch()`)",
+        [
+            e(),
+            e(),
+            u("AIE places every buffer at compile time; a local tensor takes a fresh buffer from a heap arena each time its block runs"),
         ],
     ),
 ];

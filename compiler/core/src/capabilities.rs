@@ -162,7 +162,13 @@ pub fn uses(kind: &ItemKind) -> Vec<(&'static str, Span)> {
         }
         ItemKind::Workload(w) => match &w.body {
             ast::WorkloadBody::Expr(e) => Replicates(&mut out).visit_expr(e),
-            ast::WorkloadBody::Block(b) => Replicates(&mut out).visit_block(b),
+            ast::WorkloadBody::Block(b) => {
+                Replicates(&mut out).visit_block(b);
+                for (name, _) in crate::locals::local_tensors(b) {
+                    out.push(("workload.local_tensor", name.span));
+                }
+                out.sort_by_key(|(_, s)| s.start);
+            }
         },
         _ => {}
     }

@@ -24,7 +24,8 @@ use wsp_vocab::schedule::{
     POLICY_NAMES, POOL_NAMES, WINDOW_MODE_NAMES,
 };
 pub use wsp_vocab::words::{
-    axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
+    axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, LOCAL_TENSOR,
+    WORKLOAD_BUILTINS,
 };
 
 /// Architecture models a schedule may target.
@@ -50,6 +51,8 @@ enum Local {
     Value,
     Tile(Direction),
     Pipe,
+    /// A local tensor (`let H: f32[64, 128] = scratch()`) of a workload block.
+    Tensor,
 }
 
 struct Checker<'a> {
@@ -69,6 +72,12 @@ struct Checker<'a> {
     produces_end: Option<u32>,
     consumes_end: Option<u32>,
     header_end: u32,
+    /// The file's own scope, without the workload's local tensors (`scope` has them).
+    globals: &'a BTreeMap<String, Scoped>,
+    /// The names of the workload's local tensors.
+    local_tensors: BTreeSet<String>,
+    /// The local tensors made so far.
+    made_locals: BTreeSet<String>,
 }
 
 const KERNEL_CTX: &[&[&str]] = &[&KERNEL_FN_NAMES, DTYPES];
@@ -95,6 +104,9 @@ impl<'a> Checker<'a> {
             produces_end: None,
             consumes_end: None,
             header_end: 0,
+            globals: scope,
+            local_tensors: BTreeSet::new(),
+            made_locals: BTreeSet::new(),
         }
     }
 
@@ -182,6 +194,11 @@ impl<'a> Checker<'a> {
     }
 
     fn check_name(&mut self, id: &Ident) {
+        if self.local_tensors.contains(&id.name) {
+            // A local tensor named anywhere but as a task argument's view.
+            self.local_tensor_use(id, false);
+            return;
+        }
         if self.local(&id.name).is_some()
             || self.scope.contains_key(&id.name)
             || self.is_builtin(&id.name)
@@ -333,6 +350,16 @@ impl<'a> Checker<'a> {
                     self.task_call(e, callee, coords, args);
                     return;
                 }
+                if matches!(&callee.kind, ExprKind::Name(f) if f.name == LOCAL_TENSOR && self.local(&f.name).is_none() && !self.scope.contains_key(&f.name))
+                {
+                    self.misplaced_local(
+                        e.span,
+                        format!("`{LOCAL_TENSOR}()` makes a local tensor only as the value of a typed `let`"),
+                        "not a `let H: dtype[dims] = scratch()`",
+                    );
+                    args.iter().for_each(|a| self.expr(&a.value));
+                    return;
+                }
                 self.expr(callee);
                 for a in args {
                     self.expr(&a.value);
@@ -360,15 +387,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Index { base, indices } => {
                 self.expr(base);
-                indices.iter().for_each(|i| self.expr(i));
-                for i in indices {
-                    match &i.kind {
-                        ExprKind::Range { start, end } => {
-                            start.iter().chain(end).for_each(|x| self.index_overflow(x))
-                        }
-                        _ => self.index_overflow(i),
-                    }
-                }
+                self.indices(indices);
             }
             ExprKind::Range { start, end } => {
                 if let Some(s) = start {
@@ -390,10 +409,136 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The indices of a view or of a tensor read.
+    fn indices(&mut self, indices: &[Expr]) {
+        indices.iter().for_each(|i| self.expr(i));
+        for i in indices {
+            match &i.kind {
+                ExprKind::Range { start, end } => {
+                    start.iter().chain(end).for_each(|x| self.index_overflow(x))
+                }
+                _ => self.index_overflow(i),
+            }
+        }
+    }
+
+    /// A task argument: a view of a local tensor names it where it may be named.
+    fn task_arg(&mut self, e: &Expr) {
+        let (base, indices) = match &e.kind {
+            ExprKind::Index { base, indices } => (&**base, indices.as_slice()),
+            _ => (e, &[][..]),
+        };
+        match &base.kind {
+            ExprKind::Name(n) if self.local_tensors.contains(&n.name) => {
+                self.local_tensor_use(n, true);
+                self.indices(indices);
+            }
+            _ => self.expr(e),
+        }
+    }
+
+    /// E0414: a local tensor named outside the rest of the block that makes it, or read by
+    /// the orchestration (anything but the view of a task argument).
+    fn local_tensor_use(&mut self, id: &Ident, view: bool) {
+        let (msg, label, help) = if self.local(&id.name) != Some(Local::Tensor) {
+            (
+                format!("local tensor `{}` is used outside the block that makes it", id.name),
+                "not in its block",
+                "a local tensor lives from its `let` to the end of its block; make it in the block where its tasks are",
+            )
+        } else if !view {
+            (
+                format!("the orchestration cannot read local tensor `{}`", id.name),
+                "read by the orchestration",
+                "a local tensor holds task data only: pass it to tasks as a view; for data the orchestration reads (a `when`, an index), write a global `tensor`",
+            )
+        } else {
+            return;
+        };
+        self.diags
+            .push(Diagnostic::new(codes::E0414, msg, self.label(id.span, label)).with_help(help));
+    }
+
+    /// E0413: a local tensor made where or as it cannot be.
+    fn misplaced_local(&mut self, span: Span, msg: String, label: &str) {
+        self.diags.push(
+            Diagnostic::new(codes::E0413, msg, self.label(span, label)).with_help(
+                "a workload block makes a local tensor with `let H: f32[64, 128] = scratch()`: \
+                 a constant shape, a fresh zeroed instance each time the block runs",
+            ),
+        );
+    }
+
+    /// `let H: f32[64, 128] = scratch()`: in a workload block (not a kernel or a process),
+    /// with a dtype and a constant shape, under a name of its own.
+    fn local_tensor_decl(&mut self, s: &Stmt, name: &Ident, ty: &TypeExpr) {
+        if self.builtins != WORKLOAD_CTX || self.in_process {
+            let place = if self.in_process {
+                "a process"
+            } else {
+                "a kernel"
+            };
+            self.misplaced_local(
+                s.span,
+                format!("a local tensor is made in a workload block, not in {place}"),
+                "not in a workload",
+            );
+            return;
+        }
+        self.dtype(ty);
+        match ty.dims.as_ref().filter(|d| !d.is_empty()) {
+            None => self.misplaced_local(
+                ty.span,
+                format!("local tensor `{}` needs a shape", name.name),
+                "no shape",
+            ),
+            Some(dims) => {
+                for d in dims {
+                    match crate::types::eval_int(&d.size, self.consts) {
+                        Some(n) if n >= 1 => {}
+                        Some(n) => self.misplaced_local(
+                            d.size.span,
+                            format!("a dimension of local tensor `{}` is {n}", name.name),
+                            "at least 1",
+                        ),
+                        None => self.misplaced_local(
+                            d.size.span,
+                            format!(
+                                "local tensor `{}` has a size that is not a constant",
+                                name.name
+                            ),
+                            "not a constant",
+                        ),
+                    }
+                }
+            }
+        }
+        if self.globals.contains_key(&name.name) {
+            self.diags.push(
+                Diagnostic::new(
+                    codes::E0102,
+                    format!("local tensor `{}` has the name of a global item", name.name),
+                    self.label(name.span, "defined again here"),
+                )
+                .with_help("give the local tensor a name of its own"),
+            );
+        } else if !self.made_locals.insert(name.name.clone()) {
+            self.diags.push(
+                Diagnostic::new(
+                    codes::E0102,
+                    format!("local tensor `{}` is made twice in one workload", name.name),
+                    self.label(name.span, "made again here"),
+                )
+                .with_help("each local tensor of a workload has a name of its own"),
+            );
+        }
+        self.bind(&name.name, Local::Tensor);
+    }
+
     /// `k[coords](args)`: the callee must be a kernel; arguments must match its parameters.
     fn task_call(&mut self, call: &Expr, callee: &Expr, coords: &[Expr], args: &[Arg]) {
         coords.iter().for_each(|c| self.expr(c));
-        args.iter().for_each(|a| self.expr(&a.value));
+        args.iter().for_each(|a| self.task_arg(&a.value));
         let ExprKind::Name(kid) = &callee.kind else {
             self.diags.push(
                 Diagnostic::new(
@@ -539,6 +684,11 @@ impl<'a> Checker<'a> {
 
     fn stmt(&mut self, s: &Stmt) {
         match &s.kind {
+            StmtKind::Let { .. } if s.local_tensor().is_some() => {
+                if let Some((name, ty)) = s.local_tensor() {
+                    self.local_tensor_decl(s, name, ty);
+                }
+            }
             StmtKind::Let {
                 names, ty, value, ..
             } => {
@@ -932,6 +1082,17 @@ pub fn kernel_types<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> 
     out
 }
 
+/// The body of a workload written as a block (the one kind of body with local tensors).
+fn workload_block(kind: &ItemKind) -> Option<&Block> {
+    match kind {
+        ItemKind::Workload(Workload {
+            body: WorkloadBody::Block(b),
+            ..
+        }) => Some(b),
+        _ => None,
+    }
+}
+
 /// Races between iterations of `P` loops and view bounds in one workload or process body.
 #[salsa::tracked(returns(ref))]
 pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
@@ -945,11 +1106,13 @@ pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
     };
     let file = item.file(db);
     let fname = FileName::new(file.path(db).as_str());
+    let consts = crate::db::const_values(db, file);
+    let with_locals = crate::locals::scope_with_locals(scope(db, file), body, consts);
     crate::races::check_block(
         &fname,
         body,
-        scope(db, file),
-        crate::db::const_values(db, file),
+        with_locals.as_ref().unwrap_or(scope(db, file)),
+        consts,
         crate::races::axis_sizes(db, file),
     )
 }
@@ -960,9 +1123,20 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
         return Vec::new();
     };
     let file = item.file(db);
-    let scope = scope(db, file);
+    let globals = scope(db, file);
     let consts = crate::db::const_values(db, file);
+    let with_locals = workload_block(&ast.kind)
+        .and_then(|b| crate::locals::scope_with_locals(globals, b, consts));
+    let scope = with_locals.as_ref().unwrap_or(globals);
     let mut c = Checker::new(FileName::new(file.path(db).as_str()), scope, consts);
+    c.globals = globals;
+    if let Some(b) = workload_block(&ast.kind) {
+        c.local_tensors = crate::locals::local_tensors(b)
+            .into_iter()
+            .map(|(n, _)| n.name.clone())
+            .filter(|n| !globals.contains_key(n))
+            .collect();
+    }
     match &ast.kind {
         ItemKind::Const(d) => {
             c.builtins = &[];

@@ -11,6 +11,7 @@ pub mod db;
 pub mod expect;
 pub mod flow;
 pub mod keys;
+pub mod locals;
 pub mod lower;
 pub mod memory;
 pub mod races;

@@ -253,6 +253,9 @@ struct Collector<'a> {
     oob: Vec<(Span, String, String)>,
     /// The variables `consume c as ...` binds (tokens received).
     tokens: Vec<String>,
+    /// The local tensors made inside the region (`let H: f32[..] = scratch()`): each
+    /// iteration of a loop around them has its own, so they are never shared between them.
+    private: BTreeSet<String>,
 }
 
 impl Collector<'_> {
@@ -325,6 +328,11 @@ impl Collector<'_> {
                 self.block(body);
             }
             StmtKind::Expr(e) | StmtKind::Send { value: e, .. } => self.task(e),
+            StmtKind::Let { .. } => {
+                if let Some((name, _)) = s.local_tensor() {
+                    self.private.insert(name.name.clone());
+                }
+            }
             _ => {}
         }
     }
@@ -386,6 +394,9 @@ impl Collector<'_> {
                 if let Some(shape) = &shape {
                     self.bounds(tensor, shape, idx, &dims);
                 }
+            }
+            if self.private.contains(&tensor.name) {
+                continue;
             }
             // For the race analysis (after the bounds check, which sees only what is written).
             bound_slice_ends(
@@ -486,6 +497,7 @@ impl<'a> Collector<'a> {
             in_when: 0,
             oob: Vec::new(),
             tokens: Vec::new(),
+            private: BTreeSet::new(),
         }
     }
 }

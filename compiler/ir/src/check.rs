@@ -12,6 +12,7 @@ pub fn validate_program(p: &Program) -> Vec<String> {
     let mut c = Checker {
         p,
         errs: Vec::new(),
+        open_locals: Vec::new(),
     };
     if p.version != IR_VERSION {
         c.errs.push(format!(
@@ -102,13 +103,23 @@ pub fn validate_program(p: &Program) -> Vec<String> {
 struct Checker<'p> {
     p: &'p Program,
     errs: Vec<String>,
+    /// The local tensors whose blocks enclose the statement being checked.
+    open_locals: Vec<TensorId>,
 }
 
 impl Checker<'_> {
     fn tensor(&mut self, t: TensorId, at: &str) {
-        if self.p.tensors.get(t.index()).is_none() {
-            self.errs
-                .push(format!("{at}: tensor #{} does not exist", t.0));
+        match self.p.tensors.get(t.index()) {
+            None => self
+                .errs
+                .push(format!("{at}: tensor #{} does not exist", t.0)),
+            Some(d) if d.kind == TensorKind::Local && !self.open_locals.contains(&t) => {
+                self.errs.push(format!(
+                    "{at}: local tensor `{}` is used outside the block that makes it",
+                    d.name
+                ))
+            }
+            Some(_) => {}
         }
     }
     fn axis(&mut self, a: AxisId, at: &str) {
@@ -272,6 +283,26 @@ impl Checker<'_> {
                         self.var(*v, nvars, at);
                     }
                     self.stmts(body, nvars, at);
+                }
+                WStmt::Local { tensor, body } => {
+                    match self.p.tensors.get(tensor.index()) {
+                        Some(d) if d.kind == TensorKind::Local => {
+                            if d.shape.iter().any(|a| !a.terms.is_empty()) {
+                                self.errs.push(format!(
+                                    "{at}: local tensor `{}` has a shape that is not constant",
+                                    d.name
+                                ));
+                            }
+                        }
+                        Some(d) => self.errs.push(format!(
+                            "{at}: tensor `{}` is made by a block but is not local",
+                            d.name
+                        )),
+                        None => self.tensor(*tensor, at),
+                    }
+                    self.open_locals.push(*tensor);
+                    self.stmts(body, nvars, at);
+                    self.open_locals.pop();
                 }
             }
         }

@@ -14,7 +14,7 @@
 use crate::dtype::ScalarValue;
 use crate::interp::{run_kernel, KernelArg, Tile};
 use crate::kernel::{Kernel, ParamKind, TileType};
-use crate::tensor::{El, HostTensor};
+use crate::tensor::{Data, El, HostTensor};
 use crate::workload::*;
 use std::collections::VecDeque;
 use std::fmt;
@@ -328,6 +328,21 @@ pub trait TaskBackend {
     fn order(&mut self, _event: OrderEvent) -> Result<(), String> {
         Ok(())
     }
+    /// A block making a local tensor begins ([`WStmt::Local`]): the tasks up to the matching
+    /// [`TaskBackend::local_end`] that name `tensor` mean a fresh instance of it, zeroed
+    /// (`tensors[tensor]` already is). A backend that keeps its own buffers allocates one.
+    fn local_begin(
+        &mut self,
+        _tensor: TensorId,
+        _tensors: &mut [HostTensor],
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    /// The block of [`TaskBackend::local_begin`] has ended: no later task names this
+    /// instance, which lives until the tasks that use it have completed.
+    fn local_end(&mut self, _tensor: TensorId) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs a `connect` of processes itself (stepping [`connect_threads`] on its own
     /// scheduler) and returns the tasks it generated, or `None` to let the interpreter run
     /// it as a deterministic round-robin with its own channels.
@@ -341,6 +356,23 @@ pub trait TaskBackend {
     ) -> Option<Result<Vec<TaskRecord>, ExecError>> {
         None
     }
+}
+
+/// A local tensor's block begins ([`WStmt::Local`]), in the interpreter and the compiled
+/// orchestration alike: its host tensor starts zeroed (when it holds data: a timing-only run
+/// keeps none), and the backend makes its instance.
+pub fn local_begin(
+    backend: &mut dyn TaskBackend,
+    tensors: &mut [HostTensor],
+    t: TensorId,
+) -> Result<(), ExecError> {
+    let ht = tensors
+        .get_mut(t.index())
+        .ok_or_else(|| xerr(format!("tensor #{} does not exist", t.0)))?;
+    if !ht.data.is_empty() {
+        ht.data = Data::zeros(ht.dtype, ht.data.len());
+    }
+    backend.local_begin(t, tensors).map_err(xerr)
 }
 
 /// A structural event of the main orchestration ([`TaskBackend::order`]).
@@ -427,6 +459,7 @@ pub fn connect_threads<'p>(
                 frames: vec![Frame::Block {
                     stmts: &proc_.body,
                     pc: 0,
+                    local: None,
                 }],
                 pending: None,
                 awaiting: None,
@@ -587,6 +620,9 @@ enum Frame<'p> {
     Block {
         stmts: &'p [WStmt],
         pc: usize,
+        /// The local tensor the block makes ([`WStmt::Local`]): it ends with the block, which
+        /// opened no order group.
+        local: Option<TensorId>,
     },
     Loop {
         vars: &'p [LoopVar],
@@ -783,7 +819,11 @@ impl<'p> Machine<'p, '_> {
                     name: format!("workload `{}`", wl.name),
                     vars: vec![None; wl.vars.len()],
                     var_names: &wl.vars,
-                    frames: vec![Frame::Block { stmts, pc: 0 }],
+                    frames: vec![Frame::Block {
+                        stmts,
+                        pc: 0,
+                        local: None,
+                    }],
                     pending: None,
                     awaiting: None,
                     process: None,
@@ -890,10 +930,14 @@ impl<'p> Machine<'p, '_> {
                 return Ok(Step::Done);
             };
             match frame {
-                Frame::Block { stmts, pc } => {
+                Frame::Block { stmts, pc, local } => {
                     let Some(s) = stmts.get(*pc) else {
+                        let local = *local;
                         th.frames.pop();
-                        self.order(th, OrderEvent::End)?;
+                        match local {
+                            Some(t) => self.backend.local_end(t).map_err(xerr)?,
+                            None => self.order(th, OrderEvent::End)?,
+                        }
                         continue;
                     };
                     *pc += 1;
@@ -1001,6 +1045,7 @@ impl<'p> Machine<'p, '_> {
                             th.frames.push(Frame::Block {
                                 stmts: chosen,
                                 pc: 0,
+                                local: None,
                             });
                         }
                         WStmt::Call(call) => {
@@ -1060,6 +1105,14 @@ impl<'p> Machine<'p, '_> {
                                 body,
                             });
                         }
+                        WStmt::Local { tensor, body } => {
+                            self.local_begin(*tensor)?;
+                            th.frames.push(Frame::Block {
+                                stmts: body,
+                                pc: 0,
+                                local: Some(*tensor),
+                            });
+                        }
                     }
                 }
                 Frame::Loop {
@@ -1099,7 +1152,11 @@ impl<'p> Machine<'p, '_> {
                         self.order(th, OrderEvent::Step)?;
                     }
                     self.order(th, OrderEvent::Begin { seq: false })?;
-                    th.frames.push(Frame::Block { stmts: body, pc: 0 });
+                    th.frames.push(Frame::Block {
+                        stmts: body,
+                        pc: 0,
+                        local: None,
+                    });
                 }
                 Frame::Consume {
                     channel,
@@ -1131,7 +1188,11 @@ impl<'p> Machine<'p, '_> {
                                 for (v, x) in bindings.iter().zip(tok) {
                                     set_var(th, *v, x)?;
                                 }
-                                th.frames.push(Frame::Block { stmts: body, pc: 0 });
+                                th.frames.push(Frame::Block {
+                                    stmts: body,
+                                    pc: 0,
+                                    local: None,
+                                });
                                 return Ok(Step::Progress);
                             }
                         }
@@ -1153,7 +1214,11 @@ impl<'p> Machine<'p, '_> {
                             for (v, x) in bindings.iter().zip(tok) {
                                 set_var(th, *v, x)?;
                             }
-                            th.frames.push(Frame::Block { stmts: body, pc: 0 });
+                            th.frames.push(Frame::Block {
+                                stmts: body,
+                                pc: 0,
+                                local: None,
+                            });
                             return Ok(Step::Progress);
                         }
                         None if ch.live_producers == 0 => {
@@ -1167,6 +1232,10 @@ impl<'p> Machine<'p, '_> {
                 }
             }
         }
+    }
+
+    fn local_begin(&mut self, t: TensorId) -> Result<(), ExecError> {
+        local_begin(&mut *self.backend, self.tensors, t)
     }
 
     /// Reports a structural event of the main orchestration to the backend (process

@@ -295,6 +295,11 @@ pub enum TensorKind {
     Input,
     Output,
     Scratch,
+    /// A tensor local to one execution of a workload block (`let H: f32[64, 128] =
+    /// scratch()`): each execution of [`WStmt::Local`] makes a fresh, zeroed instance (from the
+    /// runtime's heap arena), freed once the block has ended and the tasks using it have
+    /// retired. Its shape is constant.
+    Local,
 }
 
 /// A global tensor.
@@ -560,6 +565,13 @@ pub enum WStmt {
         bindings: Vec<LoopVar>,
         body: Vec<WStmt>,
     },
+    /// `let H: f32[64, 128] = scratch()` and the rest of its block: a fresh instance of the
+    /// [`TensorKind::Local`] tensor `tensor`, zeroed, for the tasks of `body`; it ends with
+    /// `body`.
+    Local {
+        tensor: TensorId,
+        body: Vec<WStmt>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -799,7 +811,9 @@ pub enum Stat {
 fn for_each_call(stmts: &mut [WStmt], f: &mut impl FnMut(&mut TaskCall)) {
     for st in stmts {
         match st {
-            WStmt::For { body, .. } | WStmt::Consume { body, .. } => for_each_call(body, f),
+            WStmt::For { body, .. } | WStmt::Consume { body, .. } | WStmt::Local { body, .. } => {
+                for_each_call(body, f)
+            }
             WStmt::When {
                 branches,
                 otherwise,

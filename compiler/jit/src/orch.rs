@@ -309,6 +309,7 @@ pub fn compile_orchestration<'p>(
                 fmod: r[17],
                 fmin: r[18],
                 fmax: r[19],
+                local: r[20],
             };
             let entry = b.create_block();
             b.append_block_params_for_function_params(entry);
@@ -804,6 +805,7 @@ mod callbacks {
             ("wsp_o_fmod", fmod as *const u8, (F2, 'f')),
             ("wsp_o_fmin", fmin as *const u8, (F2, 'f')),
             ("wsp_o_fmax", fmax as *const u8, (F2, 'f')),
+            ("wsp_o_local", local as *const u8, (I3, 'i')),
         ]
     }
 
@@ -1025,6 +1027,20 @@ mod callbacks {
                 host(cx).out.push(rec);
             }
             cx.args = args;
+            Ok(0)
+        })
+    }
+
+    /// A local tensor's block begins (`begin` 1) or ends (0).
+    extern "C" fn local(cx: *mut Ctx<'_, '_>, t: i64, begin: i64) -> i64 {
+        with(cx, |cx| {
+            let h = host(cx);
+            let t = TensorId(id(t));
+            if begin != 0 {
+                wsp_ir::exec::local_begin(&mut *h.backend, h.tensors, t)?;
+            } else {
+                h.backend.local_end(t).map_err(xerr)?;
+            }
             Ok(0)
         })
     }

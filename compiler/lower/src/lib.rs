@@ -11,7 +11,7 @@
 // failure path, so their size does not matter.
 #![allow(clippy::result_large_err)]
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -302,6 +302,13 @@ struct Lowerer {
     cur: Rc<Cell<u32>>,
     /// The names the root file imports by name, with the index of the file each comes from.
     root_named: BTreeMap<String, u32>,
+    /// Local tensors (`let H: f32[..] = scratch()`) of the workload being lowered, given ids
+    /// after the program's tensors so far; appended to them once it has lowered.
+    locals: RefCell<Vec<w::TensorDecl>>,
+    /// The local tensors in scope at the statement being lowered, innermost last.
+    local_names: RefCell<Vec<(String, w::TensorId)>>,
+    /// A process body is being lowered (it has no local tensors).
+    in_process: Cell<bool>,
 }
 
 impl Lowerer {
@@ -321,6 +328,9 @@ impl Lowerer {
             offset: 0,
             cur,
             root_named: BTreeMap::new(),
+            locals: RefCell::new(Vec::new()),
+            local_names: RefCell::new(Vec::new()),
+            in_process: Cell::new(false),
         }
     }
 }
@@ -451,7 +461,9 @@ impl Lowerer {
                 Ok(())
             }
             ItemKind::Workload(wl) => {
+                self.locals.borrow_mut().clear();
                 let lw = self.workload(wl)?;
+                self.p.tensors.append(&mut self.locals.borrow_mut());
                 self.p.workloads.push(lw);
                 Ok(())
             }
@@ -668,6 +680,7 @@ impl Lowerer {
                 ast::TensorKind::Input => w::TensorKind::Input,
                 ast::TensorKind::Output => w::TensorKind::Output,
                 ast::TensorKind::Scratch => w::TensorKind::Scratch,
+                ast::TensorKind::Local => w::TensorKind::Local,
             },
             dtype: dt,
             shape,
@@ -1080,7 +1093,10 @@ impl Lowerer {
             .map(|c| self.channel_id(c))
             .collect::<R<Vec<_>>>()?;
         let mut names = Vec::new();
-        let body = self.wblock(&pr.body, &mut names, &mut BTreeMap::new())?;
+        self.in_process.set(true);
+        let body = self.wblock(&pr.body, &mut names, &mut BTreeMap::new());
+        self.in_process.set(false);
+        let body = body?;
         Ok(w::Process {
             name: pr.name.name.clone(),
             consumes,
@@ -1135,11 +1151,61 @@ impl Lowerer {
         names: &mut Vec<String>,
         vars: &mut BTreeMap<String, w::LoopVar>,
     ) -> R<Vec<w::WStmt>> {
+        self.wstmts(&b.stmts, names, vars)
+    }
+
+    fn wstmts(
+        &self,
+        stmts: &[ast::Stmt],
+        names: &mut Vec<String>,
+        vars: &mut BTreeMap<String, w::LoopVar>,
+    ) -> R<Vec<w::WStmt>> {
         let mut out = Vec::new();
-        for s in &b.stmts {
+        for (i, s) in stmts.iter().enumerate() {
+            if let Some((name, ty)) = s.local_tensor() {
+                // The rest of the block is the local tensor's scope.
+                let tensor = self.local_tensor(name, ty, s.span)?;
+                self.local_names
+                    .borrow_mut()
+                    .push((name.name.clone(), tensor));
+                let body = self.wstmts(&stmts[i + 1..], names, vars);
+                self.local_names.borrow_mut().pop();
+                out.push(w::WStmt::Local {
+                    tensor,
+                    body: body?,
+                });
+                return Ok(out);
+            }
             out.push(self.wstmt(s, names, vars)?);
         }
         Ok(out)
+    }
+
+    /// The declaration of a local tensor (its id follows the program's tensors and the
+    /// workload's earlier locals).
+    fn local_tensor(&self, name: &ast::Ident, ty: &ast::TypeExpr, span: Span) -> R<w::TensorId> {
+        if self.in_process.get() {
+            return Err(self.unsupported(span, "a local tensor in a process"));
+        }
+        let dt = dtype(&ty.dtype).ok_or_else(|| self.unsupported(ty.span, "this dtype"))?;
+        let mut shape = Vec::new();
+        for d in ty.dims.iter().flatten() {
+            let n = self.const_int(&d.size).map_err(|_| {
+                self.unsupported(d.size.span, "a local tensor size that is not constant")
+            })?;
+            shape.push(w::Affine::constant(n));
+        }
+        let mut locals = self.locals.borrow_mut();
+        let id = w::TensorId((self.p.tensors.len() + locals.len()) as u32);
+        locals.push(w::TensorDecl {
+            name: name.name.clone(),
+            kind: w::TensorKind::Local,
+            dtype: dt,
+            shape,
+            init: None,
+            at: Some(self.src_span(name.span)),
+        });
+        Ok(id)
     }
 
     fn wstmt(
@@ -1397,7 +1463,14 @@ impl Lowerer {
         let ExprKind::Name(n) = &base.kind else {
             return Err(self.unsupported(e.span, "this view"));
         };
-        let Some(t) = self.tensors.get(&n.name).copied() else {
+        let local = self
+            .local_names
+            .borrow()
+            .iter()
+            .rev()
+            .find(|(l, _)| *l == n.name)
+            .map(|(_, t)| *t);
+        let Some(t) = local.or_else(|| self.tensors.get(&n.name).copied()) else {
             return Err(self.unsupported(e.span, "this view"));
         };
         let mut dims = Vec::new();

@@ -570,6 +570,9 @@ struct Submitter<'p> {
     /// Timing-only: how to fill a tensor of [`data::declare_tensors`] that the orchestration
     /// reads (parameters, base directory, `--input` files).
     deferred: Option<Sources>,
+    /// The runtime tensor of each local tensor whose block is running (program tensor,
+    /// instance): tasks that name the program tensor use the instance.
+    locals: Vec<(u32, rt::TensorId)>,
 }
 
 /// What makes a program's tensors: its parameters, base directory and `--input` files.
@@ -680,7 +683,10 @@ impl Submitter<'_> {
                         }
                         self.written[tid] = true;
                     }
-                    let tensor = rt::TensorId(v.tensor.0);
+                    let tensor = match self.locals.iter().rev().find(|l| l.0 == v.tensor.0) {
+                        Some(l) => l.1,
+                        None => rt::TensorId(v.tensor.0),
+                    };
                     let scalar = self.scalar_tensor.get(tid).copied().unwrap_or(false);
                     if !scalar && (v.dims.is_empty() || v.dims.len() > rt::MAX_RANK) {
                         // Refused by `dense`, with the view's rank.
@@ -897,6 +903,33 @@ impl TaskBackend for RtBackend<'_> {
 
     fn barrier(&mut self, _: &mut [HostTensor]) -> Result<(), String> {
         self.rt.wait_all().map_err(|e| e.to_string())
+    }
+
+    /// A fresh instance of the local tensor from the runtime's heap arena (zeroed), for the
+    /// tasks of its block; a full arena stalls here, one too small stops the run (E0811).
+    fn local_begin(&mut self, tensor: TensorId, _: &mut [HostTensor]) -> Result<(), String> {
+        let decl = self
+            .s
+            .p
+            .tensors
+            .get(tensor.index())
+            .ok_or_else(|| format!("tensor #{} does not exist", tensor.0))?;
+        let dims: Vec<i64> = decl.shape.iter().map(|a| a.constant).collect();
+        self.rt.alloc_scope_begin();
+        let id = self
+            .rt
+            .alloc_tensor(decl.dtype.size_bytes() as u64, &dims)
+            .map_err(|e| format!("local tensor `{}`: {e}", decl.name))?;
+        self.s.locals.push((tensor.0, id));
+        Ok(())
+    }
+
+    /// The instance takes no more tasks; the arena gets it back once they have retired.
+    fn local_end(&mut self, tensor: TensorId) -> Result<(), String> {
+        match self.s.locals.pop() {
+            Some((t, _)) if t == tensor.0 => self.rt.scope_end().map_err(|e| e.to_string()),
+            _ => Err(format!("local tensor #{} ends out of order", tensor.0)),
+        }
     }
 
     fn order(&mut self, event: exec::OrderEvent) -> Result<(), String> {
@@ -1228,7 +1261,11 @@ fn run_inner(
             let n = (t.len() as u64).saturating_mul(es) as usize;
             data::can_allocate(&what, n.saturating_mul(2)).map_err(data_err)?;
         }
-        let bytes = (!opts.timing_only).then(|| t.data.to_bytes(t.dtype));
+        // A local tensor's instances come from the heap arena while its block runs; its
+        // program id stands for them and holds one element.
+        let local = program.tensors[i].kind == wsp_ir::workload::TensorKind::Local;
+        let dims = if local { vec![1] } else { dims };
+        let bytes = (!opts.timing_only && !local).then(|| t.data.to_bytes(t.dtype));
         let id = runtime
             .add_tensor_data(es, &dims, bytes)
             .map_err(|e| setup(format!("tensor `{}`: {e}", program.tensors[i].name)))?;
@@ -1266,6 +1303,7 @@ fn run_inner(
             deferred: opts
                 .timing_only
                 .then(|| (params.clone(), opts.base_dir.clone(), opts.inputs.clone())),
+            locals: Vec::new(),
         },
     };
     let outcome = match &orch {
@@ -1309,7 +1347,8 @@ fn run_inner(
         }
     };
     if !opts.timing_only {
-        for i in 0..tensors.len() {
+        let local = |i: usize| program.tensors[i].kind == wsp_ir::workload::TensorKind::Local;
+        for i in (0..tensors.len()).filter(|i| !local(*i)) {
             read_back(&mut backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
                 code: codes::E0810,
                 message: m,
@@ -1445,7 +1484,9 @@ fn runs_processes(program: &Program, w: WorkloadId) -> bool {
     fn in_stmts(stmts: &[WStmt], out: &mut Vec<WorkloadId>) {
         for s in stmts {
             match s {
-                WStmt::For { body, .. } | WStmt::Consume { body, .. } => in_stmts(body, out),
+                WStmt::For { body, .. }
+                | WStmt::Consume { body, .. }
+                | WStmt::Local { body, .. } => in_stmts(body, out),
                 WStmt::When {
                     branches,
                     otherwise,

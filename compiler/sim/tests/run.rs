@@ -979,3 +979,79 @@ schedule main = w.task_graph({sizes})
     assert_eq!(e.code(), "E0811", "{e}");
     assert!(e.to_string().contains("TENSORMAP_POOL_FULL"), "{e}");
 }
+
+/// Local tensors (`let H: f32[16, 16] = scratch()`) come from the heap arena: fresh for each
+/// iteration, freed once its tasks retire; a small arena stalls the orchestration at the `let`,
+/// one too small for a block's locals is a deadlock naming the ring.
+#[test]
+fn local_tensors_take_the_heap_arena_which_fills_stalls_and_deadlocks() {
+    // Two locals of 1,024 bytes an iteration; each iteration reads X[i] into H, squares it
+    // into K, and writes K + K into Y[i].
+    let src = |sizes: &str| {
+        format!(
+            r#"
+axis rows = Dense[8]
+input  X: f32[8, 16, 16] = random(seed: 5)
+output Y: f32[8, 16, 16]
+kernel cp(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x }}
+kernel sq(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x * x }}
+kernel dbl(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x + x }}
+workload w {{
+    for i in P(rows) {{
+        let H: f32[16, 16] = scratch()
+        cp[i](x: X[i], y: H)
+        let K: f32[16, 16] = scratch()
+        sq[i](x: H, y: K)
+        dbl[i](x: K, y: Y[i])
+    }}
+}}
+schedule main = w{sizes}
+"#
+        )
+    };
+    let heap = |r: &wsp_sim::SimRun| {
+        r.stats
+            .rings
+            .iter()
+            .find(|x| x.name == "heap_arena")
+            .cloned()
+            .expect("a heap ring")
+    };
+    let o = opts_at_once("ascend910b");
+    let free = run(&src(""), &o).expect("runs");
+    let want = reference(&src(""));
+    // X, Y, then the locals H and K (which a run leaves as they were declared).
+    let y = 1;
+    assert_eq!(bits(&free.tensors[y]), bits(&want[y]), "the reference's Y");
+    let x = wsp_ir::data::run_reference(&lower(&src("")), None, &[], &[], Path::new("."))
+        .expect("reference")
+        .tensors[0]
+        .to_f64();
+    assert_eq!(
+        free.tensors[y].to_f64()[17],
+        2.0 * (x[17] as f32 * x[17] as f32) as f64
+    );
+    // All eight iterations' locals at once: nothing retires while the orchestration submits.
+    let h = heap(&free);
+    assert_eq!((h.high_water, h.stalls, h.used), (16 * 1024, 0, 0));
+    // Room for two iterations: the orchestration waits at a `let` for earlier locals to be
+    // freed, with the same results.
+    let small = run(&src(".task_graph(heap: 4096)"), &o).expect("runs");
+    let h = heap(&small);
+    assert_eq!(h.capacity, 4096);
+    assert!(h.high_water <= 4096 && h.stalls > 0, "{h:?}");
+    assert_eq!(bits(&small.tensors[y]), bits(&want[y]));
+    assert!(small.stats.total_cycles > free.stats.total_cycles);
+    // Room for one local: H is held (its block has not ended) when K is taken.
+    let Err(e) = run(&src(".task_graph(heap: 1024)"), &o) else {
+        panic!("an arena of one local runs two");
+    };
+    assert_eq!(e.code(), "E0811", "{e}");
+    assert!(e.to_string().contains("HEAP_ARENA_FULL"), "{e}");
+    assert!(e.to_string().contains("2048"), "{e}");
+    // Timing only: the same cycles, no data.
+    let mut t = o.clone();
+    t.timing_only = true;
+    let timed = run(&src(".task_graph(heap: 4096)"), &t).expect("runs");
+    assert_eq!(timed.stats.total_cycles, small.stats.total_cycles);
+}

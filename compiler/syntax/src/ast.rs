@@ -119,6 +119,9 @@ pub enum TensorKind {
     Output,
     /// `tensor` — scratch global tensor.
     Scratch,
+    /// A workload block's local tensor (`let H: f32[64, 128] = scratch()`), as the checker
+    /// names it; never the kind of a declaration item.
+    Local,
 }
 
 /// `input Q: f32[B, T] = load("q.npy")`, `output O: f32[B, T]`, `tensor T0: f32[N] = full(-1e30)`
@@ -292,6 +295,35 @@ pub struct Block {
 pub struct Stmt {
     pub kind: StmtKind,
     pub span: Span,
+}
+
+impl Stmt {
+    /// `let H: f32[64, 128] = scratch()` (a workload block's local tensor): its name and type.
+    pub fn local_tensor(&self) -> Option<(&Ident, &TypeExpr)> {
+        let StmtKind::Let {
+            names,
+            tuple: false,
+            ty: Some(ty),
+            value,
+        } = &self.kind
+        else {
+            return None;
+        };
+        let (
+            [name],
+            ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            },
+        ) = (names.as_slice(), &value.kind)
+        else {
+            return None;
+        };
+        let is_scratch =
+            matches!(&callee.kind, ExprKind::Name(n) if n.name == wsp_vocab::words::LOCAL_TENSOR);
+        (is_scratch && args.is_empty()).then_some((name, ty))
+    }
 }
 
 /// Statements of kernels, workloads and processes share one syntax; the

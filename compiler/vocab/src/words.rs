@@ -8,6 +8,9 @@ pub const DTYPES: &[&str] = &[
 /// Initialisers of global tensors (`tensor X: f32[8] = load("x.npy")`).
 pub const INITIALISERS: &[&str] = &["load", "random", "zeros", "ones", "full"];
 
+/// What makes a workload block's local tensor: `let H: f32[64, 128] = scratch()`.
+pub const LOCAL_TENSOR: &str = "scratch";
+
 /// Axis constructors (`axis x = Dense[8]`).
 pub const AXIS_CTORS: &[&str] = &["Dense", "DenseDyn", "Ragged", "Sparse"];
 

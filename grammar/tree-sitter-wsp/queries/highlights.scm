@@ -108,10 +108,10 @@
   function: (index_expression object: (identifier) @function.call))
 (call_expression
   function: (identifier) @function.call
-  (#not-match? @function.call "^(P|matmul|transpose|cast|full|iota|rowtopk|select|exp|log|sqrt|rsqrt|recip|tanh|sigmoid|sin|cos|relu|gelu|silu|abs|neg|max|min|pow|rowsum|rowmax|rowmin|rowmean|colsum|colmax|colmin|talloc|tpush|tpop|tfree|load|random|zeros|ones|full|close|sequential|combine|connect|replicate|DenseDyn|Ragged|Sparse)$"))
+  (#not-match? @function.call "^(P|matmul|transpose|cast|full|iota|rowtopk|select|exp|log|sqrt|rsqrt|recip|tanh|sigmoid|sin|cos|relu|gelu|silu|abs|neg|max|min|pow|rowsum|rowmax|rowmin|rowmean|colsum|colmax|colmin|talloc|tpush|tpop|tfree|load|random|zeros|ones|full|close|sequential|combine|connect|replicate|scratch|DenseDyn|Ragged|Sparse)$"))
 (call_expression
   function: (identifier) @function.builtin
-  (#match? @function.builtin "^(P|matmul|transpose|cast|full|iota|rowtopk|select|exp|log|sqrt|rsqrt|recip|tanh|sigmoid|sin|cos|relu|gelu|silu|abs|neg|max|min|pow|rowsum|rowmax|rowmin|rowmean|colsum|colmax|colmin|talloc|tpush|tpop|tfree|load|random|zeros|ones|close|sequential|combine|connect|replicate)$"))
+  (#match? @function.builtin "^(P|matmul|transpose|cast|full|iota|rowtopk|select|exp|log|sqrt|rsqrt|recip|tanh|sigmoid|sin|cos|relu|gelu|silu|abs|neg|max|min|pow|rowsum|rowmax|rowmin|rowmean|colsum|colmax|colmin|talloc|tpush|tpop|tfree|load|random|zeros|ones|close|sequential|combine|connect|replicate|scratch)$"))
 (call_expression
   function: (field_expression
     object: (identifier) @function.builtin

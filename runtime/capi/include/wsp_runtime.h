@@ -134,6 +134,10 @@ int32_t wsp_rt_wait_tensor(wsp_rt *rt, uint32_t tensor);
 int32_t wsp_rt_wait_all(wsp_rt *rt);
 /* Scopes: intermediates of wsp_rt_alloc_tensor live until their scope ends and its tasks retire. */
 int32_t wsp_rt_scope_begin(wsp_rt *rt);
+/* A scope that bounds its allocations' lifetime alone: its tasks retire as they complete, and
+ * what it allocated is freed once it has ended and the tasks submitted before then have retired
+ * (a workload block's local tensor). Ended by wsp_rt_scope_end. */
+int32_t wsp_rt_alloc_scope_begin(wsp_rt *rt);
 int32_t wsp_rt_scope_end(wsp_rt *rt);
 int32_t wsp_rt_alloc_tensor(wsp_rt *rt, uint64_t elem_size, const int64_t *dims, uint32_t rank,
                             uint32_t *out);

@@ -660,6 +660,18 @@ pub unsafe extern "C" fn wsp_rt_scope_begin(rt: *mut WspRt) -> i32 {
     })
 }
 
+/// `wsp_rt_alloc_scope_begin`.
+///
+/// # Safety
+/// `rt` is a handle of `wsp_rt_create`.
+#[no_mangle]
+pub unsafe extern "C" fn wsp_rt_alloc_scope_begin(rt: *mut WspRt) -> i32 {
+    with_rt(rt, |h| {
+        h.runtime()?.alloc_scope_begin();
+        Ok(())
+    })
+}
+
 /// `wsp_rt_scope_end`.
 ///
 /// # Safety

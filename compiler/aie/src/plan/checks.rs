@@ -195,6 +195,19 @@ impl StaticCheck<'_> {
                     }
                 },
                 WStmt::Consume { body, .. } => self.stmts(body),
+                WStmt::Local { tensor, body } => {
+                    let at = self
+                        .p
+                        .tensors
+                        .get(tensor.index())
+                        .and_then(|t| t.at.clone());
+                    self.diags.push(error(
+                        "the AIE target cannot make this local tensor: each run of its block takes a fresh buffer from a heap arena at run time, and AIE places its buffers at compile time",
+                        at.or_else(|| first_call_span(body)),
+                        "use a global `tensor` indexed by the loop's variables (one region per iteration), or run this workload with `wsp run`",
+                    ));
+                    self.stmts(body);
+                }
             }
         }
     }

@@ -898,7 +898,9 @@ fn collect_connects(
                 for s in stmts {
                     match s {
                         WStmt::Run { workload } => v.push(*workload),
-                        WStmt::For { body, .. } | WStmt::Consume { body, .. } => runs(body, v),
+                        WStmt::For { body, .. }
+                        | WStmt::Consume { body, .. }
+                        | WStmt::Local { body, .. } => runs(body, v),
                         WStmt::When {
                             branches,
                             otherwise,

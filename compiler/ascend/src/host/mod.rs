@@ -306,6 +306,7 @@ fn static_counts(p: &Program, w: WorkloadId) -> Vec<Option<u64>> {
                     stmts(p, otherwise, None, out, depth);
                 }
                 WStmt::Run { workload } => workload_counts(p, *workload, mult, out, depth + 1),
+                WStmt::Local { body, .. } => stmts(p, body, mult, out, depth),
                 WStmt::Send { .. } | WStmt::Consume { .. } => {}
             }
         }

@@ -97,6 +97,18 @@ static inline int64_t wsp_affine(int64_t c, int n, const int64_t *coef, const in
 /* Tensors the tasks submitted so far write (their reads wait for those tasks). */
 static uint8_t wsp_written[WSP_NTENSORS];
 
+/* The runtime tensor of each local tensor whose block is running (`let H: f32[..] = scratch()`):
+ * a fresh instance from the heap arena each time the block runs. */
+static uint32_t wsp_local[WSP_NTENSORS];
+
+static inline int wsp_local_begin(const struct wsp_cx *cx, uint32_t t) {
+    const struct wsp_tensor_desc *d = &wsp_tensor_descs[t];
+    WSP_TRY(wsp_rt_alloc_scope_begin(cx->rt), "opening a local tensor's block");
+    WSP_TRY(wsp_rt_alloc_tensor(cx->rt, d->elem_size, d->dims, d->rank, &wsp_local[t]),
+            "allocating a local tensor from the heap arena");
+    return 0;
+}
+
 /* Waits for the producers of tensor t, when a task writes it. */
 static inline int wsp_sync(const struct wsp_cx *cx, uint32_t t) {
     if (wsp_written[t]) WSP_TRY(wsp_cx_wait_tensor(cx, t), "waiting for a tensor's producers");

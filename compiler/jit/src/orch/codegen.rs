@@ -45,6 +45,7 @@ pub(super) struct Cb {
     pub fmod: FuncRef,
     pub fmin: FuncRef,
     pub fmax: FuncRef,
+    pub local: FuncRef,
 }
 
 /// Order events (`super::callbacks::order`).
@@ -519,6 +520,18 @@ impl Gen<'_, '_> {
                 if self.process {
                     self.yield_(PROGRESS);
                 }
+            }
+            WStmt::Local { tensor, body } => {
+                if tensor.index() >= self.f.p.tensors.len() {
+                    return Err(format!("tensor #{} does not exist", tensor.0));
+                }
+                let t = self.c(i64::from(tensor.0));
+                let begin = self.c(1);
+                self.checked(self.cb.local, &[t, begin]);
+                self.block(body)?;
+                let t = self.c(i64::from(tensor.0));
+                let end = self.c(0);
+                self.checked(self.cb.local, &[t, end]);
             }
             WStmt::Run { workload } => {
                 if workload.index() >= self.f.p.workloads.len() {

@@ -145,10 +145,15 @@ impl Orch<'_> {
                         wsp_ir::kernel::Direction::Out => "WSP_DIR_OUT",
                         wsp_ir::kernel::Direction::InOut => "WSP_DIR_INOUT",
                     };
+                    // A local tensor's instance is the one its running block made.
+                    let tensor = if decl.kind == wsp_ir::workload::TensorKind::Local {
+                        format!("wsp_local[{}]", view.tensor.0)
+                    } else {
+                        view.tensor.0.to_string()
+                    };
                     let _ = writeln!(
                         b,
-                        "{p1}a_[{ti}].tensor = {}; a_[{ti}].dir = {dir_c}; va_[{ti}][0] = 1; va_[{ti}][1] = 1;",
-                        view.tensor.0
+                        "{p1}a_[{ti}].tensor = {tensor}; a_[{ti}].dir = {dir_c}; va_[{ti}][0] = 1; va_[{ti}][1] = 1;"
                     );
                     if rank == 0 {
                         let _ = writeln!(

@@ -428,6 +428,18 @@ impl<'p> Orch<'p> {
                 self.call(call, cx, out, ind, "");
                 self.resume(cx, out, &pad);
             }
+            WStmt::Local { tensor, body } => {
+                if cx.proc_mode {
+                    self.diags.push(diag(
+                        format!("in {}: a local tensor in a process", wh.trim_matches('"')),
+                        None,
+                    ));
+                    return;
+                }
+                let _ = writeln!(out, "{pad}if (wsp_local_begin(cx, {})) return 1;", tensor.0);
+                self.block(body, cx, out, ind, stack);
+                let _ = writeln!(out, "{pad}WSP_TRY(wsp_rt_scope_end(cx->rt), {wh});");
+            }
             WStmt::Run { workload } => {
                 let _ = writeln!(out, "{pad}if (wsp_w{}(cx)) return 1;", workload.0);
                 self.workload(*workload, stack);

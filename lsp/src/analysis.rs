@@ -718,6 +718,10 @@ mod tests {
             h.contains("local tensor of workload `w` (256 bytes)"),
             "{h}"
         );
+        // Its definition is the `let`'s name.
+        let def = crate::features::local_tensor_definition(&ws, "a.wsp", "H", at).expect("def");
+        assert_eq!(&src[def.0..def.1], "H");
+        assert_eq!(def.0, src.find("let H").expect("let") + 4);
     }
 
     #[test]

@@ -554,6 +554,26 @@ fn clash(
 /// Hover text for a name bound inside its item (a kernel parameter or `let`/`var` tile, a loop
 /// variable): for a kernel tile its dtype, shape and the on-chip buffer it lives in on the
 /// file's architecture. Local names shadow top-level items of the same name.
+/// The name of the `let` making the local tensor `name` of the workload around `at` (a local
+/// tensor is named once in its workload, E0102).
+pub fn local_tensor_definition(ws: &Workspace, path: &str, name: &str, at: usize) -> Option<Range> {
+    let item = enclosing(ws, path, at)?;
+    let ItemKind::Workload(wsp_syntax::ast::Workload {
+        body: wsp_syntax::ast::WorkloadBody::Block(b),
+        ..
+    }) = &item.item.kind
+    else {
+        return None;
+    };
+    let (n, _) = wsp_core::locals::local_tensors(b)
+        .into_iter()
+        .find(|(n, _)| n.name == name)?;
+    Some((
+        item.range.0 + n.span.start as usize,
+        item.range.0 + n.span.end as usize,
+    ))
+}
+
 pub fn local_hover(
     ws: &Workspace,
     path: &str,

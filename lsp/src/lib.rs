@@ -463,6 +463,13 @@ impl LanguageServer for Backend {
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
                 let (name, _, _) = analysis::ident_at(&text, at)?;
+                if let Some((s, e)) =
+                    crate::features::local_tensor_definition(&st.ws, &path, &name, at)
+                {
+                    let uri = uri_of(&path)?;
+                    let range = LineIndex::new(&text).range(s, e);
+                    return Some(GotoDefinitionResponse::Scalar(Location::new(uri, range)));
+                }
                 let d = analysis::find_decl(&st.ws, &path, &name)?;
                 let target = st.ws.text(&FileName::new(d.path.as_str()))?;
                 let uri = uri_of(&d.path)?;

@@ -9,39 +9,28 @@
 
 use std::collections::BTreeMap;
 
-use wsp_syntax::ast::{Block, Ident, StmtKind, TensorKind, TypeExpr};
+use wsp_syntax::ast::{Block, Expr, Ident, Stmt, TensorKind, TypeExpr};
+use wsp_syntax::visit::{walk_stmt, Visitor};
 
 use crate::db::Symbol;
 use crate::resolve::Scoped;
 
 /// The local tensors a workload body makes, in source order, nested blocks included.
 pub fn local_tensors(b: &Block) -> Vec<(&Ident, &TypeExpr)> {
-    let mut out = Vec::new();
-    collect(b, &mut out);
-    out
-}
-
-fn collect<'a>(b: &'a Block, out: &mut Vec<(&'a Ident, &'a TypeExpr)>) {
-    for s in &b.stmts {
-        if let Some(l) = s.local_tensor() {
-            out.push(l);
-        }
-        match &s.kind {
-            StmtKind::For { body, .. }
-            | StmtKind::Consume { body, .. }
-            | StmtKind::Section { body, .. } => collect(body, out),
-            StmtKind::When {
-                branches,
-                otherwise,
-            } => {
-                branches.iter().for_each(|(_, b)| collect(b, out));
-                if let Some(b) = otherwise {
-                    collect(b, out);
-                }
+    struct Lets<'a>(Vec<(&'a Ident, &'a TypeExpr)>);
+    impl<'a> Visitor<'a> for Lets<'a> {
+        fn visit_stmt(&mut self, s: &'a Stmt) {
+            if let Some(l) = s.local_tensor() {
+                self.0.push(l);
             }
-            _ => {}
+            walk_stmt(self, s);
         }
+        // Expressions hold no statements.
+        fn visit_expr(&mut self, _: &'a Expr) {}
     }
+    let mut v = Lets(Vec::new());
+    v.visit_block(b);
+    v.0
 }
 
 /// `scope` with the local tensors of the body `b` added as tensors of kind

@@ -1055,3 +1055,29 @@ schedule main = w{sizes}
     let timed = run(&src(".task_graph(heap: 4096)"), &t).expect("runs");
     assert_eq!(timed.stats.total_cycles, small.stats.total_cycles);
 }
+
+/// `.task_graph(ready: n)` bounds each core class's ready queue: independent tasks submitted
+/// at once fill it, the orchestration stalls on it, and its high water is the bound.
+#[test]
+fn a_small_ready_queue_fills_and_stalls_the_orchestration() {
+    let o = opts_at_once("ascend910b");
+    let wide = run(&squares(64, ".dispatch(round_robin(1))"), &o).expect("runs");
+    let narrow = run(
+        &squares(64, ".dispatch(round_robin(1)).task_graph(ready: 2)"),
+        &o,
+    )
+    .expect("runs");
+    let ready = |r: &wsp_sim::SimRun| {
+        r.stats
+            .rings
+            .iter()
+            .find(|x| x.name == "ready_queue")
+            .cloned()
+            .expect("a ready ring")
+    };
+    let (w, n) = (ready(&wide), ready(&narrow));
+    assert!(w.high_water > 2 && w.stalls == 0, "{w:?}");
+    assert_eq!((n.capacity, n.high_water), (2, 2), "{n:?}");
+    assert!(n.stalls > 0, "{n:?}");
+    assert_eq!(bits(&narrow.tensors[1]), bits(&wide.tensors[1]));
+}

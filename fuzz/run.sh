@@ -8,7 +8,10 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(parse check)
-command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+# cargo-fuzz goes into the project's tool directory (.tools/bin, or $WSP_TOOLS_DIR/bin).
+tools="${WSP_TOOLS_DIR:-$(cd .. && pwd)/.tools}"
+export PATH="$tools/bin:$PATH"
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --root "$tools"
 mkdir -p corpus/parse corpus/check corpus/jit_kernel
 # Seed both corpora with the fixtures and examples.
 for f in ../tests/ui/*.wsp ../examples/*/*.wsp; do

@@ -13,7 +13,10 @@ ts_dir="$root/grammar/tree-sitter-wsp"
 
 TS="${TREE_SITTER:-}"
 if [[ -z "$TS" ]]; then
-  if command -v tree-sitter >/dev/null 2>&1; then
+  tools="${WSP_TOOLS_DIR:-$root/.tools}"
+  if [[ -x "$tools/bin/tree-sitter" ]]; then
+    TS="$tools/bin/tree-sitter"
+  elif command -v tree-sitter >/dev/null 2>&1; then
     TS="$(command -v tree-sitter)"
   elif [[ -x "$HOME/.cargo/bin/tree-sitter" ]]; then
     TS="$HOME/.cargo/bin/tree-sitter"

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs (`.ci/run` calls exactly this). On a fresh machine it
-# installs what it needs: tree-sitter CLI and cargo-fuzz (crates.io), Node packages (npm),
-# Neovim, CMake and mlir-19-tools (Debian), pytest-lsp (PyPI). Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
+# installs what it needs: tree-sitter CLI and cargo-fuzz (crates.io) and pytest-lsp (PyPI, in a
+# virtual environment) into the project's own `.tools/` (or $WSP_TOOLS_DIR), Node packages
+# (npm) into the extension's node_modules, Neovim, CMake and mlir-19-tools (Debian) when they
+# are missing. Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
 # Python 3 and Node.js >= 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+export WSP_TOOLS_DIR="${WSP_TOOLS_DIR:-$(pwd)/.tools}"
+export PATH="$WSP_TOOLS_DIR/bin:$PATH"
 step() { echo; echo "== $*"; }
 
 step "format"
@@ -33,7 +37,6 @@ cargo run -q -p wsp -- explain --list --markdown | diff -u docs/diagnostics.md -
 
 step "tree-sitter grammar: corpus, highlights, and every valid fixture/example"
 bash grammar/install-tree-sitter.sh
-export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 bash grammar/check-fixtures.sh
 
 step "fuzz: parser, checker, and JIT against the interpreter, 60 s each"
@@ -43,11 +46,14 @@ step "VS Code extension: grammar tests, unit tests, package"
 bash editors/vscode/ci.sh
 
 step "language server from a real client: pytest-lsp over stdio"
-python3 -m pip install --quiet --disable-pip-version-check 'pytest-lsp==1.0.1' \
+venv="$WSP_TOOLS_DIR/venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv" \
+  || { echo "could not make a Python virtual environment in $venv (Debian: apt-get install python3-venv)"; exit 1; }
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'pytest-lsp==1.0.1' \
   || { echo "could not install pytest-lsp from PyPI"; exit 1; }
 cargo build -q -p wsp
 tdir="${CARGO_TARGET_DIR:-target}"; case "$tdir" in /*) ;; *) tdir="$(pwd)/$tdir" ;; esac
-WSP_BIN="$tdir/debug/wsp" python3 -m pytest -q -p no:cacheprovider tests/lsp
+WSP_BIN="$tdir/debug/wsp" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/lsp
 
 step "Neovim: configuration (headless) and end to end against the real server"
 if ! command -v nvim >/dev/null 2>&1; then

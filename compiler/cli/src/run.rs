@@ -405,17 +405,41 @@ static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 static SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The progress line of a long run (after half a second), on a terminal's stderr.
-fn progress(tasks: u64, cycles: u64) {
+fn progress(tasks: u64, cycles: u64, total: Option<u64>) {
     let Some(t0) = START.get() else { return };
     let secs = t0.elapsed().as_secs_f64();
     if secs < 0.5 {
         return;
     }
     SHOWN.store(true, std::sync::atomic::Ordering::Relaxed);
-    eprint!(
-        "\r\x1b[2K  running: {tasks} tasks submitted, {cycles} cycles, {:.0} tasks/s",
-        tasks as f64 / secs
-    );
+    eprint!("\r\x1b[2K  {}", progress_line(tasks, cycles, total, secs));
+}
+
+/// `running: 40960 of 102400 tasks (40%), 1234567 cycles, 81920 tasks/s, about 1 s left`;
+/// without a known total, the tasks so far and the rate.
+fn progress_line(tasks: u64, cycles: u64, total: Option<u64>, secs: f64) -> String {
+    let rate = tasks as f64 / secs.max(1e-9);
+    match total.filter(|t| *t >= tasks && *t > 0) {
+        Some(t) => {
+            let left = (t - tasks) as f64 / rate.max(1e-9);
+            format!(
+                "running: {tasks} of {t} tasks ({}%), {cycles} cycles, {rate:.0} tasks/s, about {} left",
+                tasks * 100 / t,
+                duration_words(left)
+            )
+        }
+        None => format!("running: {tasks} tasks submitted, {cycles} cycles, {rate:.0} tasks/s"),
+    }
+}
+
+/// `4 s`, `3 min 20 s`, `2 h 5 min`.
+fn duration_words(secs: f64) -> String {
+    let s = secs.round().max(0.0) as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
 }
 
 /// A file written next to its destination, waiting to be renamed onto it (removed when
@@ -1013,4 +1037,25 @@ fn deadlock_static_help(
         format!(" with {}", vals.join(", "))
     };
     (help, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_has_an_eta_when_the_count_is_known() {
+        assert_eq!(
+            progress_line(40_960, 1_234, Some(102_400), 2.0),
+            "running: 40960 of 102400 tasks (40%), 1234 cycles, 20480 tasks/s, about 3 s left"
+        );
+        assert_eq!(
+            progress_line(4_096, 10, None, 2.0),
+            "running: 4096 tasks submitted, 10 cycles, 2048 tasks/s"
+        );
+        // A count the run outgrew is not a count.
+        assert!(!progress_line(9, 1, Some(4), 1.0).contains(" of "));
+        assert_eq!(duration_words(200.0), "3 min 20 s");
+        assert_eq!(duration_words(7_500.0), "2 h 5 min");
+    }
 }

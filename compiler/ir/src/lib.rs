@@ -59,6 +59,7 @@
 
 pub mod check;
 pub mod cost;
+pub mod counts;
 pub mod data;
 pub mod display;
 pub mod dtype;

@@ -70,9 +70,10 @@ pub struct Options {
     /// time pass this cycle (a bound for pipelines that never end).
     pub max_tasks: Option<u64>,
     pub max_cycles: Option<u64>,
-    /// Called every [`PROGRESS_EVERY`] tasks with the tasks submitted and the cycles so far
-    /// (a progress display).
-    pub progress: Option<fn(u64, u64)>,
+    /// Called every [`PROGRESS_EVERY`] tasks with the tasks submitted, the cycles so far and
+    /// the tasks the run will submit when its loops say so without data
+    /// ([`wsp_ir::counts::static_task_total`]): a progress display, with an ETA when known.
+    pub progress: Option<fn(u64, u64, Option<u64>)>,
 }
 
 /// How often [`Options::progress`] is called, in tasks.
@@ -562,7 +563,9 @@ struct Submitter<'p> {
     /// Runtime channel of each program channel.
     channels: Vec<rt::ChannelId>,
     submitted: u64,
-    progress: Option<fn(u64, u64)>,
+    progress: Option<fn(u64, u64, Option<u64>)>,
+    /// The run's task count, when known before it runs (for `progress`).
+    expected: Option<u64>,
     /// Keep the per-task records of [`SimRun::outcome`] ([`Options::record`]).
     records: bool,
     /// With `records`: the call site of each task submitted, in submission order.
@@ -752,7 +755,7 @@ impl Submitter<'_> {
         }
         if let Some(f) = self.progress {
             if self.submitted.is_multiple_of(PROGRESS_EVERY) {
-                f(self.submitted, r.total_cycles());
+                f(self.submitted, r.total_cycles(), self.expected);
             }
         }
     }
@@ -1298,6 +1301,9 @@ fn run_inner(
             channels,
             submitted: 0,
             progress: opts.progress,
+            expected: opts
+                .progress
+                .and_then(|_| wsp_ir::counts::static_task_total(program, w, &params)),
             records: opts.record,
             sites: Vec::new(),
             deferred: opts

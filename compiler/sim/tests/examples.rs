@@ -115,6 +115,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
 #[test]
 fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
     let mut wrong = Vec::new();
+    let mut counted = 0;
     for e in &manifest() {
         let a = run(e, "ascend910b", false);
         assert_passed(e, &a);
@@ -124,6 +125,14 @@ fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
         assert_eq!(a.stats.total_cycles, b.stats.total_cycles, "{}", e.name);
         for (x, y) in a.tensors.iter().zip(&b.tensors) {
             assert_eq!(x.to_f64(), y.to_f64(), "{}", e.name);
+        }
+        // The count the progress display's ETA divides by, where loops tell it without data.
+        let p = lower(&e.program);
+        let (_, w) = p.select_run(e.schedule.as_deref()).expect("a workload");
+        let params: Vec<_> = p.params.iter().map(|q| q.default).collect();
+        if let Some(n) = wsp_ir::counts::static_task_total(&p, w, &params) {
+            assert_eq!(n, a.stats.tasks, "{}: the static task count", e.name);
+            counted += 1;
         }
         let want = ASCEND910B_CYCLES
             .iter()
@@ -143,6 +152,10 @@ fn every_example_has_recorded_deterministic_cycles_on_the_default_model() {
         }
     }
     assert!(wrong.is_empty(), "ascend910b total_cycles: {wrong:?}");
+    assert!(
+        counted >= 10,
+        "only {counted} examples have a static task count"
+    );
 }
 
 /// The JIT and the reference interpreter give bit-identical outputs on every example, and

@@ -21,7 +21,7 @@ use wsp_backend::{BackendDiagnostic, FileTree};
 use wsp_ir::data;
 use wsp_ir::dtype::ScalarValue;
 use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
-use wsp_ir::workload::{AxisKind, Iter, Program, WStmt, WorkloadBody, WorkloadId};
+use wsp_ir::workload::{AxisKind, Program, TensorKind, WorkloadBody, WorkloadId};
 
 /// A kernel as the host side needs it: its C entry and the source file that defines it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -254,96 +254,6 @@ add_executable(wsp_host host.c orchestration.c
     c
 }
 
-/// Tasks each kernel gets when the program's loops have static trip counts (no data-dependent
-/// loops or branches around its calls); `None` for a kernel whose count depends on data.
-fn static_counts(p: &Program, w: WorkloadId) -> Vec<Option<u64>> {
-    fn stmts(p: &Program, s: &[WStmt], mult: Option<u64>, out: &mut [Option<u64>], depth: usize) {
-        for st in s {
-            match st {
-                WStmt::Call(c) => {
-                    if let Some(x) = out.get_mut(c.kernel.index()) {
-                        *x = match (*x, mult) {
-                            (Some(a), Some(m)) => Some(a.saturating_add(m)),
-                            _ => None,
-                        };
-                    }
-                }
-                WStmt::For { iters, body, .. } => {
-                    let mut m = mult;
-                    for it in iters {
-                        let n = match it {
-                            Iter::Axis { axis } => {
-                                match p.axes.get(axis.index()).map(|a| &a.kind) {
-                                    Some(AxisKind::Dense { size }) => Some(*size),
-                                    _ => None,
-                                }
-                            }
-                            Iter::Range {
-                                start: wsp_ir::workload::Expr::Const { value: s },
-                                end: wsp_ir::workload::Expr::Const { value: e },
-                            } => match (s, e) {
-                                (ScalarValue::Int(s), ScalarValue::Int(e)) => {
-                                    Some(u64::try_from(e.saturating_sub(*s)).unwrap_or(0))
-                                }
-                                _ => None,
-                            },
-                            _ => None,
-                        };
-                        m = match (m, n) {
-                            (Some(a), Some(b)) => Some(a.saturating_mul(b)),
-                            _ => None,
-                        };
-                    }
-                    stmts(p, body, m, out, depth);
-                }
-                WStmt::When {
-                    branches,
-                    otherwise,
-                } => {
-                    for b in branches {
-                        stmts(p, &b.body, None, out, depth);
-                    }
-                    stmts(p, otherwise, None, out, depth);
-                }
-                WStmt::Run { workload } => workload_counts(p, *workload, mult, out, depth + 1),
-                WStmt::Local { body, .. } => stmts(p, body, mult, out, depth),
-                WStmt::Send { .. } | WStmt::Consume { .. } => {}
-            }
-        }
-    }
-    fn workload_counts(
-        p: &Program,
-        w: WorkloadId,
-        mult: Option<u64>,
-        out: &mut [Option<u64>],
-        depth: usize,
-    ) {
-        if depth > 64 {
-            return;
-        }
-        match p.workloads.get(w.index()).map(|w| &w.body) {
-            Some(WorkloadBody::Block { stmts: s }) => stmts(p, s, mult, out, depth),
-            Some(WorkloadBody::Sequential { parts } | WorkloadBody::Combine { parts }) => {
-                for part in parts {
-                    workload_counts(p, *part, mult, out, depth + 1);
-                }
-            }
-            // Processes: how many tasks depends on the tokens they exchange.
-            Some(WorkloadBody::Connect { processes }) => {
-                for item in processes {
-                    if let Some(pr) = p.processes.get(item.process.index()) {
-                        stmts(p, &pr.body, None, out, depth + 1);
-                    }
-                }
-            }
-            None => {}
-        }
-    }
-    let mut out = vec![Some(0); p.kernels.len()];
-    workload_counts(p, w, Some(1), &mut out, 0);
-    out
-}
-
 /// What the program uses that the backends' capability matrix names.
 fn capabilities(p: &Program, pol: &wsp_runtime::Policies) -> Vec<String> {
     let mut caps: Vec<String> = sched::forms(pol)
@@ -374,6 +284,9 @@ fn capabilities(p: &Program, pol: &wsp_runtime::Policies) -> Vec<String> {
             _ => {}
         }
     }
+    if p.tensors.iter().any(|t| t.kind == TensorKind::Local) {
+        caps.push("workload.local_tensor".into());
+    }
     caps.sort();
     caps.dedup();
     caps
@@ -387,7 +300,9 @@ fn plan_json(
     opts: &HostOptions,
     pol: &wsp_runtime::Policies,
 ) -> String {
-    let counts = static_counts(p, w);
+    // The tree runs with the params' declared values.
+    let params: Vec<ScalarValue> = p.params.iter().map(|q| q.default).collect();
+    let counts = wsp_ir::counts::static_task_counts(p, w, &params);
     let kernels: Vec<serde_json::Value> = p
         .kernels
         .iter()

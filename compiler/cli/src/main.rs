@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 mod backends;
+mod commit;
 mod emit;
 mod fmt;
 mod load;

@@ -18,6 +18,8 @@ use wsp_ir::workload::SrcSpan;
 use wsp_sim::{Engine, Options, SimError, SimRun};
 use wsp_vocab::codes;
 
+use crate::commit::FileSet;
+
 /// Arguments of `wsp run`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -442,18 +444,27 @@ fn duration_words(secs: f64) -> String {
     }
 }
 
-/// A file written next to its destination, waiting to be renamed onto it (removed when
-/// dropped uncommitted).
-struct Staged {
-    tmp: tempfile::NamedTempFile,
-    dst: PathBuf,
-}
-
 /// Writes every file the run produces — each output tensor as `NAME.npy` in `--out-dir`, the
-/// trace, the graph — as one transaction: all go to temporary files first, then replace their
-/// destinations; when any step fails, every destination is left as it was.
+/// trace, the graph — as one set (`crate::commit`): all go to temporary files first, then
+/// replace their destinations together; when any step fails, every destination is left as it
+/// was, and a switch that a killed run left half done is completed first.
 fn write_files(p: &wsp_ir::Program, run: &SimRun, a: &Args) -> Result<(), String> {
-    let mut staged = Vec::new();
+    let parent = |f: &PathBuf| match f.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut dirs: Vec<PathBuf> = a.out_dir.iter().cloned().collect();
+    dirs.extend(a.trace.iter().chain(&a.graph).map(parent));
+    dirs.sort();
+    dirs.dedup();
+    for d in &dirs {
+        for line in crate::commit::recover(d) {
+            if !a.quiet {
+                eprintln!("note: {line}");
+            }
+        }
+    }
+    let mut staged = FileSet::default();
     // `--out-dir` and the parents it creates, deepest first: a failure removes them again.
     let mut created = Vec::new();
     if let (Some(dir), false) = (&a.out_dir, a.timing_only) {
@@ -463,7 +474,7 @@ fn write_files(p: &wsp_ir::Program, run: &SimRun, a: &Args) -> Result<(), String
             .map(Path::to_path_buf)
             .collect();
     }
-    let r = stage_files(p, run, a, &mut staged).and_then(|()| commit(staged));
+    let r = stage_files(p, run, a, &mut staged).and_then(|()| staged.commit());
     if r.is_err() {
         for d in &created {
             // Only if empty: nothing of the user's is ever removed.
@@ -477,7 +488,7 @@ fn stage_files(
     p: &wsp_ir::Program,
     run: &SimRun,
     a: &Args,
-    staged: &mut Vec<Staged>,
+    staged: &mut FileSet,
 ) -> Result<(), String> {
     if let (Some(dir), false) = (&a.out_dir, a.timing_only) {
         // One file a name: two outputs of one name (a file's own and an imported module's)
@@ -507,15 +518,15 @@ fn stage_files(
         for (decl, t) in p.tensors.iter().zip(&run.tensors) {
             if decl.kind == wsp_ir::TensorKind::Output {
                 let dst = dir.join(format!("{}.npy", decl.name));
-                stage(&dst, &wsp_ir::npy::encode_npy(t), staged)?;
+                staged.stage(&dst, &wsp_ir::npy::encode_npy(t))?;
             }
         }
     }
     if let (Some(path), Some(t)) = (&a.trace, &run.trace) {
-        stage(path, t.as_bytes(), staged)?;
+        staged.stage(path, t.as_bytes())?;
     }
     if let (Some(path), Some(g)) = (&a.graph, &run.graph) {
-        stage(path, g.as_bytes(), staged)?;
+        staged.stage(path, g.as_bytes())?;
     }
     Ok(())
 }
@@ -606,91 +617,21 @@ fn deadlock_text(report: &wsp_sim::DeadlockReport, ws: &wsp_core::Workspace) -> 
 /// Writes the trace and graph of a failed run (`--trace`, `--graph`), all or nothing; says
 /// what it wrote.
 fn write_records(r: &wsp_sim::Records, a: &Args) -> Result<Option<String>, String> {
-    let mut staged = Vec::new();
+    let mut staged = FileSet::default();
     let mut what = Vec::new();
     if let (Some(path), Some(t)) = (&a.trace, &r.trace) {
-        stage(path, t.as_bytes(), &mut staged)?;
+        staged.stage(path, t.as_bytes())?;
         what.push(format!("the trace `{}`", path.display()));
     }
     if let (Some(path), Some(g)) = (&a.graph, &r.graph) {
-        stage(path, g.as_bytes(), &mut staged)?;
+        staged.stage(path, g.as_bytes())?;
         what.push(format!("the graph `{}`", path.display()));
     }
-    if staged.is_empty() {
+    if what.is_empty() {
         return Ok(None);
     }
-    commit(staged)?;
+    staged.commit()?;
     Ok(Some(what.join(" and ")))
-}
-
-fn stage(dst: &Path, bytes: &[u8], staged: &mut Vec<Staged>) -> Result<(), String> {
-    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    if staged.iter().any(|s| abs(&s.dst) == abs(dst)) {
-        return Err(format!(
-            "two of the run's files (outputs, --trace, --graph) would be written to `{}`; give each its own path",
-            dst.display()
-        ));
-    }
-    if dst.is_dir() {
-        return Err(format!(
-            "cannot write `{}`: it is a directory",
-            dst.display()
-        ));
-    }
-    // A replaced file keeps its permissions.
-    let tmp = wsp_ir::fsio::staged(dst, bytes)
-        .map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
-    staged.push(Staged {
-        tmp,
-        dst: dst.to_path_buf(),
-    });
-    Ok(())
-}
-
-/// Moves each staged file onto its destination, keeping the file it replaces (renamed onto a
-/// temporary name beside it) until all are in place; on a failure, puts every destination
-/// back as it was.
-fn commit(staged: Vec<Staged>) -> Result<(), String> {
-    // (destination, the file it held, moved aside) for each destination replaced so far.
-    let mut done: Vec<(PathBuf, Option<tempfile::TempPath>)> = Vec::new();
-    let mut failure = None;
-    for s in staged {
-        let kept = if s.dst.exists() {
-            // A name of our own beside the destination, then the old file renamed onto it.
-            let aside = wsp_ir::fsio::temp_beside(&s.dst, "old")
-                .map(tempfile::NamedTempFile::into_temp_path);
-            match aside.and_then(|old| std::fs::rename(&s.dst, &old).map(|()| old)) {
-                Ok(old) => Some(old),
-                Err(e) => {
-                    failure = Some(format!("cannot replace `{}`: {e}", s.dst.display()));
-                    break;
-                }
-            }
-        } else {
-            None
-        };
-        if let Err(e) = s.tmp.persist(&s.dst) {
-            if let Some(old) = kept {
-                let _ = old.persist(&s.dst);
-            }
-            failure = Some(format!("cannot write `{}`: {}", s.dst.display(), e.error));
-            break;
-        }
-        done.push((s.dst, kept));
-    }
-    for (dst, kept) in done.into_iter().rev() {
-        match (&failure, kept) {
-            // Success: the replaced files go (a `TempPath` removes its file when dropped).
-            (None, _) => {}
-            (Some(_), Some(old)) => {
-                let _ = old.persist(&dst);
-            }
-            (Some(_), None) => {
-                let _ = std::fs::remove_file(&dst);
-            }
-        }
-    }
-    failure.map_or(Ok(()), Err)
 }
 
 fn engine_text(e: &Engine) -> String {

@@ -1291,3 +1291,56 @@ fn tensors_too_large_together_are_refused_before_the_run() {
     assert!(err.contains("the largest: `A`"), "{err}");
     assert!(!d.join("o").exists());
 }
+
+/// A run killed while switching its outputs leaves a journal; the next run writing into that
+/// directory completes the switch (says so) and removes the temporary files of dead runs.
+#[test]
+fn an_interrupted_switch_of_outputs_is_completed_by_the_next_run() {
+    let d = program(
+        "journal",
+        r#"
+axis rows = Dense[2]
+input  X: f32[2, 16, 16] = random(seed: 1)
+output Y: f32[2, 16, 16]
+kernel cp(x: in f32[16, 16], y: out f32[16, 16]) { y = x }
+workload w { for i in P(rows) { cp[i](x: X[i], y: Y[i]) } }
+"#,
+    );
+    let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = d.join("o");
+    let abs = |n: &str| std::path::absolute(out.join(n)).expect("absolute");
+    // Process 2000000000 does not exist: it staged `N.npy`, wrote its journal and died.
+    std::fs::write(out.join(".N.npy.2000000000.aB3dE9.tmp"), b"staged").expect("tmp");
+    std::fs::write(out.join(".N.npy.2000000000.Xy7Zq1.old"), b"").expect("old");
+    let journal = serde_json::json!({
+        "pid": 2000000000u32,
+        "entries": [{
+            "tmp": abs(".N.npy.2000000000.aB3dE9.tmp"),
+            "dst": abs("N.npy"),
+            "old": abs(".N.npy.2000000000.Xy7Zq1.old"),
+        }],
+    });
+    std::fs::write(
+        out.join(".wsp-commit.2000000000.journal"),
+        journal.to_string(),
+    )
+    .expect("journal");
+    // And a temporary file of another dead run, never journaled.
+    std::fs::write(out.join(".Y.npy.2000000000.q1w2e3.tmp"), b"partial").expect("tmp");
+    let o = wsp(&d, &["run", "p.wsp", "--out-dir", "o"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("completed the replacement of 1 file(s)"),
+        "{err}"
+    );
+    assert!(err.contains("removed"), "{err}");
+    assert_eq!(std::fs::read(out.join("N.npy")).expect("N.npy"), b"staged");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

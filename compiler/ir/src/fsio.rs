@@ -67,7 +67,8 @@ pub fn read_source(path: &Path) -> std::io::Result<String> {
     })
 }
 
-/// A new temporary file beside `path`, named for it (`.NAME.XXXXXX.SUFFIX`), with the
+/// A new temporary file beside `path`, named for it and this process (`.NAME.PID.XXXXXX.SUFFIX`:
+/// a later run removes one whose process is gone), with the
 /// permissions `File::create` would give it (read and write for all, less the umask, which the
 /// operating system applies), not a temporary file's owner-only mode. Removed when dropped.
 pub fn temp_beside(path: &Path, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
@@ -81,7 +82,7 @@ pub fn temp_beside(path: &Path, suffix: &str) -> std::io::Result<tempfile::Named
             "the path has no file name",
         ));
     };
-    let prefix = format!(".{}.", name.to_string_lossy());
+    let prefix = format!(".{}.{}.", name.to_string_lossy(), std::process::id());
     let suffix = format!(".{suffix}");
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(&suffix);

@@ -1337,7 +1337,11 @@ pub fn classify(ws: &Workspace, path: &str) -> Vec<(Range, u32)> {
     let mut by_start: Vec<_> = items.iter().collect();
     by_start.sort_by_key(|d| d.range.0);
     let mut next_item = 0;
-    for t in &toks {
+    for (i, t) in toks.iter().enumerate() {
+        if i % 4096 == 4095 {
+            // A long file: an edit waiting for this snapshot is not held up.
+            ws.unwind_if_cancelled();
+        }
         let r = span(t);
         while by_start.get(next_item).is_some_and(|d| d.range.1 < r.0) {
             next_item += 1;

@@ -2,10 +2,13 @@
 //! check` uses), so the editor shows exactly what CI shows. It never runs user code: it links
 //! no JIT, runtime or simulator.
 //!
-//! Concurrency: the workspace sits behind a mutex; every request takes it, answers from it and
-//! releases it before replying. Edits are applied at once and checked at once (a burst of
-//! edits is checked once after a short wait); only the newest edit publishes, and only for the
-//! edited file and the open files whose diagnostics changed.
+//! Concurrency: the workspace sits behind a mutex. A request holds it only to take a snapshot
+//! of the database, and answers from the snapshot on its own thread; an edit takes the mutex,
+//! which cancels the queries of every snapshot (they unwind; long loops between queries check
+//! now and then) and waits for them to be dropped, so a long request never holds up an edit:
+//! it answers ContentModified instead. Edits are applied at once and checked at once (a burst
+//! of edits is checked once after a short wait); only the newest edit publishes, and only for
+//! the edited file and the open files whose diagnostics changed.
 //! Every handler runs under `catch_unwind`: a panic becomes an error reply (or a log message
 //! for notifications) and the server keeps serving.
 
@@ -34,6 +37,11 @@ use analysis::LineIndex;
 /// after a one-line edit takes a few milliseconds (docs/perf.md), so a fixed debounce would
 /// only add latency.
 const BURST_DEBOUNCE: Duration = Duration::from_millis(30);
+
+/// What a request reads: a snapshot of the workspace ([`Workspace::snapshot`]).
+struct Snap {
+    ws: Workspace,
+}
 
 struct State {
     ws: Workspace,
@@ -193,35 +201,64 @@ impl Backend {
     /// [`Backend::with`] for a request about the document `uri`: when the document changed
     /// while the request ran, the answer (computed for the old text) is dropped and the
     /// request answers `ContentModified`, for the client to ask again.
-    async fn with_doc<T>(
+    async fn with_doc<T: Send + 'static>(
         &self,
         what: &str,
         uri: Uri,
-        f: impl FnOnce(&mut State) -> T,
+        f: impl FnOnce(&Snap) -> T + Send + 'static,
     ) -> Result<T> {
         let path = path_of(&uri);
         let before = self.edit_count(&path);
-        if let Some(d) = self.request_delay {
-            tokio::time::sleep(d).await;
+        let modified = || Error {
+            code: ErrorCode::ContentModified,
+            message: format!("wsp lsp: the document changed while answering {what}; ask again")
+                .into(),
+            data: None,
+        };
+        // The mutex is held only while the snapshot is taken.
+        let snap = Snap {
+            ws: self.with(what, |st| st.ws.snapshot())?,
+        };
+        let (delay, inject, name) = (self.request_delay, self.injects(what), what.to_string());
+        let answer = move || {
+            catch_unwind(AssertUnwindSafe(|| {
+                if inject {
+                    panic!("injected panic in {name}");
+                }
+                if let Some(d) = delay {
+                    // A slow request (tests): it holds its snapshot, and yields to an edit
+                    // as a long computation does.
+                    let t0 = std::time::Instant::now();
+                    while t0.elapsed() < d {
+                        std::thread::sleep(Duration::from_millis(5));
+                        snap.ws.unwind_if_cancelled();
+                    }
+                }
+                f(&snap)
+            }))
+        };
+        // On a thread of its own: the server goes on reading messages (an edit) meanwhile.
+        let r = tokio::task::spawn_blocking(answer)
+            .await
+            .map_err(|_| internal(what))?;
+        match r {
+            Err(p) if wsp_core::is_cancelled(&*p) => Err(modified()),
+            Err(_) => Err(internal(what)),
+            Ok(_) if self.edit_count(&path) != before => Err(modified()),
+            Ok(v) => Ok(v),
         }
-        let r = self.with(what, f)?;
-        if self.edit_count(&path) != before {
-            return Err(Error {
-                code: ErrorCode::ContentModified,
-                message: format!("wsp lsp: the document changed while answering {what}; ask again")
-                    .into(),
-                data: None,
-            });
-        }
-        Ok(r)
+    }
+
+    /// Whether a panic is injected into request `what` (tests: `WSP_LSP_INJECT_PANIC`).
+    fn injects(&self, what: &str) -> bool {
+        self.inject_panic
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|n| n == "1" || n == what))
     }
 
     /// Runs `f` on the state, containing panics.
     fn with<T>(&self, what: &str, f: impl FnOnce(&mut State) -> T) -> Result<T> {
-        let inject = self
-            .inject_panic
-            .as_ref()
-            .is_some_and(|l| l.iter().any(|n| n == "1" || n == what));
+        let inject = self.injects(what);
         catch_unwind(AssertUnwindSafe(|| {
             if inject {
                 panic!("injected panic in {what}");
@@ -254,42 +291,62 @@ impl Backend {
                 finished.fetch_max(gen, Ordering::SeqCst);
                 return;
             }
-            let batch = catch_unwind(AssertUnwindSafe(|| {
-                let mut guard = lock(&state);
-                let st = &mut *guard;
-                let order = st
-                    .open
-                    .iter()
-                    .filter(|(p, _)| **p == edited)
-                    .chain(st.open.iter().filter(|(p, _)| **p != edited));
-                let mut out = Vec::new();
-                for (p, u) in order {
-                    // Editing a file changes the diagnostics of files that import it, and
-                    // of no others (a new file may resolve someone's import: check all).
-                    let affected = *p == edited
-                        || !st.published.contains_key(p)
-                        || opened
-                        || analysis::imports_transitively(&st.ws, p, &edited);
-                    if !affected {
-                        continue;
+            // Checked on a snapshot, without the mutex: an edit meanwhile cancels the check
+            // (its own publish follows) instead of waiting for it.
+            let st = state.clone();
+            let work = tokio::task::spawn_blocking(move || {
+                catch_unwind(AssertUnwindSafe(|| {
+                    let (ws, open, published) = {
+                        let g = lock(&st);
+                        (g.ws.snapshot(), g.open.clone(), g.published.clone())
+                    };
+                    let order = open
+                        .iter()
+                        .filter(|(p, _)| **p == edited)
+                        .chain(open.iter().filter(|(p, _)| **p != edited));
+                    let mut out = Vec::new();
+                    for (p, u) in order {
+                        // Editing a file changes the diagnostics of files that import it,
+                        // and of no others (a new file may resolve someone's import: check
+                        // all).
+                        let affected = *p == edited
+                            || !published.contains_key(p)
+                            || opened
+                            || analysis::imports_transitively(&ws, p, &edited);
+                        if !affected {
+                            continue;
+                        }
+                        let d = analysis::diagnostics(&ws, p, &uri_of);
+                        if *p == edited || published.get(p) != Some(&d) {
+                            out.push((p.clone(), u.clone(), d));
+                        }
                     }
-                    let d = analysis::diagnostics(&st.ws, p, &uri_of);
-                    if *p == edited || st.published.get(p) != Some(&d) {
-                        st.published.insert(p.clone(), d.clone());
-                        out.push((u.clone(), d));
+                    out
+                }))
+            })
+            .await;
+            match work {
+                Ok(Ok(batch)) => {
+                    // Published only if no newer edit came meanwhile (that edit's check
+                    // publishes what changed since what the client has: `published`).
+                    let current = {
+                        let mut g = lock(&state);
+                        let current = generation.load(Ordering::SeqCst) == gen;
+                        if current {
+                            for (p, _, d) in &batch {
+                                g.published.insert(p.clone(), d.clone());
+                            }
+                        }
+                        current
+                    };
+                    if current {
+                        for (_, uri, diags) in batch {
+                            client.publish_diagnostics(uri, diags, None).await;
+                        }
                     }
                 }
-                out
-            }));
-            match batch {
-                Ok(batch) => {
-                    // Everything computed is sent, even if a newer edit came meanwhile:
-                    // `published` must match what the client has.
-                    for (uri, diags) in batch {
-                        client.publish_diagnostics(uri, diags, None).await;
-                    }
-                }
-                Err(_) => {
+                Ok(Err(p)) if wsp_core::is_cancelled(&*p) => {}
+                _ => {
                     client
                         .log_message(MessageType::ERROR, "wsp lsp: internal error while checking")
                         .await
@@ -433,7 +490,7 @@ impl LanguageServer for Backend {
         self.with_doc(
             "hover",
             p.text_document_position_params.text_document.uri.clone(),
-            |st| {
+            move |st| {
                 let path = path_of(&p.text_document_position_params.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let idx = LineIndex::new(&text);
@@ -458,7 +515,7 @@ impl LanguageServer for Backend {
         self.with_doc(
             "definition",
             p.text_document_position_params.text_document.uri.clone(),
-            |st| {
+            move |st| {
                 let path = path_of(&p.text_document_position_params.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
@@ -484,7 +541,7 @@ impl LanguageServer for Backend {
         &self,
         p: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
-        self.with_doc("documentSymbol", p.text_document.uri.clone(), |st| {
+        self.with_doc("documentSymbol", p.text_document.uri.clone(), move |st| {
             let path = path_of(&p.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -509,7 +566,7 @@ impl LanguageServer for Backend {
 
     async fn formatting(&self, p: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
         let r = self
-            .with_doc("formatting", p.text_document.uri.clone(), |st| {
+            .with_doc("formatting", p.text_document.uri.clone(), move |st| {
                 let path = path_of(&p.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let idx = LineIndex::new(&text);
@@ -533,7 +590,7 @@ impl LanguageServer for Backend {
     }
 
     async fn code_action(&self, p: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        self.with_doc("codeAction", p.text_document.uri.clone(), |st| {
+        self.with_doc("codeAction", p.text_document.uri.clone(), move |st| {
             let path = path_of(&p.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -574,7 +631,7 @@ impl LanguageServer for Backend {
         self.with_doc(
             "references",
             p.text_document_position.text_document.uri.clone(),
-            |st| {
+            move |st| {
                 let path = path_of(&p.text_document_position.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let at = LineIndex::new(&text).offset(p.text_document_position.position);
@@ -590,7 +647,7 @@ impl LanguageServer for Backend {
         p: DocumentHighlightParams,
     ) -> Result<Option<Vec<DocumentHighlight>>> {
         let uri = p.text_document_position_params.text_document.uri.clone();
-        self.with_doc("documentHighlight", uri, |st| {
+        self.with_doc("documentHighlight", uri, move |st| {
             let path = path_of(&p.text_document_position_params.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -646,7 +703,7 @@ impl LanguageServer for Backend {
         p: TextDocumentPositionParams,
     ) -> Result<Option<PrepareRenameResponse>> {
         let r = self
-            .with_doc("prepareRename", p.text_document.uri.clone(), |st| {
+            .with_doc("prepareRename", p.text_document.uri.clone(), move |st| {
                 let path = path_of(&p.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let idx = LineIndex::new(&text);
@@ -666,7 +723,7 @@ impl LanguageServer for Backend {
             .with_doc(
                 "rename",
                 p.text_document_position.text_document.uri.clone(),
-                |st| {
+                move |st| {
                     let path = path_of(&p.text_document_position.text_document.uri);
                     let text = st.ws.text(&FileName::new(path.as_str()))?;
                     let at = LineIndex::new(&text).offset(p.text_document_position.position);
@@ -706,7 +763,7 @@ impl LanguageServer for Backend {
         self.with_doc(
             "completion",
             p.text_document_position.text_document.uri.clone(),
-            |st| {
+            move |st| {
                 let path = path_of(&p.text_document_position.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let at = LineIndex::new(&text).offset(p.text_document_position.position);
@@ -731,7 +788,7 @@ impl LanguageServer for Backend {
         self.with_doc(
             "signatureHelp",
             p.text_document_position_params.text_document.uri.clone(),
-            |st| {
+            move |st| {
                 let path = path_of(&p.text_document_position_params.text_document.uri);
                 let text = st.ws.text(&FileName::new(path.as_str()))?;
                 let at = LineIndex::new(&text).offset(p.text_document_position_params.position);
@@ -760,7 +817,7 @@ impl LanguageServer for Backend {
     }
 
     async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
-        self.with_doc("inlayHint", p.text_document.uri.clone(), |st| {
+        self.with_doc("inlayHint", p.text_document.uri.clone(), move |st| {
             let path = path_of(&p.text_document.uri);
             let text = st.ws.text(&FileName::new(path.as_str()))?;
             let idx = LineIndex::new(&text);
@@ -788,7 +845,7 @@ impl LanguageServer for Backend {
         &self,
         p: SemanticTokensParams,
     ) -> Result<Option<SemanticTokensResult>> {
-        self.with_doc("semanticTokens", p.text_document.uri.clone(), |st| {
+        self.with_doc("semanticTokens", p.text_document.uri.clone(), move |st| {
             let path = path_of(&p.text_document.uri);
             st.ws.text(&FileName::new(path.as_str()))?;
             Some(SemanticTokensResult::Tokens(SemanticTokens {
@@ -800,7 +857,7 @@ impl LanguageServer for Backend {
     }
 
     async fn folding_range(&self, p: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
-        self.with_doc("foldingRange", p.text_document.uri.clone(), |st| {
+        self.with_doc("foldingRange", p.text_document.uri.clone(), move |st| {
             let path = path_of(&p.text_document.uri);
             st.ws.text(&FileName::new(path.as_str()))?;
             let ranges = features::folding_ranges(&st.ws, &path)

@@ -230,6 +230,52 @@ fn a_request_whose_document_changes_meanwhile_answers_content_modified() {
     c.stop();
 }
 
+/// A long request answers from a snapshot: an edit meanwhile is applied and checked at once
+/// (it cancels the request, which answers ContentModified) instead of waiting for it.
+#[test]
+fn a_long_request_does_not_hold_up_an_edit() {
+    let (dir, uri) = setup("long");
+    // Every request takes 5 s over its snapshot (checking for cancellation as it goes).
+    let mut c = Client::start_with(&dir, &[("WSP_LSP_REQUEST_DELAY_MS", "5000")]);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    assert_eq!(c.diagnostics(&uri).len(), 1);
+    let id = c.send_request("textDocument/hover", pos(8, 25, &uri));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let t0 = std::time::Instant::now();
+    let fixed = SRC.replace("Yy[i]", "Y[i]");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let (mut diags, mut reply) = (None, None);
+    while diags.is_none() || reply.is_none() {
+        let Some(m) = c.next_message(std::time::Duration::from_secs(20)) else {
+            panic!("no answer: diagnostics {diags:?}, reply {reply:?}");
+        };
+        if m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri {
+            diags = Some((t0.elapsed(), m["params"]["diagnostics"].clone()));
+        } else if m["id"] == json!(id) {
+            reply = Some((t0.elapsed(), m));
+        }
+    }
+    let (when, d) = diags.unwrap_or_default();
+    assert_eq!(d, json!([]), "the edit's diagnostics");
+    assert!(
+        when < std::time::Duration::from_millis(2500),
+        "the edit waited {when:?} for the request"
+    );
+    let (replied, r) = reply.unwrap_or_default();
+    assert_eq!(r["error"]["code"], -32801, "{r}");
+    assert!(
+        replied < std::time::Duration::from_millis(2500),
+        "{replied:?}"
+    );
+    c.stop();
+}
+
 #[test]
 fn an_edit_republishes_the_files_that_import_it() {
     let (dir, uri) = setup("imports");

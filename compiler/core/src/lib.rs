@@ -30,6 +30,11 @@ use wsp_diagnostics::{Diagnostic, FileName, Label};
 use crate::db::{file_items, parse_file, Database, File, FileSet};
 use wsp_vocab::codes;
 
+/// Whether a panic's payload is a query cancelled by an edit ([`Workspace::snapshot`]).
+pub fn is_cancelled(payload: &(dyn std::any::Any + Send)) -> bool {
+    payload.is::<salsa::Cancelled>()
+}
+
 /// The facade drivers use: owns the database and the file inputs.
 pub struct Workspace {
     db: Database,
@@ -70,6 +75,23 @@ impl Workspace {
 
     pub fn db(&self) -> &Database {
         &self.db
+    }
+
+    /// The workspace as it is now, to answer a request on another thread while this one is
+    /// edited. Only read it: an edit of the original cancels the snapshot's queries (they
+    /// unwind with salsa's `Cancelled`, see [`is_cancelled`]) and waits until every snapshot
+    /// has been dropped.
+    pub fn snapshot(&self) -> Workspace {
+        Workspace {
+            db: self.db.clone(),
+            files: self.files,
+        }
+    }
+
+    /// Unwinds with salsa's `Cancelled` when an edit waits for this snapshot: long
+    /// computations between queries call it now and then.
+    pub fn unwind_if_cancelled(&self) {
+        salsa::Database::unwind_if_revision_cancelled(&self.db);
     }
 
     fn file(&self, path: &str) -> Option<File> {

@@ -138,6 +138,11 @@ impl Client {
         }
     }
 
+    /// The next message from the server, if one comes within `timeout`.
+    pub fn next_message(&mut self, timeout: Duration) -> Option<Value> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+
     /// The next `publishDiagnostics` for `uri`.
     pub fn diagnostics(&mut self, uri: &str) -> Vec<Value> {
         loop {

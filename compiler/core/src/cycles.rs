@@ -19,28 +19,23 @@ pub(crate) fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<Stri
     use std::collections::HashMap;
     // Each file's constants by name (built once per file).
     let mut decls: HashMap<File, HashMap<&str, &Expr>> = HashMap::new();
-    let mut consts_of = |f: File| -> HashMap<&str, &Expr> {
-        decls
-            .entry(f)
-            .or_insert_with(|| {
-                parse_file(db, f)
-                    .file
-                    .items
-                    .iter()
-                    .filter_map(|n| match &n.item.kind {
-                        ItemKind::Const(c) => Some((c.name.name.as_str(), &c.value)),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .clone()
-    };
     // The constant `n` as `f` sees it: its declaring file and value.
     let mut decl = |f: File, n: &str| -> Option<(File, &Expr)> {
         let (home, Symbol::Const) = crate::resolve::declaring_file(db, f, n)? else {
             return None;
         };
-        consts_of(home).get(n).map(|e| (home, *e))
+        let consts = decls.entry(home).or_insert_with(|| {
+            parse_file(db, home)
+                .file
+                .items
+                .iter()
+                .filter_map(|n| match &n.item.kind {
+                    ItemKind::Const(c) => Some((c.name.name.as_str(), &c.value)),
+                    _ => None,
+                })
+                .collect()
+        });
+        consts.get(n).map(|e| (home, *e))
     };
     // The graph reachable from the file's own constants.
     let own: Vec<String> = parse_file(db, file)

@@ -191,25 +191,39 @@ pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<(ItemId<'db>, u32)> {
     out
 }
 
+/// Where each item of a file is in [`file_items`] (a search per item was quadratic in a file
+/// of many items).
+#[salsa::tracked(returns(ref))]
+pub fn item_positions<'db>(
+    db: &'db dyn Db,
+    file: File,
+) -> std::collections::HashMap<ItemId<'db>, usize> {
+    file_items(db, file)
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (*id, i))
+        .collect()
+}
+
 /// The AST of one item, with item-relative spans. Equal across edits to other items.
 #[salsa::tracked(returns(ref))]
 pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Item> {
     let file = item.file(db);
-    let parse = parse_file(db, file);
-    let items = file_items(db, file);
-    items
-        .iter()
-        .zip(&parse.file.items)
-        .find(|((id, _), _)| *id == item)
-        .map(|(_, node)| node.item.clone())
+    let i = *item_positions(db, file).get(&item)?;
+    parse_file(db, file)
+        .file
+        .items
+        .get(i)
+        .map(|node| node.item.clone())
 }
 
 /// Absolute start offset of an item in its file (changes when text before it changes; only
 /// used to turn relative spans into absolute ones at the very end).
 pub fn item_offset<'db>(db: &'db dyn Db, item: ItemId<'db>) -> u32 {
-    file_items(db, item.file(db))
-        .iter()
-        .find(|(id, _)| *id == item)
+    let file = item.file(db);
+    item_positions(db, file)
+        .get(&item)
+        .and_then(|i| file_items(db, file).get(*i))
         .map(|(_, off)| *off)
         .unwrap_or(0)
 }

@@ -648,53 +648,24 @@ pub fn footprint(k: &Kernel, consts: &BTreeMap<String, i64>, arch: &Arch) -> Opt
             }
         }
     }
-    let mut buffers: BTreeMap<&'static str, BufferPeak> = BTreeMap::new();
-    for p in 0..=end {
-        let mut per: BTreeMap<&'static str, (u64, Vec<usize>)> = BTreeMap::new();
-        for (buf, a, b, i) in &spans {
-            if *a <= p && p <= *b {
-                let e = per.entry(buf).or_default();
-                if !e.1.contains(i) {
-                    e.0 += w.vals[*i].bytes;
-                    e.1.push(*i);
-                }
-            }
-        }
-        for (buf, (bytes, live)) in per {
-            let capacity = arch.buffer(buf).unwrap_or(0);
-            let entry = buffers.entry(buf).or_insert_with(|| BufferPeak {
-                buffer: buf.to_string(),
-                capacity,
-                peak: 0,
-                at: w.points[p],
-                live: Vec::new(),
-            });
-            if bytes > entry.peak {
-                entry.peak = bytes;
-                entry.at = w.points[p];
-                entry.live = live
-                    .iter()
-                    .map(|i| (w.vals[*i].name.clone(), w.vals[*i].span, w.vals[*i].bytes))
-                    .collect();
+    let buffers = peaks(&spans, &w, arch);
+    // The buffers each value is in, in the order its spans name them.
+    let mut bufs_of: Vec<Vec<String>> = vec![Vec::new(); w.vals.len()];
+    for (buf, _, _, j) in &spans {
+        if let Some(b) = bufs_of.get_mut(*j) {
+            if !b.iter().any(|x| x == buf) {
+                b.push(buf.to_string());
             }
         }
     }
     let tiles = w
         .vals
         .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let mut bufs: Vec<String> = Vec::new();
-            for (buf, _, _, j) in &spans {
-                if *j == i && !bufs.iter().any(|b| b == buf) {
-                    bufs.push(buf.to_string());
-                }
-            }
-            (v.name.clone(), v.span, v.bytes, bufs)
-        })
+        .zip(bufs_of)
+        .map(|(v, bufs)| (v.name.clone(), v.span, v.bytes, bufs))
         .collect();
     let order = ["UB", "L1", "L0A", "L0B", "L0C", "DM"];
-    let mut out: Vec<BufferPeak> = buffers.into_values().collect();
+    let mut out: Vec<BufferPeak> = buffers;
     out.sort_by_key(|b| order.iter().position(|o| *o == b.buffer));
     Some(Footprint {
         arch: arch.name.clone(),
@@ -702,6 +673,83 @@ pub fn footprint(k: &Kernel, consts: &BTreeMap<String, i64>, arch: &Arch) -> Opt
         tiles,
         pipes: w.vals.iter().any(|v| v.pipe),
     })
+}
+
+/// Each buffer's peak: the first point where the bytes of the values live in it (a value
+/// counted once however many of its spans cover the point) are largest, and those values.
+/// A sweep over the spans' ends: n·log n in the spans (a scan of every span at every point was
+/// quadratic in a long kernel).
+fn peaks(
+    spans: &[(&'static str, usize, usize, usize)],
+    w: &Walk<'_>,
+    arch: &Arch,
+) -> Vec<BufferPeak> {
+    // Per (buffer, value), its spans merged into disjoint intervals.
+    let mut by: BTreeMap<(&'static str, usize), Vec<(usize, usize)>> = BTreeMap::new();
+    for (buf, a, b, i) in spans {
+        if a <= b {
+            by.entry((buf, *i)).or_default().push((*a, *b));
+        }
+    }
+    // Per buffer: (point, +bytes at a start / −bytes after an end).
+    let mut events: BTreeMap<&'static str, Vec<(usize, i128)>> = BTreeMap::new();
+    for ((buf, i), mut iv) in by {
+        iv.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::new();
+        for (a, b) in iv {
+            match merged.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        let bytes = i128::from(w.vals[i].bytes);
+        let ev = events.entry(buf).or_default();
+        for (a, b) in merged {
+            ev.push((a, bytes));
+            ev.push((b.saturating_add(1), -bytes));
+        }
+    }
+    let mut out = Vec::new();
+    for (buf, mut ev) in events {
+        // At one point the ends (after the previous point) come before the starts.
+        ev.sort_unstable_by_key(|(p, d)| (*p, *d > 0));
+        let first = ev
+            .iter()
+            .filter(|(_, d)| *d > 0)
+            .map(|(p, _)| *p)
+            .min()
+            .unwrap_or(0);
+        let (mut cur, mut peak, mut at) = (0i128, 0i128, None);
+        for (p, d) in ev {
+            cur += d;
+            if d > 0 && cur > peak {
+                peak = cur;
+                at = Some(p);
+            }
+        }
+        // The values live at the peak, in the order of their spans.
+        let mut live: Vec<usize> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(p) = at {
+            for (b, a, e, i) in spans {
+                if *b == buf && *a <= p && p <= *e && seen.insert(*i) {
+                    live.push(*i);
+                }
+            }
+        }
+        let point = at.unwrap_or(first);
+        out.push(BufferPeak {
+            buffer: buf.to_string(),
+            capacity: arch.buffer(buf).unwrap_or(0),
+            peak: u64::try_from(peak).unwrap_or(0),
+            at: w.points[point.min(w.points.len().saturating_sub(1))],
+            live: live
+                .iter()
+                .map(|i| (w.vals[*i].name.clone(), w.vals[*i].span, w.vals[*i].bytes))
+                .collect(),
+        });
+    }
+    out
 }
 
 /// A kernel's footprint on its file's target (see [`file_target`]).

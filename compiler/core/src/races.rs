@@ -648,7 +648,11 @@ pub(crate) fn straddles(
             _ => continue,
         };
         let vars: Vec<&String> = start.coef.keys().chain(end.coef.keys()).collect();
-        let mut vars: Vec<&String> = vars.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+        let mut vars: Vec<&String> = vars
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         vars.sort();
         let mut doms = Vec::new();
         let mut count: u64 = 1;
@@ -680,7 +684,11 @@ pub(crate) fn straddles(
                     out.push(Straddle {
                         text: a.text.clone(),
                         span: a.span,
-                        at: vars.iter().map(|v| v.to_string()).zip(vals.clone()).collect(),
+                        at: vars
+                            .iter()
+                            .map(|v| v.to_string())
+                            .zip(vals.clone())
+                            .collect(),
                         first: f,
                         last: l,
                         whole: false,

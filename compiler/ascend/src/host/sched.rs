@@ -14,6 +14,22 @@ use super::orch::c_str;
 /// resolves them (`wsp_ir::schedule::resolve`).
 pub(crate) fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), String> {
     let r = wsp_ir::schedule::resolve(p, s)?;
+    // Placements the emitted orchestration cannot honour are refused, never dropped (the
+    // capability matrix declares them unsupported on Ascend, with the reason).
+    for (used, key) in [
+        (r.spatial.is_some(), "spatial_map"),
+        (!r.shards.is_empty(), "layout"),
+    ] {
+        if let (true, Some(cap)) = (used, wsp_arch::capabilities::capability(key)) {
+            let e = cap.on(wsp_arch::capabilities::Backend::Ascend);
+            if e.support == wsp_arch::capabilities::Support::Unsupported {
+                return Err(format!(
+                    "`{}` is not supported on Ascend: {}",
+                    cap.written, e.reason
+                ));
+            }
+        }
+    }
     let mut pol = Policies::default();
     for (form, args) in &r.forms {
         pol.apply(form, args)?;

@@ -308,9 +308,9 @@ pub(super) fn schedule(c: &mut Checker, s: &Schedule) {
 /// schedule: both choose each task's core.
 fn placement_conflict(c: &mut Checker, s: &Schedule) {
     let find = |k: &[DirectiveKind]| {
-        s.directives.iter().find(|d| {
-            DirectiveKind::from_name(&d.name.name).is_some_and(|x| k.contains(&x))
-        })
+        s.directives
+            .iter()
+            .find(|d| DirectiveKind::from_name(&d.name.name).is_some_and(|x| k.contains(&x)))
     };
     let (Some(map), Some(disp)) = (
         find(&[DirectiveKind::SpatialMap]),
@@ -393,7 +393,10 @@ fn grid(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
         );
         return;
     };
-    for (a, what) in [(g, "a grid `(rows, cols)`"), (at, "two keys `(row_key, col_key)`")] {
+    for (a, what) in [
+        (g, "a grid `(rows, cols)`"),
+        (at, "two keys `(row_key, col_key)`"),
+    ] {
         if !matches!(&a.value.kind, ExprKind::Tuple(xs) if xs.len() == 2) {
             c.diags.push(
                 Diagnostic::new(
@@ -407,7 +410,10 @@ fn grid(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
     }
     if let ExprKind::Tuple(xs) = &g.value.kind {
         let most = i64::from(wsp_arch::MAX_CORES);
-        for (x, what) in xs.iter().zip(["the grid's row count", "the grid's column count"]) {
+        for (x, what) in xs
+            .iter()
+            .zip(["the grid's row count", "the grid's column count"])
+        {
             positive(c, x, what, most, name);
         }
     }
@@ -421,7 +427,10 @@ fn shard(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
         c.diags.push(
             Diagnostic::new(
                 codes::E0603,
-                format!("`.{name}` takes a tensor and its sharding, found {} argument(s)", d.args.len()),
+                format!(
+                    "`.{name}` takes a tensor and its sharding, found {} argument(s)",
+                    d.args.len()
+                ),
                 c.label(d.span, "write `.layout(T, shard(dim: d, parts: n))`"),
             )
             .with_help(directive_help(name)),
@@ -574,7 +583,10 @@ fn shard(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
                     "`{tensor}` has {} dimension(s), so it has no dimension {j} to shard",
                     dims.len()
                 ),
-                c.label(dim.span, format!("dimensions are 0 to {}", dims.len().saturating_sub(1))),
+                c.label(
+                    dim.span,
+                    format!("dimensions are 0 to {}", dims.len().saturating_sub(1)),
+                ),
             )
             .with_help(directive_help(name)),
         );

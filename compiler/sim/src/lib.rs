@@ -862,7 +862,7 @@ impl Submitter<'_> {
                 continue;
             };
             let (off, ext) = v.dims.get(sh.dim).copied().unwrap_or((0, 1));
-            let (first, last) = (off, off + ext.max(1) - 1);
+            let (first, last) = (off, off.saturating_add(ext.max(1) - 1));
             let (fs, ls) = (first.div_euclid(sh.size), last.div_euclid(sh.size));
             if fs != ls {
                 return Err(stop(

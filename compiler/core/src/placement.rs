@@ -237,16 +237,13 @@ fn views_fit(
     let parse = parse_file(db, file);
     let sizes = crate::races::axis_sizes(db, file);
     for (b, boff) in crate::keys::scheduled_bodies(&parse.file, &s.workload.name) {
-        let found = crate::races::straddles(
-            b,
-            scope,
-            consts,
-            sizes,
-            &tensor.name,
-            dim as usize,
-            *size,
+        let sharded = crate::races::Sharded {
+            tensor: &tensor.name,
+            dim: dim as usize,
+            size: *size,
             shard,
-        );
+        };
+        let found = crate::races::straddles(b, scope, consts, sizes, &sharded);
         for v in found {
             let (fs, ls) = (v.first / shard, v.last / shard);
             let mut diag = Diagnostic::new(

@@ -604,6 +604,14 @@ pub(crate) struct Straddle {
     pub whole: bool,
 }
 
+/// A tensor's dimension split into shards (`.layout`): the dimension's size and the shard's.
+pub(crate) struct Sharded<'a> {
+    pub tensor: &'a str,
+    pub dim: usize,
+    pub size: i64,
+    pub shard: i64,
+}
+
 /// The most iterations of one view [`straddles`] enumerates; a view over more is left to the
 /// run-time check (E0818).
 const MAX_STRADDLE_ITERATIONS: u64 = 1 << 16;
@@ -617,11 +625,14 @@ pub(crate) fn straddles(
     scope: &BTreeMap<String, Scoped>,
     consts: &BTreeMap<String, i64>,
     axis_sizes: &BTreeMap<String, D>,
-    tensor: &str,
-    dim: usize,
-    size: i64,
-    shard: i64,
+    sharded: &Sharded<'_>,
 ) -> Vec<Straddle> {
+    let &Sharded {
+        tensor,
+        dim,
+        size,
+        shard,
+    } = sharded;
     let mut cx = Collector::new(scope, consts, axis_sizes);
     cx.block(body);
     let mut out = Vec::new();

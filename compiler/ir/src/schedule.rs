@@ -364,6 +364,68 @@ mod tests {
     }
 
     #[test]
+    fn placements_resolve_and_a_spatial_map_takes_no_dispatch() {
+        let mut p = Program::new();
+        for name in ["A", "B"] {
+            p.tensors.push(crate::workload::TensorDecl {
+                name: name.into(),
+                kind: crate::workload::TensorKind::Input,
+                dtype: crate::dtype::DType::F32,
+                shape: vec![],
+                init: None,
+                at: None,
+            });
+        }
+        let map = Directive::SpatialMap {
+            rows: 2,
+            cols: 3,
+            row: DirValue::Int { value: 5 },
+            col: DirValue::Int { value: -1 },
+        };
+        let layout = |t: u32, parts: u32| Directive::Layout {
+            tensor: TensorId(t),
+            dim: 0,
+            parts,
+        };
+        let r = resolve(
+            &p,
+            Some(&schedule(vec![
+                map.clone(),
+                layout(0, 2),
+                layout(1, 4),
+                layout(0, 8),
+            ])),
+        )
+        .expect("resolves");
+        let sp = r.spatial.expect("a spatial map");
+        // Row 5 mod 2 = 1, column -1 mod 3 = 2 (Euclidean): core 1 * 3 + 2.
+        assert_eq!((sp.cores(), sp.core(&[]).expect("keys")), (6, 5));
+        // The last layout of a tensor applies.
+        assert_eq!(
+            r.shards
+                .iter()
+                .map(|s| (s.tensor.0, s.parts))
+                .collect::<Vec<_>>(),
+            [(1, 4), (0, 8)]
+        );
+        let both = resolve(
+            &p,
+            Some(&schedule(vec![
+                map,
+                Directive::Policy {
+                    policy: Policy::WorkSteal,
+                    args: vec![],
+                },
+            ])),
+        );
+        assert!(both
+            .unwrap_err()
+            .contains("cannot be combined with `.dispatch(work_steal)`"));
+        let none = resolve(&p, Some(&schedule(vec![layout(0, 0)])));
+        assert!(none.unwrap_err().contains("at least one shard"));
+    }
+
+    #[test]
     fn streams_and_their_key_go_together() {
         let p = Program::new();
         let streams = resolve(&p, Some(&schedule(vec![Directive::Streams { count: 4 }])));

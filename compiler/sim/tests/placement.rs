@@ -102,6 +102,37 @@ fn spatial_map_puts_each_task_on_its_grid_cell() {
 }
 
 #[test]
+fn the_trace_shows_each_task_on_the_lane_of_its_cell() {
+    let mut o = opts("ascend910b");
+    o.record = true;
+    // Cell (heads mod 2, batch mod 4) of a 2 × 4 grid: core (heads mod 2) * 4 + batch.
+    let r = run(
+        &grid_program(".spatial_map(grid: (2, 4), at: (heads, batch))"),
+        &o,
+    )
+    .expect("runs");
+    let trace: serde_json::Value =
+        serde_json::from_str(r.trace.as_deref().expect("a trace")).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("events");
+    let lane = |tid: &serde_json::Value| {
+        events
+            .iter()
+            .find(|e| e["name"] == "thread_name" && e["tid"] == *tid)
+            .and_then(|e| e["args"]["name"].as_str())
+            .map(str::to_string)
+    };
+    let mut seen = 0;
+    for e in events.iter().filter(|e| e["cat"] == "task") {
+        let c = &e["args"]["coords"];
+        let (b, h) = (c[0].as_i64().expect("b"), c[1].as_i64().expect("h"));
+        let want = format!("vector{:03}", (h % 2) * 4 + b);
+        assert_eq!(lane(&e["tid"]), Some(want), "{e}");
+        seen += 1;
+    }
+    assert_eq!(seen, 8);
+}
+
+#[test]
 fn a_grid_larger_than_a_class_is_refused_before_the_run() {
     // pto_wsp_v9 models one vector core: a 2 × 4 grid names 8.
     let Err(e) = run(

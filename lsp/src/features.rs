@@ -15,7 +15,8 @@ use wsp_syntax::lexer::ITEM_KEYWORDS;
 use wsp_syntax::{lex, Token, TokenInfo};
 use wsp_vocab::ops::{KERNEL_FNS, KERNEL_FN_NAMES};
 use wsp_vocab::schedule::{
-    Directive, WindowMode, DIRECTIVE_NAMES, POLICY_NAMES, POOL_NAMES, WINDOW_MODE_NAMES,
+    Directive, WindowMode, DIRECTIVE_NAMES, GRID_NAMES, POLICY_NAMES, POOL_NAMES, SHARD,
+    WINDOW_MODE_NAMES,
 };
 use wsp_vocab::words::{
     axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, WORKLOAD_BUILTINS,
@@ -981,6 +982,28 @@ pub fn completion_with(
                     })
                     .collect();
             }
+            // The named arguments of `.spatial_map(`, and `shard` as `.layout(T, `'s layout.
+            if directive == Directive::SpatialMap {
+                return GRID_NAMES
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.to_string(),
+                            lsp::CompletionItemKind::FIELD,
+                            directive.usage().to_string(),
+                            format!("{p}: "),
+                        )
+                    })
+                    .collect();
+            }
+            if directive == Directive::Layout && arg == 1 {
+                return vec![(
+                    SHARD.to_string(),
+                    lsp::CompletionItemKind::FUNCTION,
+                    directive.usage().to_string(),
+                    format!("{SHARD}(dim: 0, parts: 2)"),
+                )];
+            }
             if directive == Directive::TaskWindow && arg == 1 {
                 return WindowMode::ALL
                     .iter()
@@ -1701,6 +1724,17 @@ mod tests {
                 "{written}: {l:?}"
             );
         }
+        // The arguments of `.spatial_map(`, first and after a comma; `shard` in `.layout(T, `.
+        for written in [".spatial_map(", ".spatial_map(grid: (2, 4), "] {
+            let src = SRC.replace(".dispatch(round_robin)", written);
+            ws.set_file("a.wsp", src.clone());
+            let l = labels(completion(&ws, "a.wsp", src.len() - 1));
+            assert_eq!(l, ["grid", "at"], "{written}: {l:?}");
+        }
+        let src = SRC.replace(".dispatch(round_robin)", ".layout(X, ");
+        ws.set_file("a.wsp", src.clone());
+        let l = labels(completion(&ws, "a.wsp", src.len() - 1));
+        assert_eq!(l, ["shard"], "{l:?}");
         // Window modes after `.task_window(n,`.
         let src = SRC.replace(".dispatch(round_robin)", ".task_window(8, ");
         ws.set_file("a.wsp", src.clone());

@@ -109,6 +109,7 @@ impl Sink for Engine {
                 key: coords[0],
                 priority: 0,
                 stream: 0,
+                place: None,
             })
             .expect("submit");
     }
@@ -365,6 +366,7 @@ fn empty_run(shape: &str, threads: usize, n: i64) -> (u64, u64, u64) {
             key: 0,
             priority: 0,
             stream: 0,
+            place: None,
         })
         .expect("submit");
         count += 1;
@@ -457,6 +459,7 @@ fn csp_fanout(workers: u32, tokens: i64) -> (u64, u64) {
                         key: 0,
                         priority: 0,
                         stream: 0,
+                        place: None,
                     })
                     .map_err(|e| e.to_string())?;
                     Ok(Step::Continue)

@@ -174,6 +174,10 @@ pub struct TaskDesc<'a> {
     pub priority: i64,
     /// The stream key (`streams(n)`: the task joins stream `stream mod n`); 0 when unused.
     pub stream: i64,
+    /// A fixed core of the task's class (a spatial map's cell, a shard's owner), below the
+    /// class's core count ([`crate::Runtime::kernel_cores`]): the dispatch policy is not
+    /// consulted for the task. `None`: the policy places it.
+    pub place: Option<u32>,
 }
 
 /// One region argument as a kernel sees it (C layout, for JIT-compiled entries). The arrays

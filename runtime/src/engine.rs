@@ -1085,6 +1085,14 @@ impl Runtime {
 
     /// Registers a kernel of a core class. A class the model lacks runs on the model's matmul
     /// class (cube) or vector cores (aicpu).
+    /// The cores of the class kernel `k` runs on (0 for an unknown kernel): a task's
+    /// [`TaskDesc::place`] is below it.
+    pub fn kernel_cores(&self, k: KernelId) -> u32 {
+        self.kernels
+            .get(k.0 as usize)
+            .map_or(0, |e| self.classes[e.ci].cores.len() as u32)
+    }
+
     pub fn register_kernel(
         &mut self,
         name: &str,
@@ -1440,6 +1448,16 @@ impl Runtime {
         if t.kernel.0 as usize >= self.kernels.len() {
             return api(format!("unknown kernel id {}", t.kernel.0));
         }
+        if let Some(c) = t.place {
+            let k = &self.kernels[t.kernel.0 as usize];
+            let n = self.classes[k.ci].cores.len();
+            if c as usize >= n {
+                return api(format!(
+                    "a task of `{}` is placed on {} core {c}, but {} has {n} {} cores",
+                    k.name, k.class, self.cfg.arch.name, k.class
+                ));
+            }
+        }
         let Prepared {
             entries: need_m,
             in_bytes,
@@ -1671,11 +1689,15 @@ impl Runtime {
         // Dispatch assignment for fixed policies, in emission order.
         let ci = self.kernels[kernel as usize].ci;
         let ncores = self.classes[ci].cores.len() as u64;
-        let core = match self.cfg.policies.dispatch {
-            Dispatch::RoundRobin(n) => (self.classes[ci].emitted % (n as u64).min(ncores)) as u16,
-            Dispatch::Affinity => key.rem_euclid(ncores as i64) as u16,
-            Dispatch::Hash => (mix(key) % ncores) as u16,
-            Dispatch::WorkSteal => NO_CORE,
+        // A placed task's core is fixed (checked above); the others follow the policy.
+        let core = match (t.place, self.cfg.policies.dispatch) {
+            (Some(c), _) => c as u16,
+            (None, Dispatch::RoundRobin(n)) => {
+                (self.classes[ci].emitted % (n as u64).min(ncores)) as u16
+            }
+            (None, Dispatch::Affinity) => key.rem_euclid(ncores as i64) as u16,
+            (None, Dispatch::Hash) => (mix(key) % ncores) as u16,
+            (None, Dispatch::WorkSteal) => NO_CORE,
         };
         self.classes[ci].emitted += 1;
         self.slot_mut(seq).core = core;
@@ -1918,38 +1940,38 @@ impl Runtime {
                 if c.queued == 0 || c.idle == 0 {
                     break;
                 }
-                // Work stealing queues every task on the shared queue: the lowest idle core
-                // takes the next. Fixed dispatch queues each on its core's own queue: the idle
-                // cores with tasks, in index order from the last taken.
-                let (k, seq) = if steal {
-                    let Some(w) = c.idle_bits.iter().position(|&m| m != 0) else {
-                        break;
-                    };
-                    let Some(seq) = c.shared.pop() else { break };
-                    (64 * w + c.idle_bits[w].trailing_zeros() as usize, seq)
-                } else {
-                    let mut k = usize::MAX;
-                    let mut w = from / 64;
-                    while w < c.idle_bits.len() {
-                        let mut m = c.idle_bits[w] & c.own_bits[w];
-                        if w == from / 64 {
-                            m &= u64::MAX << (from % 64);
-                        }
-                        if m != 0 {
-                            k = 64 * w + m.trailing_zeros() as usize;
-                            break;
-                        }
-                        w += 1;
+                // Fixed dispatch (and placed tasks, under any policy) queues each task on its
+                // core's own queue: the idle cores with tasks, in index order from the last
+                // taken. Work stealing queues the other tasks on the shared queue: the lowest
+                // idle core takes the next.
+                let mut k = usize::MAX;
+                let mut w = from / 64;
+                while w < c.idle_bits.len() {
+                    let mut m = c.idle_bits[w] & c.own_bits[w];
+                    if w == from / 64 {
+                        m &= u64::MAX << (from % 64);
                     }
-                    let Some(q) = c.cores.get_mut(k).map(|cr| &mut cr.queue) else {
+                    if m != 0 {
+                        k = 64 * w + m.trailing_zeros() as usize;
                         break;
-                    };
+                    }
+                    w += 1;
+                }
+                let (k, seq) = if let Some(q) = c.cores.get_mut(k).map(|cr| &mut cr.queue) {
                     from = k + 1;
                     let Some(seq) = q.pop() else { continue };
                     if q.is_empty() {
                         c.own_bits[k / 64] &= !(1 << (k % 64));
                     }
                     (k, seq)
+                } else if steal {
+                    let Some(w) = c.idle_bits.iter().position(|&m| m != 0) else {
+                        break;
+                    };
+                    let Some(seq) = c.shared.pop() else { break };
+                    (64 * w + c.idle_bits[w].trailing_zeros() as usize, seq)
+                } else {
+                    break;
                 };
                 c.queued -= 1;
                 if let Some(o) = c.overflow.pop_front() {

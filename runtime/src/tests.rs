@@ -24,6 +24,7 @@ fn task<'a>(k: KernelId, coords: &'a [i64], args: &'a [Arg], cycles: u64) -> Tas
         key: 0,
         priority: 0,
         stream: 0,
+        place: None,
     }
 }
 
@@ -2014,4 +2015,49 @@ fn submit_cost_paces_the_orchestration_and_batching_shows_in_the_cycles() {
     // A window of 1: each task's slot is freed only when the one before it has been handled.
     let narrow = submitted(8, false, Some(("task_window", 1))).total_cycles;
     assert!(narrow > eight, "{narrow} vs {eight}");
+}
+
+/// A placed task runs on the core it names, under any dispatch policy (work stealing
+/// included, where unplaced tasks still go to any idle core); a core past the class's count is
+/// refused before anything is submitted.
+#[test]
+fn placed_tasks_run_on_their_cores() {
+    for dispatch in [Dispatch::WorkSteal, Dispatch::RoundRobin(4), Dispatch::Hash] {
+        let mut cfg = Config::new(arch("ascend910b"));
+        cfg.policies.dispatch = dispatch;
+        let mut rt = Runtime::new(cfg).unwrap();
+        let k = rt.register_kernel("k", CoreClass::Vector, noop());
+        assert_eq!(rt.kernel_cores(k), 48);
+        let x = rt.add_tensor(4, &[64]).unwrap();
+        for i in 0..8i64 {
+            let coords = [i];
+            let mut t = task(k, &coords, &[], 100);
+            let args = [arg(x, &[i], &[1], Direction::Out)];
+            t.args = &args;
+            // The even tasks on core 7, the odd ones left to the policy.
+            t.place = (i % 2 == 0).then_some(7);
+            rt.submit(&t).unwrap();
+        }
+        rt.finish().unwrap();
+        let s = rt.stats();
+        let on = |c: u32| {
+            s.cores
+                .iter()
+                .find(|x| x.class == "vector" && x.index == c)
+                .map_or(0, |x| x.tasks)
+        };
+        assert!(on(7) >= 4, "{dispatch:?}: {} on core 7", on(7));
+        assert_eq!(s.tasks, 8);
+    }
+    let mut rt = Runtime::new(Config::new(arch("ascend910b"))).unwrap();
+    let k = rt.register_kernel("k", CoreClass::Vector, noop());
+    let x = rt.add_tensor(4, &[4]).unwrap();
+    let args = [arg(x, &[0], &[4], Direction::Out)];
+    let mut t = task(k, &[0], &args, 10);
+    t.place = Some(48);
+    let e = rt.submit(&t).unwrap_err().to_string();
+    assert!(
+        e.contains("placed on vector core 48") && e.contains("48 vector cores"),
+        "{e}"
+    );
 }

@@ -309,6 +309,26 @@ pub const MATRIX: &[Capability] = &[
         ],
     ),
     cap(Schedule, "target", ".target(arch)", [e(), e(), e()]),
+    cap(
+        Schedule,
+        "spatial_map",
+        ".spatial_map(grid: (rows, cols), at: (row_key, col_key))",
+        [
+            e(),
+            u("the emitted orchestration hands tasks to the AICPU scheduler by dispatch policy and cannot pin a task to a core of a grid"),
+            u("the AIE planner places tasks on compute tiles by the dispatch policy; it does not map a grid of keys onto tiles"),
+        ],
+    ),
+    cap(
+        Schedule,
+        "layout",
+        ".layout(T, shard(dim: d, parts: n))",
+        [
+            e(),
+            u("the emitted orchestration keeps every tensor in global memory and cannot run a task on the core that owns its shard"),
+            u("the AIE planner streams whole views through ObjectFIFOs; it does not split a tensor among tiles or place tasks by shard"),
+        ],
+    ),
     // ------------------------------------------------------------ kernel operation families
     cap(
         Kernel,

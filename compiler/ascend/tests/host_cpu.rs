@@ -389,6 +389,22 @@ fn unknown_archs_options_and_schedules_are_diagnostics() {
     };
     let d = refused(b.emit(&add, &o));
     assert!(d[0].message.contains("no schedule `nope`"), "{d:?}");
+    // Placements the orchestration cannot honour are refused, never dropped.
+    let mut placed = add.clone();
+    placed.schedules[0]
+        .directives
+        .push(wsp_ir::workload::Directive::SpatialMap {
+            rows: 1,
+            cols: 2,
+            row: wsp_ir::workload::DirValue::Int { value: 0 },
+            col: wsp_ir::workload::DirValue::Int { value: 1 },
+        });
+    let d = refused(b.emit(&placed, &EmitOptions::default()));
+    assert!(
+        d.iter().any(|d| d.message.contains(".spatial_map(")
+            && d.message.contains("not supported on Ascend")),
+        "{d:?}"
+    );
     // The default tree: kernels, stand-in, host side; the library next to the executable.
     let (tree, _) = b.emit(&add, &EmitOptions::default()).expect("emitted");
     for f in [

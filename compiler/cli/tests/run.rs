@@ -1344,3 +1344,48 @@ workload w { for i in P(rows) { cp[i](x: X[i], y: Y[i]) } }
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn placements_put_tasks_on_their_cores_and_refuse_what_cannot_be_placed() {
+    let src = |grid: &str| {
+        format!(
+            r#"axis batch = Dense[2]
+axis heads = Dense[4]
+input X: f32[2, 4, 16, 16] = random(seed: 1)
+output Y: f32[2, 4, 16, 16]
+kernel copy(x: in f32[16, 16], y: out f32[16, 16]) {{ y = x }}
+workload w {{
+    for b, h in P(batch, heads) {{ copy[b, h](x: X[b, h], y: Y[b, h]) }}
+}}
+schedule main = w.spatial_map(grid: {grid}, at: (heads, batch))
+"#
+        )
+    };
+    // `--stats json` counts each core's tasks: (heads mod 4) * 2 + batch names cores 0 to 7.
+    let d = program("spatial-map", &src("(4, 2)"));
+    let o = wsp(&d, &["run", "p.wsp", "--stats", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let cores = j["stats"]["cores"].as_array().expect("cores");
+    let busy: Vec<(u64, u64)> = cores
+        .iter()
+        .filter(|c| c["tasks"].as_u64() > Some(0))
+        .map(|c| {
+            (
+                c["index"].as_u64().unwrap_or(99),
+                c["tasks"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(busy, (0..8).map(|i| (i, 1)).collect::<Vec<_>>());
+    // 49 cells on ascend910b's 48 vector cores: the checker knows the model with `--arch`
+    // (E0610); on the default model the run refuses it before any task (E0817).
+    let d = program("spatial-map-large", &src("(7, 7)"));
+    let o = wsp(&d, &["run", "p.wsp", "--arch", "ascend910b"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o.stderr).contains("E0610"), "{}", text(&o.stderr));
+    let o = wsp(&d, &["run", "p.wsp"]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = text(&o.stderr);
+    assert!(err.contains("E0817") && err.contains("48 cores"), "{err}");
+}

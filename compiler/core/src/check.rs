@@ -21,7 +21,7 @@ use schedules::{key_axes, schedule};
 use wsp_vocab::ops::KERNEL_FN_NAMES;
 use wsp_vocab::schedule::{
     Directive as DirectiveKind, DirectiveArg, Policy, PolicyArg, WindowMode, DIRECTIVE_NAMES,
-    POLICY_NAMES, POOL_NAMES, WINDOW_MODE_NAMES,
+    GRID_NAMES, POLICY_NAMES, POOL_NAMES, SHARD, SHARD_NAMES, WINDOW_MODE_NAMES,
 };
 pub use wsp_vocab::words::{
     axis_ctor_signature, AXIS_CTORS, DTYPES, EXPECT_BUILTINS, INITIALISERS, LOCAL_TENSOR,

@@ -32,8 +32,9 @@ pub(crate) struct KeyExpr<'a> {
     pub effective: bool,
 }
 
-/// The key expressions of a schedule's directives: `stream_by(e)`, and the argument of
-/// `affinity`, `hash`, `by` (dispatch) and `priority` (ready).
+/// The key expressions of a schedule's directives: `stream_by(e)`, `dispatch_by(e)`, the two
+/// keys of `spatial_map(..., at: (r, c))`, and the argument of `affinity`, `hash`, `by`
+/// (dispatch) and `priority` (ready).
 pub(crate) fn key_exprs(s: &Schedule) -> Vec<KeyExpr<'_>> {
     let mut out = Vec::new();
     for (i, d) in s.directives.iter().enumerate() {
@@ -46,6 +47,17 @@ pub(crate) fn key_exprs(s: &Schedule) -> Vec<KeyExpr<'_>> {
             affinity,
             effective,
         };
+        // `.spatial_map(grid: (rows, cols), at: (row_key, col_key))`: two keys.
+        if d.name.name == "spatial_map" {
+            for a in &d.args {
+                if let (Some(n), ExprKind::Tuple(xs)) = (&a.name, &a.value.kind) {
+                    if n.name == "at" {
+                        out.extend(xs.iter().map(|x| key(x, false)));
+                    }
+                }
+            }
+            continue;
+        }
         let Some(arg) = d.args.first().map(|a| &a.value) else {
             continue;
         };
@@ -273,4 +285,62 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+/// The block bodies (with their items' offsets) that workload `name` runs, through
+/// compositions and the processes of a `connect`, within the file; each once.
+pub(crate) fn scheduled_bodies<'a>(
+    file: &'a wsp_syntax::SourceFile,
+    name: &'a str,
+) -> Vec<(&'a Block, u32)> {
+    let mut bodies: BTreeMap<&str, (Option<&Block>, Option<&Expr>, u32)> = BTreeMap::new();
+    for node in &file.items {
+        let off = &node.range.start;
+        match &node.item.kind {
+            ItemKind::Workload(Workload { name, body, .. }) => {
+                let b = match body {
+                    WorkloadBody::Block(b) => (Some(b), None, *off),
+                    WorkloadBody::Expr(e) => (None, Some(e), *off),
+                };
+                bodies.entry(&name.name).or_insert(b);
+            }
+            ItemKind::Process(p) => {
+                bodies
+                    .entry(&p.name.name)
+                    .or_insert((Some(&p.body), None, *off));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut todo = vec![name];
+    while let Some(w) = todo.pop() {
+        if !seen.insert(w) {
+            continue;
+        }
+        match bodies.get(w) {
+            Some((Some(b), _, off)) => out.push((*b, *off)),
+            Some((None, Some(e), _)) => {
+                let mut names = Vec::new();
+                composed(e, &mut names);
+                todo.extend(names.into_iter().rev());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The kernels the task calls of a body name, in source order.
+pub(crate) fn task_kernels(b: &Block) -> Vec<String> {
+    let mut all = Vec::new();
+    Sites {
+        off: 0,
+        axes: Vec::new(),
+        in_consume: false,
+        out: &mut all,
+    }
+    .visit_block(b);
+    all.into_iter().map(|s| s.kernel).collect()
 }

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod locals;
 pub mod lower;
 pub mod memory;
+pub mod placement;
 pub mod races;
 pub mod resolve;
 pub mod std_lib;
@@ -319,6 +320,7 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
     out.extend(csp::channel_graph(db, file).iter().cloned());
     out.extend(tokens::pipeline_tokens(db, file).iter().cloned());
     out.extend(keys::tasks_outside_keys(db, file).iter().cloned());
+    out.extend(placement::placements(db, file).iter().cloned());
     for (item, offset) in file_items(db, file) {
         for d in check::check_item(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));

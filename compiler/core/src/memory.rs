@@ -43,7 +43,7 @@ pub fn builtin_arch_name(n: &str) -> Option<String> {
 }
 
 /// The model of the driver's `--arch FILE.toml`, if it chose one (it parsed when it was set).
-fn model_file(db: &dyn Db) -> Option<Arch> {
+pub(crate) fn model_file(db: &dyn Db) -> Option<Arch> {
     let (path, text) = db.file_set().arch_file(db).as_ref()?;
     Arch::parse(text, path).ok()
 }

@@ -142,6 +142,10 @@ pub(crate) struct Access {
     pub(crate) text: String,
     /// Item-relative.
     pub(crate) span: Span,
+    /// Made under a `when` branch (whose condition may guard the index).
+    in_when: bool,
+    /// The domains of the loop variables the view's indices use, where it is made.
+    dom: BTreeMap<String, Interval>,
 }
 
 /// Inclusive integer interval; `None` bounds are unbounded.
@@ -405,6 +409,19 @@ impl Collector<'_> {
                 param.dims.as_deref(),
             );
             let ivs = dims.iter().map(|d| dim_interval(d, &self.dom)).collect();
+            let mut dom = BTreeMap::new();
+            for d in &dims {
+                let forms: Vec<&Affine> = match d {
+                    Ix::Point(a) => a.iter().collect(),
+                    Ix::Range(s, e) => s.iter().chain(e.iter()).collect(),
+                    Ix::Whole => Vec::new(),
+                };
+                for v in forms.into_iter().flat_map(|a| a.coef.keys()) {
+                    if let Some(i) = self.dom.get(v) {
+                        dom.insert(v.clone(), *i);
+                    }
+                }
+            }
             self.out.push(Access {
                 tensor: tensor.name.clone(),
                 write,
@@ -412,6 +429,8 @@ impl Collector<'_> {
                 ivs,
                 text: crate::types::expr_text(&a.value),
                 span: a.value.span,
+                in_when: self.in_when > 0,
+                dom,
             });
         }
     }
@@ -582,6 +601,140 @@ pub fn check_block(
     );
     diags.extend(view_bounds(file, body, scope, consts, axis_sizes));
     diags
+}
+
+/// A view that crosses a shard boundary of its tensor (`.layout`, E0612): the view, the
+/// iteration (loop variables and their values) and the first and last index it touches in the
+/// sharded dimension; `whole` when it keeps the whole dimension.
+pub(crate) struct Straddle {
+    pub text: String,
+    /// Item-relative.
+    pub span: Span,
+    pub at: Vec<(String, i64)>,
+    pub first: i64,
+    pub last: i64,
+    pub whole: bool,
+}
+
+/// A tensor's dimension split into shards (`.layout`): the dimension's size and the shard's.
+pub(crate) struct Sharded<'a> {
+    pub tensor: &'a str,
+    pub dim: usize,
+    pub size: i64,
+    pub shard: i64,
+}
+
+/// The most iterations of one view [`straddles`] enumerates; a view over more is left to the
+/// run-time check (E0818).
+const MAX_STRADDLE_ITERATIONS: u64 = 1 << 16;
+
+/// The first straddling iteration of each view of `tensor` in `body` (outside `when` branches)
+/// whose index in dimension `dim` is affine over loop variables of known domains, with shards
+/// of `shard` indices in a dimension of `size`. Iterations whose view leaves the dimension
+/// are E0411's, not reported here.
+pub(crate) fn straddles(
+    body: &Block,
+    scope: &BTreeMap<String, Scoped>,
+    consts: &BTreeMap<String, i64>,
+    axis_sizes: &BTreeMap<String, D>,
+    sharded: &Sharded<'_>,
+) -> Vec<Straddle> {
+    let &Sharded {
+        tensor,
+        dim,
+        size,
+        shard,
+    } = sharded;
+    let mut cx = Collector::new(scope, consts, axis_sizes);
+    cx.block(body);
+    let mut out = Vec::new();
+    for a in cx.out.iter().filter(|a| a.tensor == tensor && !a.in_when) {
+        let (start, end) = match a.dims.get(dim) {
+            None | Some(Ix::Whole) => {
+                if shard < size {
+                    out.push(Straddle {
+                        text: a.text.clone(),
+                        span: a.span,
+                        at: Vec::new(),
+                        first: 0,
+                        last: size - 1,
+                        whole: true,
+                    });
+                }
+                continue;
+            }
+            Some(Ix::Point(Some(p))) => match p.clone().add(&Affine::konst(1), 1) {
+                Some(e) => (p.clone(), e),
+                None => continue,
+            },
+            Some(Ix::Range(Some(s), Some(e))) => (s.clone(), e.clone()),
+            _ => continue,
+        };
+        let vars: Vec<&String> = start.coef.keys().chain(end.coef.keys()).collect();
+        let mut vars: Vec<&String> = vars
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        vars.sort();
+        let mut doms = Vec::new();
+        let mut count: u64 = 1;
+        for v in &vars {
+            match a.dom.get(*v) {
+                Some((Some(l), Some(h))) if l <= h => {
+                    count = count.saturating_mul((h - l + 1) as u64);
+                    doms.push((*l, *h));
+                }
+                _ => count = u64::MAX,
+            }
+        }
+        if count > MAX_STRADDLE_ITERATIONS {
+            continue;
+        }
+        let eval = |f: &Affine, vals: &[i64]| -> Option<i64> {
+            let mut x = f.k;
+            for (v, c) in &f.coef {
+                let i = vars.iter().position(|w| *w == v)?;
+                x = x.checked_add(c.checked_mul(vals[i])?)?;
+            }
+            Some(x)
+        };
+        let mut vals: Vec<i64> = doms.iter().map(|d| d.0).collect();
+        'iter: loop {
+            let range = eval(&start, &vals).zip(eval(&end, &vals).and_then(|e| e.checked_sub(1)));
+            if let Some((f, l)) = range {
+                if f <= l && f >= 0 && l < size && f / shard != l / shard {
+                    out.push(Straddle {
+                        text: a.text.clone(),
+                        span: a.span,
+                        at: vars
+                            .iter()
+                            .map(|v| v.to_string())
+                            .zip(vals.clone())
+                            .collect(),
+                        first: f,
+                        last: l,
+                        whole: false,
+                    });
+                    break 'iter;
+                }
+            }
+            // The next iteration, the last variable fastest.
+            let mut k = vals.len();
+            loop {
+                if k == 0 {
+                    break 'iter;
+                }
+                k -= 1;
+                if vals[k] < doms[k].1 {
+                    vals[k] += 1;
+                    break;
+                }
+                vals[k] = doms[k].0;
+            }
+        }
+    }
+    out
 }
 
 /// E0411: view indices that provably leave their tensor (affine indices over loops whose axes

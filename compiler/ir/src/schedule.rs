@@ -4,7 +4,9 @@
 //! the Ascend backend's orchestration both read a schedule through [`resolve`], so they
 //! configure the runtime alike.
 
-use crate::workload::{AxisId, DirValue, Directive, ExprOp, Policy, Program, Schedule, WindowMode};
+use crate::workload::{
+    AxisId, DirValue, Directive, ExprOp, Policy, Program, Schedule, TensorId, WindowMode,
+};
 use wsp_vocab::schedule::{Directive as VocabDirective, PolicyArg};
 
 /// A policy key: how a task's key (affinity, hash, stream, priority) is computed.
@@ -139,12 +141,46 @@ impl Schedule {
     }
 }
 
+/// `.spatial_map(grid: (rows, cols), at: (row, col))`: the grid and its two keys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spatial {
+    pub rows: u32,
+    pub cols: u32,
+    pub row: Key,
+    pub col: Key,
+}
+
+impl Spatial {
+    /// The cores of a class the grid covers (`rows × cols`).
+    pub fn cores(&self) -> u64 {
+        u64::from(self.rows) * u64::from(self.cols)
+    }
+
+    /// The core of a task: `(row mod rows) * cols + (col mod cols)`, from its axis coordinates.
+    pub fn core(&self, axes: &[(AxisId, i64)]) -> Result<u64, String> {
+        let r = self.row.eval(axes)?.rem_euclid(i64::from(self.rows)) as u64;
+        let c = self.col.eval(axes)?.rem_euclid(i64::from(self.cols)) as u64;
+        Ok(r * u64::from(self.cols) + c)
+    }
+}
+
+/// `.layout(T, shard(dim: d, parts: n))`: a tensor split into equal shards along a dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub tensor: TensorId,
+    pub dim: u32,
+    pub parts: u32,
+}
+
 /// A schedule resolved: the policy forms to apply in order (`("round_robin", [4])`,
-/// `("task_window", [64])`), and its keys.
+/// `("task_window", [64])`), its keys, and its placements (`.spatial_map`, the `.layout`s,
+/// the last per tensor).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Resolved {
     pub forms: Vec<(&'static str, Vec<u32>)>,
     pub keys: Keys,
+    pub spatial: Option<Spatial>,
+    pub shards: Vec<Shard>,
 }
 
 /// Resolves a schedule (`None`: no schedule, the defaults). The last directive of a name
@@ -156,9 +192,48 @@ pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
         return Ok(r);
     };
     let mut streams: Option<u32> = None;
+    // The dispatch a directive sets (a placement cannot be combined with one).
+    let mut dispatch: Option<Policy> = None;
     for d in &s.directives {
         match d {
             Directive::Target { .. } => {}
+            Directive::SpatialMap {
+                rows,
+                cols,
+                row,
+                col,
+            } => {
+                if *rows == 0 || *cols == 0 {
+                    return Err(format!(
+                        "schedule `{}`: `.spatial_map` needs a grid of at least 1 × 1, found {rows} × {cols}",
+                        s.name
+                    ));
+                }
+                r.spatial = Some(Spatial {
+                    rows: *rows,
+                    cols: *cols,
+                    row: key_of(p, row)?,
+                    col: key_of(p, col)?,
+                });
+            }
+            Directive::Layout { tensor, dim, parts } => {
+                let t = p
+                    .tensors
+                    .get(tensor.index())
+                    .ok_or_else(|| format!("`.layout` of unknown tensor #{}", tensor.0))?;
+                if *parts == 0 {
+                    return Err(format!(
+                        "schedule `{}`: `.layout({}, ...)` needs at least one shard",
+                        s.name, t.name
+                    ));
+                }
+                r.shards.retain(|x| x.tensor != *tensor);
+                r.shards.push(Shard {
+                    tensor: *tensor,
+                    dim: *dim,
+                    parts: *parts,
+                });
+            }
             Directive::TaskWindow { size: value, .. } | Directive::Streams { count: value } => {
                 let name = d.kind().name();
                 let n = u32::try_from(*value)
@@ -187,7 +262,10 @@ pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
             )),
             Directive::Policy { policy, args } => {
                 match policy.directive() {
-                    VocabDirective::Dispatch => r.keys.dispatch = None,
+                    VocabDirective::Dispatch => {
+                        r.keys.dispatch = None;
+                        dispatch = Some(*policy);
+                    }
                     VocabDirective::Ready => r.keys.priority = None,
                     _ => {}
                 }
@@ -210,6 +288,14 @@ pub fn resolve(p: &Program, s: Option<&Schedule>) -> Result<Resolved, String> {
                 }
             }
         }
+    }
+    // A spatial map places every task: a dispatch policy beside it would never apply.
+    if let (Some(_), Some(policy)) = (&r.spatial, dispatch) {
+        return Err(format!(
+            "schedule `{}`: `.spatial_map(...)` places every task on a core, so it cannot be combined with `.dispatch({})`",
+            s.name,
+            policy.written()
+        ));
     }
     // Streams need a key to say which stream a task is on, and a key picks one only among
     // streams: neither is left to mean something silently.
@@ -275,6 +361,68 @@ mod tests {
         );
         assert_eq!(r.keys, Keys::default());
         assert_eq!(resolve(&p, None).expect("defaults"), Resolved::default());
+    }
+
+    #[test]
+    fn placements_resolve_and_a_spatial_map_takes_no_dispatch() {
+        let mut p = Program::new();
+        for name in ["A", "B"] {
+            p.tensors.push(crate::workload::TensorDecl {
+                name: name.into(),
+                kind: crate::workload::TensorKind::Input,
+                dtype: crate::dtype::DType::F32,
+                shape: vec![],
+                init: None,
+                at: None,
+            });
+        }
+        let map = Directive::SpatialMap {
+            rows: 2,
+            cols: 3,
+            row: DirValue::Int { value: 5 },
+            col: DirValue::Int { value: -1 },
+        };
+        let layout = |t: u32, parts: u32| Directive::Layout {
+            tensor: TensorId(t),
+            dim: 0,
+            parts,
+        };
+        let r = resolve(
+            &p,
+            Some(&schedule(vec![
+                map.clone(),
+                layout(0, 2),
+                layout(1, 4),
+                layout(0, 8),
+            ])),
+        )
+        .expect("resolves");
+        let sp = r.spatial.expect("a spatial map");
+        // Row 5 mod 2 = 1, column -1 mod 3 = 2 (Euclidean): core 1 * 3 + 2.
+        assert_eq!((sp.cores(), sp.core(&[]).expect("keys")), (6, 5));
+        // The last layout of a tensor applies.
+        assert_eq!(
+            r.shards
+                .iter()
+                .map(|s| (s.tensor.0, s.parts))
+                .collect::<Vec<_>>(),
+            [(1, 4), (0, 8)]
+        );
+        let both = resolve(
+            &p,
+            Some(&schedule(vec![
+                map,
+                Directive::Policy {
+                    policy: Policy::WorkSteal,
+                    args: vec![],
+                },
+            ])),
+        );
+        assert!(both
+            .unwrap_err()
+            .contains("cannot be combined with `.dispatch(work_steal)`"));
+        let none = resolve(&p, Some(&schedule(vec![layout(0, 0)])));
+        assert!(none.unwrap_err().contains("at least one shard"));
     }
 
     #[test]

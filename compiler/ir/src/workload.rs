@@ -702,6 +702,22 @@ pub enum Directive {
     StreamBy { key: DirValue },
     /// `.target(arch)`.
     Target { arch: String },
+    /// `.spatial_map(grid: (rows, cols), at: (row, col))`: a task goes to core
+    /// `(row mod rows) * cols + (col mod cols)` of its class.
+    SpatialMap {
+        rows: u32,
+        cols: u32,
+        row: DirValue,
+        col: DirValue,
+    },
+    /// `.layout(T, shard(dim: d, parts: n))`: tensor `T` split along dimension `dim` into
+    /// `parts` equal contiguous shards; shard `s` is owned by core `s mod count` of the class of
+    /// the task that uses it.
+    Layout {
+        tensor: TensorId,
+        dim: u32,
+        parts: u32,
+    },
 }
 
 pub use wsp_vocab::schedule::{Policy, WindowMode};
@@ -721,6 +737,8 @@ impl Directive {
             Directive::Streams { .. } => D::Streams,
             Directive::StreamBy { .. } => D::StreamBy,
             Directive::Target { .. } => D::Target,
+            Directive::SpatialMap { .. } => D::SpatialMap,
+            Directive::Layout { .. } => D::Layout,
         }
     }
 
@@ -734,6 +752,8 @@ impl Directive {
             Directive::Streams { .. } => "streams",
             Directive::StreamBy { .. } => "stream_by",
             Directive::Target { .. } => "target",
+            Directive::SpatialMap { .. } => "spatial_map",
+            Directive::Layout { .. } => "layout",
         }
     }
 }

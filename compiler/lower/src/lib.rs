@@ -1545,7 +1545,7 @@ impl Lowerer {
 
     /// A schedule directive in its typed IR form. The checker has validated the directive and
     /// its policy (E0601-E0607); what does not fit here is E0813.
-    fn directive(&self, d: &ast::Directive) -> R<w::Directive> {
+    fn directive<'a>(&self, d: &'a ast::Directive) -> R<w::Directive> {
         use wsp_vocab::schedule::{Directive as D, DirectiveArg, Policy};
         let unsupported = || self.unsupported(d.span, "this schedule directive");
         let kind = D::from_name(&d.name.name).ok_or_else(unsupported)?;
@@ -1575,6 +1575,70 @@ impl Lowerer {
                 heap: sizes[3]
                     .map(|v| u64::try_from(v).map_err(|_| unsupported()))
                     .transpose()?,
+            });
+        }
+        if kind.arg() == DirectiveArg::Grid {
+            // `grid: (rows, cols), at: (row, col)`, as the checker has validated them.
+            let named = |n: &str| {
+                d.args
+                    .iter()
+                    .find(|a| a.name.as_ref().is_some_and(|x| x.name == n))
+                    .map(|a| &a.value)
+            };
+            let pair = |e: Option<&'a ast::Expr>| match e.map(|e| &e.kind) {
+                Some(ExprKind::Tuple(xs)) if xs.len() == 2 => Ok((&xs[0], &xs[1])),
+                _ => Err(unsupported()),
+            };
+            let (r, c) = pair(named("grid"))?;
+            let (row, col) = pair(named("at"))?;
+            let size = |e: &ast::Expr| -> R<u32> {
+                u32::try_from(self.const_int(e)?)
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(unsupported)
+            };
+            return Ok(w::Directive::SpatialMap {
+                rows: size(r)?,
+                cols: size(c)?,
+                row: self.dir_value(row)?,
+                col: self.dir_value(col)?,
+            });
+        }
+        if kind.arg() == DirectiveArg::Shard {
+            // `T, shard(dim: d, parts: n)` (or `shard(d, n)`).
+            let [t, sh] = d.args.as_slice() else {
+                return Err(unsupported());
+            };
+            let tensor = match &t.value.kind {
+                ExprKind::Name(n) => self.tensors.get(&n.name).copied(),
+                _ => None,
+            }
+            .ok_or_else(unsupported)?;
+            let ExprKind::Call {
+                callee,
+                coords: None,
+                args,
+            } = &sh.value.kind
+            else {
+                return Err(unsupported());
+            };
+            if !is_name(callee, wsp_vocab::schedule::SHARD) {
+                return Err(unsupported());
+            }
+            let arg = |i: usize| {
+                let name = wsp_vocab::schedule::SHARD_NAMES[i];
+                args.iter()
+                    .find(|a| a.name.as_ref().is_some_and(|x| x.name == name))
+                    .or_else(|| args.get(i).filter(|a| a.name.is_none()))
+                    .ok_or_else(unsupported)
+                    .and_then(|a| {
+                        u32::try_from(self.const_int(&a.value)?).map_err(|_| unsupported())
+                    })
+            };
+            return Ok(w::Directive::Layout {
+                tensor,
+                dim: arg(0)?,
+                parts: arg(1)?,
             });
         }
         // `.task_window(n, mode)` alone takes a second argument.
@@ -1631,7 +1695,9 @@ impl Lowerer {
             DirectiveArg::Key => w::Directive::StreamBy {
                 key: self.dir_value(arg)?,
             },
-            DirectiveArg::Pools => return Err(unsupported()),
+            DirectiveArg::Pools | DirectiveArg::Grid | DirectiveArg::Shard => {
+                return Err(unsupported())
+            }
             DirectiveArg::Arch => match &arg.kind {
                 ExprKind::Name(n) => w::Directive::Target {
                     arch: n.name.clone(),

@@ -32,7 +32,7 @@ use wsp_ir::dtype::{DType, ScalarValue};
 use wsp_ir::exec::{self, ExecOutcome, TaskBackend, TaskInstance, TaskValue};
 use wsp_ir::interp::{run_kernel, KernelArg, Tile};
 use wsp_ir::kernel::{Kernel, Op, ParamKind, Stmt};
-use wsp_ir::schedule::Keys;
+use wsp_ir::schedule::{Keys, Shard, Spatial};
 use wsp_ir::tensor::{decode_el, encode_el, Data, HostTensor};
 use wsp_ir::workload::{
     Program, Schedule, SrcSpan, Stat, TensorId, WStmt, WorkloadBody, WorkloadId,
@@ -276,14 +276,100 @@ impl SimRun {
     }
 }
 
-/// The runtime policies of a schedule and the key expressions of its tasks.
-fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), String> {
+/// The runtime policies of a schedule, the key expressions of its tasks and its placements
+/// (`.spatial_map`, `.layout`).
+fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys, Placement), String> {
     let r = wsp_ir::schedule::resolve(p, s)?;
     let mut pol = Policies::default();
     for (form, args) in &r.forms {
         pol.apply(form, args)?;
     }
-    Ok((pol, r.keys))
+    Ok((
+        pol,
+        r.keys,
+        Placement {
+            spatial: r.spatial,
+            shards: r.shards,
+        },
+    ))
+}
+
+/// Where a schedule places tasks: its spatial map, and the shards of its tensors (each task
+/// that touches one runs on the shard's owner, core `shard mod count` of its class).
+#[derive(Default)]
+struct Placement {
+    spatial: Option<Spatial>,
+    shards: Vec<Shard>,
+}
+
+/// A sharded tensor as the run places tasks by it: its name, the dimension, the shard size.
+struct Sharded {
+    name: String,
+    dim: usize,
+    size: i64,
+}
+
+/// E0817: a spatial grid larger than the cores of a class the program's kernels run on.
+fn grid_fits(p: &Program, s: &Spatial, ids: &[rt::KernelId], r: &Runtime) -> Result<(), SimError> {
+    for (k, id) in p.kernels.iter().zip(ids) {
+        let cores = r.kernel_cores(*id);
+        if s.cores() > u64::from(cores) {
+            return Err(SimError::Setup {
+                code: codes::E0817,
+                message: format!(
+                    "`.spatial_map(grid: ({}, {}), ...)` names {} cores of each class, but kernel `{}` runs on a class with {cores} cores on {}",
+                    s.rows,
+                    s.cols,
+                    s.cores(),
+                    k.name,
+                    r.config().arch.name
+                ),
+                at: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The shards of `.layout`s per program tensor, checked against the tensors' shapes (E0814 for
+/// a dimension the tensor lacks or a size that does not divide, known only now for shapes
+/// over parameters).
+fn sharded(
+    p: &Program,
+    shards: &[Shard],
+    tensors: &[HostTensor],
+) -> Result<Vec<Option<Sharded>>, SimError> {
+    let mut out: Vec<Option<Sharded>> = (0..p.tensors.len()).map(|_| None).collect();
+    for sh in shards {
+        let i = sh.tensor.index();
+        let (Some(decl), Some(t)) = (p.tensors.get(i), tensors.get(i)) else {
+            return Err(schedule_error(format!("`.layout` of unknown tensor #{i}")));
+        };
+        let dim = sh.dim as usize;
+        let Some(&size) = t.shape.get(dim) else {
+            return Err(schedule_error(format!(
+                "`.layout({}, shard(dim: {dim}, ...))`: `{}` has {} dimension(s)",
+                decl.name,
+                decl.name,
+                t.shape.len()
+            )));
+        };
+        let parts = sh.parts as usize;
+        if parts == 0 || size % parts != 0 || size == 0 {
+            return Err(schedule_error(format!(
+                "`.layout({}, shard(dim: {dim}, parts: {parts}))`: dimension {dim} of `{}` has {size} indices, which do not split into {parts} equal shards",
+                decl.name, decl.name
+            )));
+        }
+        if let Some(o) = out.get_mut(i) {
+            *o = Some(Sharded {
+                name: decl.name.clone(),
+                dim,
+                size: (size / parts) as i64,
+            });
+        }
+    }
+    Ok(out)
 }
 
 fn has_matmul(stmts: &[Stmt]) -> bool {
@@ -576,6 +662,12 @@ struct Submitter<'p> {
     /// The runtime tensor of each local tensor whose block is running (program tensor,
     /// instance): tasks that name the program tensor use the instance.
     locals: Vec<(u32, rt::TensorId)>,
+    /// `.spatial_map`: the grid and its keys.
+    spatial: Option<Spatial>,
+    /// Per program tensor, its shards (`.layout`); empty when no tensor is sharded.
+    shards: Vec<Option<Sharded>>,
+    /// Per kernel: the cores of the class it runs on.
+    kernel_cores: Vec<u32>,
 }
 
 /// What makes a program's tensors: its parameters, base directory and `--input` files.
@@ -589,6 +681,8 @@ struct Prepared {
     cycles: u64,
     /// The dispatch, priority and stream keys.
     keys: [i64; 3],
+    /// The core a placement fixes (`.spatial_map`, a shard's owner).
+    place: Option<u32>,
 }
 
 impl Default for Prepared {
@@ -599,6 +693,7 @@ impl Default for Prepared {
             scalars: Vec::new(),
             cycles: 0,
             keys: [0; 3],
+            place: None,
         }
     }
 }
@@ -614,6 +709,7 @@ impl Prepared {
             key: self.keys[0],
             priority: self.keys[1],
             stream: self.keys[2],
+            place: self.place,
         }
     }
 }
@@ -641,7 +737,7 @@ fn run_error(e: RuntimeError) -> exec::ExecError {
 
 impl Submitter<'_> {
     /// Prepares task `t` in `self.pr`.
-    fn prepare(&mut self, t: &TaskInstance<'_>) -> Result<(), String> {
+    fn prepare(&mut self, t: &TaskInstance<'_>) -> Result<(), exec::TaskError> {
         let kid = t.kernel.index();
         let mut extents = std::mem::take(&mut self.extents);
         extents.clear();
@@ -728,7 +824,7 @@ impl Submitter<'_> {
                     ScalarValue::UInt(u) => *u as i64,
                     ScalarValue::Bool(b) => i64::from(*b),
                 }),
-                _ => return Err(format!("argument `{}` is of the wrong kind", param.name)),
+                _ => return Err(format!("argument `{}` is of the wrong kind", param.name).into()),
             }
         }
         let k = &self.keys;
@@ -737,6 +833,13 @@ impl Submitter<'_> {
             Keys::eval(&k.priority, t.axes)?,
             Keys::eval(&k.stream, t.axes)?,
         ];
+        let place = if self.spatial.is_some() || !self.shards.is_empty() {
+            self.place(t)?
+        } else {
+            None
+        };
+        let pr = &mut self.pr;
+        pr.place = place;
         pr.kernel = *self
             .ids
             .get(kid)
@@ -746,6 +849,68 @@ impl Submitter<'_> {
             *c += 1;
         }
         Ok(())
+    }
+
+    /// The core task `t`'s placements fix: its spatial map's cell, or the owner of the shards
+    /// it touches (E0818 for a view across shards, E0819 for two placements that differ).
+    fn place(&self, t: &TaskInstance<'_>) -> Result<Option<u32>, exec::TaskError> {
+        let cores = self
+            .kernel_cores
+            .get(t.kernel.index())
+            .copied()
+            .unwrap_or(0);
+        if cores == 0 {
+            return Ok(None);
+        }
+        let stop = |code, m: String| exec::TaskError::Stopped(exec::ExecError::new(code, m));
+        // (core, tensor, shard) of the first sharded view.
+        let mut owner: Option<(u32, &str, i64)> = None;
+        for a in t.args {
+            let TaskValue::Tile(v) = a else { continue };
+            let Some(Some(sh)) = self.shards.get(v.tensor.index()) else {
+                continue;
+            };
+            let (off, ext) = v.dims.get(sh.dim).copied().unwrap_or((0, 1));
+            let (first, last) = (off, off.saturating_add(ext.max(1) - 1));
+            let (fs, ls) = (first.div_euclid(sh.size), last.div_euclid(sh.size));
+            if fs != ls {
+                return Err(stop(
+                    codes::E0818,
+                    format!(
+                        "its view of `{}` covers indices {first}..={last} of dimension {}, across shards {fs} and {ls} (shards of {} indices, from `.layout`)",
+                        sh.name, sh.dim, sh.size
+                    ),
+                ));
+            }
+            let core = fs.rem_euclid(i64::from(cores)) as u32;
+            match owner {
+                Some((c, name, s)) if c != core => {
+                    return Err(stop(
+                        codes::E0819,
+                        format!(
+                            "it touches shard {s} of `{name}`, owned by core {c}, and shard {fs} of `{}`, owned by core {core}: a task runs on one core",
+                            sh.name
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => owner = Some((core, &sh.name, fs)),
+            }
+        }
+        let Some(sp) = &self.spatial else {
+            return Ok(owner.map(|o| o.0));
+        };
+        let cell = sp.core(t.axes)?;
+        let cell = u32::try_from(cell).map_err(|_| format!("grid cell {cell} is out of range"))?;
+        match owner {
+            Some((c, name, s)) if c != cell => Err(stop(
+                codes::E0819,
+                format!(
+                    "`.spatial_map` places it on core {cell}, but it touches shard {s} of `{name}`, owned by core {c}: a task runs on one core"
+                ),
+            )),
+            _ => Ok(Some(cell)),
+        }
     }
 
     fn submitted(&mut self, r: &Runtime, at: Option<&wsp_ir::workload::SrcSpan>) {
@@ -1170,8 +1335,9 @@ fn run_inner(
     let (sched, w) = program
         .select_run(opts.schedule.as_deref())
         .map_err(schedule_error)?;
-    let (pol, keys) = policies(program, sched).map_err(schedule_error)?;
-    let notes = schedule_notes(program, w, &opts.arch, &pol);
+    let (pol, keys, placement) = policies(program, sched).map_err(schedule_error)?;
+    let mut notes = schedule_notes(program, w, &opts.arch, &pol);
+    notes.extend(placement_notes(&placement, &opts.arch));
     let mut cfg = rt::Config::new(opts.arch.clone()).with_window(pol.task_window);
     // One task always fits, whatever the window (language.md: a window slows a run, never
     // deadlocks it).
@@ -1233,6 +1399,15 @@ fn run_inner(
         });
     }
     let compile_time = t0.elapsed();
+    if let Some(s) = &placement.spatial {
+        grid_fits(program, s, &ids, &runtime)?;
+    }
+    let shards = if placement.shards.is_empty() {
+        Vec::new()
+    } else {
+        sharded(program, &placement.shards, &tensors)?
+    };
+    let kernel_cores = ids.iter().map(|id| runtime.kernel_cores(*id)).collect();
 
     let t2 = Instant::now();
     let (orch, orchestration) = if opts.interpret {
@@ -1310,6 +1485,9 @@ fn run_inner(
                 .timing_only
                 .then(|| (params.clone(), opts.base_dir.clone(), opts.inputs.clone())),
             locals: Vec::new(),
+            spatial: placement.spatial,
+            shards,
+            kernel_cores,
         },
     };
     let outcome = match &orch {
@@ -1482,6 +1660,30 @@ fn schedule_notes(program: &Program, w: WorkloadId, arch: &Arch, pol: &Policies)
             })
         })
         .collect()
+}
+
+/// What the model changes about the placements: under `pto_wsp_v9`, tasks are timed in
+/// program order on v9's workers, so a core placement does not change the cycles (its checks
+/// still apply).
+fn placement_notes(p: &Placement, arch: &Arch) -> Vec<String> {
+    if arch.timing != wsp_arch::TimingSemantics::V9 {
+        return Vec::new();
+    }
+    let mut set = Vec::new();
+    if p.spatial.is_some() {
+        set.push("`.spatial_map(...)`");
+    }
+    if !p.shards.is_empty() {
+        set.push("`.layout(...)`");
+    }
+    if set.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}: {} times tasks in program order on its workers, not on cores, so the placement does not change its cycles (views across shards and conflicting placements are still errors)",
+        set.join(" and "),
+        arch.name
+    )]
 }
 
 /// Whether workload `w` runs processes: it is a `connect`, or runs one (through `sequential`,

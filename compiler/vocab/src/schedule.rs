@@ -35,6 +35,12 @@ pub enum Directive {
     TaskGraph,
     Ready,
     Target,
+    /// `.spatial_map(grid: (rows, cols), at: (row_key, col_key))`: each task on a fixed core of
+    /// its class, viewed as a row-major grid (PTO-WSP v9's `spatial_map`).
+    SpatialMap,
+    /// `.layout(T, shard(dim: d, parts: n))`: tensor `T` split along `d` into `n` shards, each
+    /// owned by a core; a task touching a shard runs on its owner (PTO-WSP v9's tensor layout).
+    Layout,
 }
 
 /// What a directive takes.
@@ -50,7 +56,22 @@ pub enum DirectiveArg {
     Arch,
     /// Named ring sizes ([`POOL_NAMES`]), each an integer constant ≥ 1.
     Pools,
+    /// `grid: (rows, cols), at: (row_key, col_key)`: a grid of integer constants ≥ 1 and two
+    /// key expressions.
+    Grid,
+    /// A global tensor and its sharding, `T, shard(dim: d, parts: n)`.
+    Shard,
 }
+
+/// The arguments of `.spatial_map(...)`, as they are named.
+pub const GRID_NAMES: [&str; 2] = ["grid", "at"];
+
+/// The arguments of `shard(...)` in `.layout(T, shard(dim: d, parts: n))`, as they are named
+/// (or in this order when unnamed).
+pub const SHARD_NAMES: [&str; 2] = ["dim", "parts"];
+
+/// The sharding form of `.layout(...)`.
+pub const SHARD: &str = "shard";
 
 /// The rings `.task_graph(...)` sizes, as its arguments are named: the tensor map's entries, the
 /// dependency-list pool's edges, each core class's ready queue, the heap arena's bytes.
@@ -90,7 +111,7 @@ pub fn task_graph_sizes(
 
 impl Directive {
     /// In the order completion lists them.
-    pub const ALL: [Directive; 9] = [
+    pub const ALL: [Directive; 11] = [
         Directive::Dispatch,
         Directive::DispatchBy,
         Directive::Streams,
@@ -100,6 +121,8 @@ impl Directive {
         Directive::TaskGraph,
         Directive::Ready,
         Directive::Target,
+        Directive::SpatialMap,
+        Directive::Layout,
     ];
 
     /// The directive's name, as written after the `.`.
@@ -114,6 +137,8 @@ impl Directive {
             Directive::TaskGraph => "task_graph",
             Directive::Ready => "ready",
             Directive::Target => "target",
+            Directive::SpatialMap => "spatial_map",
+            Directive::Layout => "layout",
         }
     }
 
@@ -128,6 +153,8 @@ impl Directive {
             Directive::StreamBy | Directive::DispatchBy => DirectiveArg::Key,
             Directive::Target => DirectiveArg::Arch,
             Directive::TaskGraph => DirectiveArg::Pools,
+            Directive::SpatialMap => DirectiveArg::Grid,
+            Directive::Layout => DirectiveArg::Shard,
         }
     }
 
@@ -162,6 +189,12 @@ impl Directive {
             Directive::Target => {
                 "`.target(ascend910b | ascend950 | aie_ml | pto_wsp_v9 | cpu_sim)`"
             }
+            Directive::SpatialMap => {
+                "`.spatial_map(grid: (rows, cols), at: (row_key, col_key))`: each task on core `(row_key mod rows) * cols + (col_key mod cols)` of its class, rows and cols ≥ 1"
+            }
+            Directive::Layout => {
+                "`.layout(T, shard(dim: d, parts: n))`: tensor `T` split along dimension `d` into `n` equal shards; a task touching shard `s` runs on core `s mod count` of its class"
+            }
         }
     }
 
@@ -176,6 +209,8 @@ impl Directive {
             Directive::TaskWindow => Some("task_window"),
             Directive::TaskGraph => Some("task_graph"),
             Directive::Target => Some("target"),
+            Directive::SpatialMap => Some("spatial_map"),
+            Directive::Layout => Some("layout"),
         }
     }
 }

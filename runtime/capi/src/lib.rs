@@ -270,6 +270,7 @@ unsafe fn task_desc<'a>(t: *const WspRtTask, args: &'a mut Vec<Arg>) -> Result<T
         key: t.key,
         priority: t.priority,
         stream: t.stream,
+        place: None,
     })
 }
 

@@ -414,6 +414,7 @@ fn run_rust(l: &TaskList) -> String {
                     key: keys[0],
                     priority: keys[1],
                     stream: keys[2],
+                    place: None,
                 })
                 .expect("submits");
             }

@@ -13,6 +13,20 @@ use super::orch::c_str;
 /// The runtime policies of a schedule and the key expressions of its tasks, as the simulator
 /// resolves them (`wsp_ir::schedule::resolve`).
 pub(crate) fn policies(p: &Program, s: Option<&Schedule>) -> Result<(Policies, Keys), String> {
+    // Directives the emitted orchestration cannot honour (placements) are refused, never
+    // dropped: the capability matrix declares them unsupported on Ascend, with the reason.
+    for d in s.iter().flat_map(|s| &s.directives) {
+        let Some(cap) = wsp_arch::capabilities::capability(d.capability_key()) else {
+            continue;
+        };
+        let e = cap.on(wsp_arch::capabilities::Backend::Ascend);
+        if e.support == wsp_arch::capabilities::Support::Unsupported {
+            return Err(format!(
+                "`{}` is not supported on Ascend: {}",
+                cap.written, e.reason
+            ));
+        }
+    }
     let r = wsp_ir::schedule::resolve(p, s)?;
     let mut pol = Policies::default();
     for (form, args) in &r.forms {

@@ -115,7 +115,7 @@ pub(super) fn schedule(c: &mut Checker, s: &Schedule) {
         None => c.unresolved(&s.workload),
     }
     c.builtins = &[&POLICY_NAMES, TARGETS, &WINDOW_MODE_NAMES];
-    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
     for d in &s.directives {
         let name = d.name.name.as_str();
         let Some(kind) = DirectiveKind::from_name(name) else {
@@ -147,13 +147,14 @@ pub(super) fn schedule(c: &mut Checker, s: &Schedule) {
             c.diags.push(diag);
             continue;
         };
-        // `.dispatch_by(e)` sets the dispatch as `.dispatch(by(e))` does.
-        let sets = if kind == DirectiveKind::DispatchBy {
-            DirectiveKind::Dispatch.name()
-        } else {
-            name
+        // `.dispatch_by(e)` sets the dispatch as `.dispatch(by(e))` does; `.layout(T, ...)`
+        // sets the layout of `T`.
+        let sets = match (kind, d.args.first().map(|a| &a.value.kind)) {
+            (DirectiveKind::DispatchBy, _) => DirectiveKind::Dispatch.name().to_string(),
+            (DirectiveKind::Layout, Some(ExprKind::Name(t))) => format!("layout({}, ...)", t.name),
+            _ => name.to_string(),
         };
-        if let Some(first) = seen.insert(sets, d.span) {
+        if let Some(first) = seen.insert(sets.clone(), d.span) {
             c.diags.push(
                 Diagnostic::new(
                     codes::W0601,
@@ -166,6 +167,14 @@ pub(super) fn schedule(c: &mut Checker, s: &Schedule) {
         }
         if kind.arg() == DirectiveArg::Pools {
             pools(c, d, name);
+            continue;
+        }
+        if kind.arg() == DirectiveArg::Grid {
+            grid(c, d, name);
+            continue;
+        }
+        if kind.arg() == DirectiveArg::Shard {
+            shard(c, d, name);
             continue;
         }
         // `.task_window(n, mode)` alone takes a second argument: the window's mode.
@@ -210,7 +219,11 @@ pub(super) fn schedule(c: &mut Checker, s: &Schedule) {
         let allowed: Vec<&str> = match kind.arg() {
             DirectiveArg::Policy => kind.policies().map(Policy::name).collect(),
             DirectiveArg::Arch => TARGETS.to_vec(),
-            DirectiveArg::Count | DirectiveArg::Key | DirectiveArg::Pools => Vec::new(),
+            DirectiveArg::Count
+            | DirectiveArg::Key
+            | DirectiveArg::Pools
+            | DirectiveArg::Grid
+            | DirectiveArg::Shard => Vec::new(),
         };
         if !allowed.is_empty() {
             match policy {
@@ -288,6 +301,324 @@ pub(super) fn schedule(c: &mut Checker, s: &Schedule) {
             );
         }
     }
+    placement_conflict(c, s);
+}
+
+/// E0609: `.spatial_map(...)` and a dispatch (`.dispatch(...)`, `.dispatch_by(...)`) in one
+/// schedule: both choose each task's core.
+fn placement_conflict(c: &mut Checker, s: &Schedule) {
+    let find = |k: &[DirectiveKind]| {
+        s.directives
+            .iter()
+            .find(|d| DirectiveKind::from_name(&d.name.name).is_some_and(|x| k.contains(&x)))
+    };
+    let (Some(map), Some(disp)) = (
+        find(&[DirectiveKind::SpatialMap]),
+        find(&[DirectiveKind::Dispatch, DirectiveKind::DispatchBy]),
+    ) else {
+        return;
+    };
+    c.diags.push(
+        Diagnostic::new(
+            codes::E0609,
+            format!(
+                "`.spatial_map` places every task, so `.{}` in the same schedule would never apply",
+                disp.name.name
+            ),
+            c.label(disp.span, "a dispatch policy"),
+        )
+        .with_label(c.label(map.span, "places every task on a core of the grid"))
+        .with_help("keep one of the two: a spatial map, or a dispatch policy"),
+    );
+}
+
+/// An integer constant from 1 to `most`, else E0606 (`what` names it).
+fn positive(c: &mut Checker, e: &Expr, what: &str, most: i64, directive: &str) -> Option<i64> {
+    match crate::types::eval_int(e, c.consts) {
+        Some(v) if (1..=most).contains(&v) => Some(v),
+        v => {
+            if !matches!(e.kind, ExprKind::Error) {
+                c.diags.push(
+                    Diagnostic::new(
+                        codes::E0606,
+                        format!(
+                            "{what} needs an integer constant from 1 to {most}{}",
+                            v.map(|v| format!(", found {v}")).unwrap_or_default()
+                        ),
+                        c.label(e.span, "not a positive integer constant"),
+                    )
+                    .with_help(directive_help(directive)),
+                );
+            }
+            None
+        }
+    }
+}
+
+/// `.spatial_map(grid: (rows, cols), at: (row_key, col_key))`: both arguments named, each a
+/// pair; the grid's sizes integer constants ≥ 1 (E0606), the keys key expressions (checked with
+/// the other keys, [`key_axes`]). E0603 for missing or extra arguments, E0604 for an unknown
+/// name.
+fn grid(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
+    let arg = |n: &str| {
+        d.args
+            .iter()
+            .find(|a| a.name.as_ref().is_some_and(|x| x.name == n))
+    };
+    for a in &d.args {
+        if let Some(n) = &a.name {
+            if !GRID_NAMES.contains(&n.name.as_str()) {
+                let mut diag = Diagnostic::new(
+                    codes::E0604,
+                    format!("`.{name}` has no argument `{}`", n.name),
+                    c.label(n.span, "unknown argument"),
+                )
+                .with_help(directive_help(name));
+                if let Some(sg) = suggest(&n.name, GRID_NAMES.iter().copied()) {
+                    diag = diag.with_note(format!("did you mean `{sg}`?"));
+                }
+                c.diags.push(diag);
+                return;
+            }
+        }
+    }
+    let (Some(g), Some(at), 2) = (arg("grid"), arg("at"), d.args.len()) else {
+        c.diags.push(
+            Diagnostic::new(
+                codes::E0603,
+                format!("`.{name}` takes a grid and two keys, both named"),
+                c.label(d.span, "write `grid: (rows, cols), at: (row_key, col_key)`"),
+            )
+            .with_help(directive_help(name)),
+        );
+        return;
+    };
+    for (a, what) in [
+        (g, "a grid `(rows, cols)`"),
+        (at, "two keys `(row_key, col_key)`"),
+    ] {
+        if !matches!(&a.value.kind, ExprKind::Tuple(xs) if xs.len() == 2) {
+            c.diags.push(
+                Diagnostic::new(
+                    codes::E0606,
+                    format!("`{}` takes {what}", a.name.as_ref().map_or("", |n| &n.name)),
+                    c.label(a.value.span, "not a pair"),
+                )
+                .with_help(directive_help(name)),
+            );
+        }
+    }
+    if let ExprKind::Tuple(xs) = &g.value.kind {
+        let most = i64::from(wsp_arch::MAX_CORES);
+        for (x, what) in xs
+            .iter()
+            .zip(["the grid's row count", "the grid's column count"])
+        {
+            positive(c, x, what, most, name);
+        }
+    }
+}
+
+/// `.layout(T, shard(dim: d, parts: n))` (or `shard(d, n)`): `T` a global tensor of the file,
+/// `d` one of its dimensions and `n` ≥ 1 dividing its size (E0611); E0603 for the wrong
+/// number of arguments, E0604 for a layout other than `shard` or an unknown argument name.
+fn shard(c: &mut Checker, d: &wsp_syntax::ast::Directive, name: &str) {
+    let [t, sh] = d.args.as_slice() else {
+        c.diags.push(
+            Diagnostic::new(
+                codes::E0603,
+                format!(
+                    "`.{name}` takes a tensor and its sharding, found {} argument(s)",
+                    d.args.len()
+                ),
+                c.label(d.span, "write `.layout(T, shard(dim: d, parts: n))`"),
+            )
+            .with_help(directive_help(name)),
+        );
+        return;
+    };
+    if t.name.is_some() || sh.name.is_some() {
+        c.diags.push(
+            Diagnostic::new(
+                codes::E0603,
+                format!("`.{name}`'s tensor and sharding are not named"),
+                c.label(d.span, "write `.layout(T, shard(dim: d, parts: n))`"),
+            )
+            .with_help(directive_help(name)),
+        );
+        return;
+    }
+    // The tensor: a global tensor of the file.
+    let dims = match &t.value.kind {
+        ExprKind::Name(n) => match c.scope.get(&n.name).map(|s| s.symbol.clone()) {
+            Some(Symbol::Tensor { dims, .. }) => Some(dims),
+            Some(other) => {
+                c.diags.push(
+                    Diagnostic::new(
+                        codes::E0611,
+                        format!(
+                            "`.{name}` shards a global tensor; `{}` is {}",
+                            n.name,
+                            other.describe()
+                        ),
+                        c.label(n.span, "not a global tensor"),
+                    )
+                    .with_help(directive_help(name)),
+                );
+                None
+            }
+            None => {
+                c.unresolved(n);
+                None
+            }
+        },
+        _ => {
+            c.diags.push(
+                Diagnostic::new(
+                    codes::E0611,
+                    format!("`.{name}` shards a global tensor, named"),
+                    c.label(t.value.span, "not a tensor's name"),
+                )
+                .with_help(directive_help(name)),
+            );
+            None
+        }
+    };
+    // The sharding: `shard(dim: d, parts: n)`.
+    let args = match &sh.value.kind {
+        ExprKind::Call {
+            callee,
+            coords: None,
+            args,
+        } if matches!(&callee.kind, ExprKind::Name(n) if n.name == SHARD) => args,
+        _ => {
+            c.diags.push(
+                Diagnostic::new(
+                    codes::E0604,
+                    format!("`.{name}` does not accept this layout"),
+                    c.label(sh.value.span, "not `shard(dim: d, parts: n)`"),
+                )
+                .with_help(directive_help(name)),
+            );
+            return;
+        }
+    };
+    let mut vals: [Option<&Expr>; 2] = [None, None];
+    for (i, a) in args.iter().enumerate() {
+        let slot = match &a.name {
+            Some(n) => match SHARD_NAMES.iter().position(|x| *x == n.name) {
+                Some(j) => j,
+                None => {
+                    let mut diag = Diagnostic::new(
+                        codes::E0604,
+                        format!("`shard` has no argument `{}`", n.name),
+                        c.label(n.span, "unknown argument"),
+                    )
+                    .with_help(directive_help(name));
+                    if let Some(sg) = suggest(&n.name, SHARD_NAMES.iter().copied()) {
+                        diag = diag.with_note(format!("did you mean `{sg}`?"));
+                    }
+                    c.diags.push(diag);
+                    return;
+                }
+            },
+            None => i,
+        };
+        match vals.get_mut(slot) {
+            Some(v @ None) => *v = Some(&a.value),
+            _ => {
+                c.diags.push(
+                    Diagnostic::new(
+                        codes::E0603,
+                        "`shard` takes a dimension and a number of parts, each once",
+                        c.label(a.span, "extra argument"),
+                    )
+                    .with_help(directive_help(name)),
+                );
+                return;
+            }
+        }
+    }
+    let [Some(dim), Some(parts)] = vals else {
+        c.diags.push(
+            Diagnostic::new(
+                codes::E0603,
+                "`shard` takes a dimension and a number of parts",
+                c.label(sh.value.span, "write `shard(dim: d, parts: n)`"),
+            )
+            .with_help(directive_help(name)),
+        );
+        return;
+    };
+    let dim_v = match crate::types::eval_int(dim, c.consts) {
+        Some(v) if v >= 0 => Some(v),
+        v => {
+            c.diags.push(
+                Diagnostic::new(
+                    codes::E0606,
+                    format!(
+                        "`dim` needs an integer constant ≥ 0{}",
+                        v.map(|v| format!(", found {v}")).unwrap_or_default()
+                    ),
+                    c.label(dim.span, "not a dimension"),
+                )
+                .with_help(directive_help(name)),
+            );
+            None
+        }
+    };
+    let parts_v = positive(c, parts, "`parts`", u32::MAX as i64, name);
+    let (Some(Some(dims)), Some(j)) = (dims, dim_v) else {
+        return;
+    };
+    let tensor = match &t.value.kind {
+        ExprKind::Name(n) => n.name.as_str(),
+        _ => "?",
+    };
+    let Some(size) = usize::try_from(j).ok().and_then(|j| dims.get(j)) else {
+        c.diags.push(
+            Diagnostic::new(
+                codes::E0611,
+                format!(
+                    "`{tensor}` has {} dimension(s), so it has no dimension {j} to shard",
+                    dims.len()
+                ),
+                c.label(
+                    dim.span,
+                    format!("dimensions are 0 to {}", dims.len().saturating_sub(1)),
+                ),
+            )
+            .with_help(directive_help(name)),
+        );
+        return;
+    };
+    if let (crate::types::D::K(size), Some(n)) = (size, parts_v) {
+        if size % n != 0 {
+            c.diags.push(
+                Diagnostic::new(
+                    codes::E0611,
+                    format!(
+                        "dimension {j} of `{tensor}` has {size} indices, which do not split into {n} equal shards"
+                    ),
+                    c.label(parts.span, format!("{size} is not a multiple of {n}")),
+                )
+                .with_help(format!(
+                    "shard into a number of parts that divides {size}: {}",
+                    divisors(*size)
+                )),
+            );
+        }
+    }
+}
+
+/// The divisors of `n` (at most a few, for help texts).
+fn divisors(n: i64) -> String {
+    let ds: Vec<String> = (1..=n.min(1 << 20))
+        .filter(|d| n % d == 0)
+        .take(8)
+        .map(|d| d.to_string())
+        .collect();
+    ds.join(", ")
 }
 
 /// E0608: a schedule key (`affinity`, `hash`, `by`, `stream_by`, `priority`) over an axis of

@@ -1182,6 +1182,14 @@ impl Runtime {
         self.bufs.get(t.0 as usize).map(|b| &b[..])
     }
 
+    /// Moves a tensor's bytes out of the runtime once the run has finished (its buffer is
+    /// left empty), so that whoever reads the results back never holds them twice.
+    pub fn take_tensor_bytes(&mut self, t: TensorId) -> Option<Vec<u8>> {
+        self.build.tensor(t)?;
+        self.drain_pool();
+        self.bufs.get_mut(t.0 as usize).map(std::mem::take)
+    }
+
     /// Allocates an intermediate from the heap arena for the tasks of the enclosing scope; it
     /// is released when that scope has ended and all of its tasks have retired. Stalls while
     /// the arena is full.

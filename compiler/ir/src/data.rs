@@ -292,9 +292,10 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// E0808, before anything is allocated, when the run's tensors cannot fit in `available`
-/// bytes: each tensor is held as host values ([`Data::host_bytes`]) and in the runtime's buffer
-/// (its dtype's bytes), so a run of tensors that each fit may not fit together. Names the
-/// largest tensors, at the largest's declaration.
+/// bytes: each tensor is held in the runtime's buffer (its dtype's bytes) and, one at a time
+/// while it is made or read back, as host values ([`Data::host_bytes`]), so a run of tensors
+/// that each fit may not fit together. Names the largest tensors, at the largest's
+/// declaration.
 pub fn check_total_memory(
     program: &Program,
     params: &[ScalarValue],
@@ -304,17 +305,33 @@ pub fn check_total_memory(
         return Ok(());
     };
     let mut sizes: Vec<(u64, &TensorDecl)> = Vec::new();
-    for decl in &program.tensors {
+    let read = read_back_at_end(program);
+    let (mut read_host, mut buffers, mut max_made, mut max_buffer) = (0u64, 0u64, 0u64, 0u64);
+    for (decl, read) in program.tensors.iter().zip(read) {
         let n: usize = tensor_shape(decl, params)?.iter().product();
         if n > MAX_ELEMENTS {
             // Past the limit of host tensors: that error, naming it, comes when it is made.
             return Ok(());
         }
-        let bytes = Data::host_bytes(decl.dtype, n)
-            .saturating_add(n.saturating_mul(decl.dtype.size_bytes()));
-        sizes.push((bytes as u64, decl));
+        let h = Data::host_bytes(decl.dtype, n) as u64;
+        let b = n.saturating_mul(decl.dtype.size_bytes()) as u64;
+        buffers = buffers.saturating_add(b);
+        max_buffer = max_buffer.max(b);
+        if !starts_zeroed(decl) {
+            max_made = max_made.max(h);
+        }
+        if read {
+            read_host = read_host.saturating_add(h);
+        }
+        sizes.push((h.saturating_add(b), decl));
     }
-    let total: u64 = sizes.iter().fold(0u64, |a, (b, _)| a.saturating_add(*b));
+    // A run holds each tensor in the runtime's buffer and, one tensor at a time, as host
+    // values: while it makes them, every buffer and the host values of the one being made
+    // (zeros need none); when it reads the results back, the host values of those it reads
+    // and the buffer being read.
+    let total = buffers
+        .saturating_add(max_made)
+        .max(read_host.saturating_add(max_buffer));
     if total <= available {
         return Ok(());
     }
@@ -335,6 +352,45 @@ pub fn check_total_memory(
             largest.join(", ")
         ),
     ))
+}
+
+/// Whether a tensor starts as zeros (`zeros`, or no initialiser on anything but an input):
+/// the runtime's buffer needs no host values to start from.
+pub fn starts_zeroed(decl: &TensorDecl) -> bool {
+    matches!(decl.init, Some(Init::Zeros))
+        || (decl.init.is_none() && decl.kind != TensorKind::Input)
+}
+
+/// Per tensor, whether a run reads it back at the end: every tensor but the local ones and the
+/// inputs no expectation compares (an input keeps what it started with).
+pub fn read_back_at_end(program: &Program) -> Vec<bool> {
+    let mut compared = vec![false; program.tensors.len()];
+    for e in &program.expects {
+        if let Expect::Close {
+            actual, expected, ..
+        } = e
+        {
+            let other = match expected {
+                ExpectData::Tensor { tensor } => Some(tensor.index()),
+                ExpectData::Init { .. } => None,
+            };
+            for i in std::iter::once(actual.index()).chain(other) {
+                if let Some(c) = compared.get_mut(i) {
+                    *c = true;
+                }
+            }
+        }
+    }
+    program
+        .tensors
+        .iter()
+        .zip(compared)
+        .map(|(t, c)| match t.kind {
+            TensorKind::Local => false,
+            TensorKind::Input => c,
+            _ => true,
+        })
+        .collect()
 }
 
 /// E0809 for an `--input` that names no `input` tensor.
@@ -790,11 +846,13 @@ mod tests {
     fn tensors_that_fit_alone_but_not_together_are_refused_before_anything_is_allocated() {
         let p = prog();
         let params = resolve_params(&p, &[]).unwrap();
-        // L: 3 i32 (16 host + 4 runtime bytes each) = 60; X: 4 f16 (8 + 2) = 40; Y: 2 f32
-        // (8 + 4) = 24: 124 bytes in all.
-        assert!(check_total_memory(&p, &params, Some(124)).is_ok());
+        // Host values: L 3 i32 × 16 = 48, X 4 f16 × 8 = 32, Y 2 f32 × 8 = 16; runtime
+        // buffers 12 + 8 + 8 = 28. Making them: 28 + the largest host tensor made (L's 48; Y
+        // starts as zeros) = 76; reading the results back (Y alone: no expectation compares
+        // an input): 16 + the largest buffer (12) = 28. So 76 bytes at the most.
+        assert!(check_total_memory(&p, &params, Some(76)).is_ok());
         assert!(check_total_memory(&p, &params, None).is_ok());
-        let e = check_total_memory(&p, &params, Some(123)).unwrap_err();
+        let e = check_total_memory(&p, &params, Some(75)).unwrap_err();
         assert_eq!(e.code, "E0808");
         assert!(
             e.message

@@ -244,9 +244,10 @@ pub struct SimRun {
     /// The schedule that ran (`None`: a lone workload).
     pub schedule: Option<String>,
     pub workload: String,
-    /// Final contents of every global tensor, in [`Program::tensors`] order (timing-only:
-    /// data only for the tensors the orchestration read, the others have their shapes and no
-    /// elements).
+    /// Final contents of every global tensor, in [`Program::tensors`] order. An input that no
+    /// expectation compares keeps what it started with and is not read back (its shape, no
+    /// elements), nor is a local tensor; timing-only: data only for the tensors the
+    /// orchestration read, the others have their shapes and no elements.
     pub tensors: Vec<HostTensor>,
     /// What the orchestration generated; its per-task list only with [`Options::record`].
     pub outcome: ExecOutcome,
@@ -953,7 +954,19 @@ impl Submitter<'_> {
         tensors: &mut [HostTensor],
     ) -> Result<(), String> {
         if !self.written.get(tensor.index()).copied().unwrap_or(false) {
-            return self.materialise(tensor, tensors);
+            if !self.execute {
+                return self.materialise(tensor, tensors);
+            }
+            // Its host values went once the runtime had its buffer: read them back (no task
+            // writes it, so nothing to wait for).
+            let made = tensors
+                .get(tensor.index())
+                .is_some_and(|t| t.len() == t.shape.iter().product::<usize>());
+            return if made {
+                Ok(())
+            } else {
+                read_back(r, tensor.index(), tensors)
+            };
         }
         let name = self
             .p
@@ -1263,8 +1276,20 @@ fn read_back(r: &mut Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<()
     let bytes = r
         .tensor_bytes(rt::TensorId(i as u32))
         .ok_or("the runtime lost a tensor")?;
-    let n = t.len();
+    let n = t.shape.iter().product();
     t.data = Data::from_bytes(t.dtype, bytes, n, false).ok_or("short tensor buffer")?;
+    Ok(())
+}
+
+/// [`read_back`] at the end of a run, moving the bytes out of the runtime: a tensor is never
+/// held twice while the results are read.
+fn take_back(r: &mut Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<(), String> {
+    let t = tensors.get_mut(i).ok_or("bad tensor")?;
+    let bytes = r
+        .take_tensor_bytes(rt::TensorId(i as u32))
+        .ok_or("the runtime lost a tensor")?;
+    let n = t.shape.iter().product();
+    t.data = Data::from_bytes(t.dtype, &bytes, n, false).ok_or("short tensor buffer")?;
     Ok(())
 }
 
@@ -1326,12 +1351,16 @@ fn run_inner(
     let params = data::resolve_params(program, &opts.set).map_err(data_err)?;
     // A timing-only run computes no results: its tensors are declared (shapes, checked
     // sources) and only those its orchestration reads get data, when it reads them.
-    let mut tensors = if opts.timing_only {
-        data::declare_tensors(program, &params, &opts.base_dir, &opts.inputs)
-    } else {
-        data::init_tensors(program, &params, &opts.base_dir, &opts.inputs)
+    // The tensors are declared (shapes, checked sources). A timing-only run computes no
+    // results: only those its orchestration reads get data, when it reads them. Otherwise
+    // each is made when its runtime buffer is, and its host values go at once (the
+    // orchestration reads them back when it needs them, and the results are read at the end):
+    // the run never holds every tensor twice.
+    let mut tensors =
+        data::declare_tensors(program, &params, &opts.base_dir, &opts.inputs).map_err(data_err)?;
+    if !opts.timing_only {
+        data::check_total_memory(program, &params, data::available_memory()).map_err(data_err)?;
     }
-    .map_err(data_err)?;
     let (sched, w) = program
         .select_run(opts.schedule.as_deref())
         .map_err(schedule_error)?;
@@ -1433,17 +1462,24 @@ fn run_inner(
         } else {
             t.shape.iter().map(|d| *d as i64).collect()
         };
-        if !opts.timing_only {
-            // The runtime's copy, and the bytes it is made from.
-            let what = format!("tensor `{}`", program.tensors[i].name);
-            let n = (t.len() as u64).saturating_mul(es) as usize;
-            data::can_allocate(&what, n.saturating_mul(2)).map_err(data_err)?;
-        }
         // A local tensor's instances come from the heap arena while its block runs; its
         // program id stands for them and holds one element.
         let local = program.tensors[i].kind == wsp_ir::workload::TensorKind::Local;
         let dims = if local { vec![1] } else { dims };
-        let bytes = (!opts.timing_only && !local).then(|| t.data.to_bytes(t.dtype));
+        let decl = &program.tensors[i];
+        // Zeros need no host values: the runtime's buffer starts zeroed.
+        let zeros = data::starts_zeroed(decl) && !opts.inputs.iter().any(|(n, _)| *n == decl.name);
+        let bytes = if opts.timing_only || local || zeros {
+            None
+        } else {
+            // The host values (within the limit of host tensors), then the runtime's copy.
+            let made = data::materialise_tensor(program, &params, &opts.base_dir, &opts.inputs, i)
+                .map_err(data_err)?;
+            let what = format!("tensor `{}`", program.tensors[i].name);
+            let n = t.shape.iter().product::<usize>();
+            data::can_allocate(&what, n.saturating_mul(es as usize)).map_err(data_err)?;
+            Some(made.data.to_bytes(made.dtype))
+        };
         let id = runtime
             .add_tensor_data(es, &dims, bytes)
             .map_err(|e| setup(format!("tensor `{}`: {e}", program.tensors[i].name)))?;
@@ -1531,9 +1567,16 @@ fn run_inner(
         }
     };
     if !opts.timing_only {
-        let local = |i: usize| program.tensors[i].kind == wsp_ir::workload::TensorKind::Local;
-        for i in (0..tensors.len()).filter(|i| !local(*i)) {
-            read_back(&mut backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
+        // Inputs keep what they started with (no task writes one): read back only those an
+        // expectation compares; the others' buffers are just freed.
+        let read = data::read_back_at_end(program);
+        for i in 0..tensors.len() {
+            if !read[i] {
+                tensors[i].data = Data::zeros(tensors[i].dtype, 0);
+                drop(backend.rt.take_tensor_bytes(rt::TensorId(i as u32)));
+                continue;
+            }
+            take_back(&mut backend.rt, i, &mut tensors).map_err(|m| SimError::Exec {
                 code: codes::E0810,
                 message: m,
                 at: None,

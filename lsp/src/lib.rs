@@ -54,7 +54,7 @@ struct State {
 
 impl State {
     /// Applies the client's settings — `{"arch": NAME, "target": "sim" | "ascend" | "aie",
-    /// "strict": bool}`, at the top level, under `"wsp"` or under `"wsp"."check"` (VS Code's
+    /// "strict": bool, "lints": ["narrowing"]}`, at the top level, under `"wsp"` or under `"wsp"."check"` (VS Code's
     /// `wsp.check.*` section; initialization options, or `workspace/didChangeConfiguration`)
     /// — as `wsp check --arch/--target/--strict` would. Returns the problems with the
     /// settings (unknown names); the rest still applies.
@@ -76,6 +76,16 @@ impl State {
             let strict = v.get("strict").and_then(|x| x.as_bool()).unwrap_or(false);
             if let Err(e) = self.ws.set_target(text("target"), strict) {
                 problems.push(format!("wsp lsp: setting `target`: {e}"));
+            }
+        }
+        if let Some(l) = v.get("lints") {
+            // `["narrowing"]`, as `wsp check --warn narrowing`.
+            let names: Vec<&str> = l
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+                .unwrap_or_default();
+            if let Err(e) = self.ws.set_lints(&names) {
+                problems.push(format!("wsp lsp: setting `lints`: {e}"));
             }
         }
         problems

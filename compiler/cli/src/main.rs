@@ -37,6 +37,10 @@ enum Command {
         /// Treat warnings as errors (`--deny warnings`).
         #[arg(long, value_name = "LINT")]
         deny: Option<String>,
+        /// Turn on an opt-in lint (repeatable): `narrowing` warns of a store into an
+        /// `out`/`inout` tile whose dtype cannot hold every value stored (W0201).
+        #[arg(long = "warn", value_name = "LINT")]
+        warn: Vec<String>,
         /// Print the type of every workload.
         #[arg(long)]
         explain_types: bool,
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
             paths,
             format,
             deny,
+            warn,
             explain_types,
             explain_memory,
             arch,
@@ -132,7 +137,7 @@ fn main() -> ExitCode {
         } => check(
             paths,
             format,
-            deny,
+            (deny, warn),
             explain_types,
             explain_memory,
             arch,
@@ -192,7 +197,7 @@ fn explain(code: Option<String>, list: bool, markdown: bool) -> ExitCode {
 fn check(
     paths: Vec<PathBuf>,
     format: Format,
-    deny: Option<String>,
+    (deny, warn): (Option<String>, Vec<String>),
     explain_types: bool,
     explain_memory: bool,
     arch: Option<String>,
@@ -256,6 +261,11 @@ fn check(
         }
     }
     ws.set_target_table(table, strict);
+    let lints: Vec<&str> = warn.iter().map(String::as_str).collect();
+    if let Err(e) = ws.set_lints(&lints) {
+        eprintln!("error: --warn: {e}");
+        return ExitCode::from(2);
+    }
     // Report on every loaded user file (roots and what they import), each once.
     let mut diags: Vec<Diagnostic> = Vec::new();
     let all = ws.paths();

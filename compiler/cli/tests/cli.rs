@@ -414,3 +414,37 @@ fn fifos_and_devices_are_refused_without_reading() {
         "{err}"
     );
 }
+
+/// `wsp check --warn narrowing` turns on the opt-in lint; an unknown lint is a usage error.
+#[test]
+fn warn_turns_on_an_opt_in_lint() {
+    let d = std::env::temp_dir().join(format!("wsp-cli-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("n.wsp"),
+        "kernel half(x: in f32[16, 16], y: out f16[16, 16]) {\n    y = x * 0.5\n}\n",
+    )
+    .unwrap();
+    let o = wsp(&d, &["check", "n.wsp"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("W0201"));
+    let o = wsp(&d, &["check", "n.wsp", "--warn", "narrowing"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("W0201") && err.contains("cast("), "{err}");
+    let o = wsp(
+        &d,
+        &[
+            "check",
+            "n.wsp",
+            "--warn",
+            "narrowing",
+            "--deny",
+            "warnings",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let o = wsp(&d, &["check", "n.wsp", "--warn", "narrow"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("known: narrowing"));
+}

@@ -472,6 +472,30 @@ fn codes(d: &[Value]) -> Vec<String> {
     c
 }
 
+/// The opt-in `narrowing` lint as a setting (VS Code's `wsp.check.lints`), as `--warn narrowing`.
+#[test]
+fn the_lints_setting_turns_on_the_narrowing_lint() {
+    let (dir, uri) = setup("lints");
+    let text = "kernel half(x: in f32[16, 16], y: out f16[16, 16]) {\n    y = x * 0.5\n}\n";
+    let open =
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": text}});
+    let mut c = Client::start(&dir, false);
+    c.notify("textDocument/didOpen", open);
+    assert!(c.diagnostics(&uri).is_empty(), "off by default");
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"wsp": {"check": {"lints": ["narrowing"]}}}}),
+    );
+    let d = c.diagnostics(&uri);
+    assert_eq!(codes(&d), ["W0201"], "{d:?}");
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"wsp": {"check": {"lints": []}}}}),
+    );
+    assert!(c.diagnostics(&uri).is_empty());
+    c.stop();
+}
+
 #[test]
 fn settings_choose_the_target_backend_and_architecture_like_wsp_check() {
     let (dir, uri) = setup("settings");

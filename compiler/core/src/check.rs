@@ -1073,7 +1073,8 @@ pub fn kernel_types<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> 
     let file = item.file(db);
     let fname = FileName::new(file.path(db).as_str());
     let consts = crate::db::const_values(db, file);
-    let mut out = crate::types::check_kernel(&fname, k, consts);
+    let narrowing = db.file_set().lints(db).iter().any(|l| l == "narrowing");
+    let mut out = crate::types::check_kernel_linted(&fname, k, consts, narrowing);
     // Flow checks need the whole body; a recovered syntax error may have swallowed a write.
     let damaged = matches!(&k.body, KernelBody::Block(b) if crate::flow::has_error_nodes(b));
     if !damaged {

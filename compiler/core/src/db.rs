@@ -41,6 +41,10 @@ pub struct FileSet {
     /// (checked when set). Overrides `arch` and the schedules' targets.
     #[returns(ref)]
     pub arch_file: Option<(String, Arc<str>)>,
+    /// The opt-in lints the driver turned on (`wsp check --warn narrowing`), by name
+    /// ([`wsp_vocab::words::LINTS`]).
+    #[returns(ref)]
+    pub lints: Vec<String>,
 }
 
 /// The database trait every query takes.

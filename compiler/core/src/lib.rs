@@ -69,7 +69,7 @@ impl Workspace {
                 .new(&db);
             map.insert(path, f);
         }
-        let files = FileSet::new(&db, map, BTreeMap::new(), None, None, None);
+        let files = FileSet::new(&db, map, BTreeMap::new(), None, None, None, Vec::new());
         db.set_file_set_handle(files);
         Workspace { db, files }
     }
@@ -171,6 +171,22 @@ impl Workspace {
 
     /// Checks resources against the model in `text` (read from `path`, an `--arch FILE.toml`)
     /// instead of a built-in one; an error (naming the file and key) if it does not parse.
+    /// Turns on the opt-in lints named (`narrowing`); an unknown name is an error listing the
+    /// known ones, and the others stay as they were.
+    pub fn set_lints(&mut self, lints: &[&str]) -> Result<(), String> {
+        let known: Vec<&str> = wsp_vocab::words::LINTS.iter().map(|(n, _)| *n).collect();
+        if let Some(bad) = lints.iter().find(|l| !known.contains(l)) {
+            return Err(format!("no lint `{bad}`; known: {}", known.join(", ")));
+        }
+        let mut v: Vec<String> = lints.iter().map(|l| l.to_string()).collect();
+        v.sort();
+        v.dedup();
+        if *self.files.lints(&self.db) != v {
+            self.files.set_lints(&mut self.db).to(v);
+        }
+        Ok(())
+    }
+
     pub fn set_arch_file(&mut self, path: &str, text: &str) -> Result<(), String> {
         wsp_arch::Arch::parse(text, path).map_err(|e| e.to_string())?;
         let model = Some((path.to_string(), Arc::from(text)));

@@ -174,6 +174,8 @@ struct TyCx<'a> {
     /// Every tile binding (parameter, `let`, `var`) by the start of its name's span, with its
     /// type: what the tile-memory analysis sizes.
     bound: BTreeMap<u32, Ty>,
+    /// With the `narrowing` lint: the `out` and `inout` tile parameters, whose stores convert.
+    narrowing: Option<std::collections::BTreeSet<String>>,
 }
 
 impl TyCx<'_> {
@@ -636,8 +638,62 @@ impl TyCx<'_> {
         }
     }
 
+    /// W0201 (the opt-in `narrowing` lint): a store into an `out`/`inout` tile of a dtype that
+    /// cannot hold every value of the stored one (f32 into f16, i32 into i8, a float into an
+    /// integer), which converts as `cast` does. The fix writes the `cast`.
+    fn narrowing_store(&mut self, target: &Expr, tt: &Ty, value: &Ty, vspan: Span) {
+        let Some(stores) = &self.narrowing else {
+            return;
+        };
+        let root = match &target.kind {
+            ExprKind::Name(n) => n,
+            ExprKind::Index { base, .. } => match &base.kind {
+                ExprKind::Name(n) => n,
+                _ => return,
+            },
+            _ => return,
+        };
+        if !stores.contains(&root.name) {
+            return;
+        }
+        let (Ty::Tile { dtype: to, .. }, Ty::Tile { dtype: from, .. }) = (tt, value) else {
+            return;
+        };
+        if to == from || holds_every_value(to, from) {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::new(
+                codes::W0201,
+                format!("storing {from} into `{}`, which is {to}, narrows it", root.name),
+                self.label(vspan, format!("{from} value")),
+            )
+            .with_label(self.label(target.span, format!("{to} tile")))
+            .with_note(format!(
+                "the store converts as `cast` does: values {to} cannot hold are rounded or saturated"
+            ))
+            .with_help(format!("write the conversion: `cast(..., {to})`"))
+            .with_fix(Fix {
+                title: format!("write `cast(..., {to})`"),
+                edits: vec![
+                    Edit {
+                        file: self.file.clone(),
+                        span: Span::new(vspan.start, vspan.start),
+                        replacement: "cast(".into(),
+                    },
+                    Edit {
+                        file: self.file.clone(),
+                        span: Span::new(vspan.end, vspan.end),
+                        replacement: format!(", {to})"),
+                    },
+                ],
+            }),
+        );
+    }
+
     fn assign(&mut self, target: &Expr, value: &Ty, vspan: Span) {
         let tt = self.expr(target);
+        self.narrowing_store(target, &tt, value, vspan);
         let (Ty::Tile { r: tr, c: tc, .. }, Ty::Tile { r, c, .. }) = (&tt, value) else {
             return;
         };
@@ -769,6 +825,22 @@ pub fn check_kernel(
     k: &Kernel,
     consts: &BTreeMap<String, i64>,
 ) -> Vec<Diagnostic> {
+    check_kernel_linted(file, k, consts, false)
+}
+
+/// [`check_kernel`], with the opt-in `narrowing` lint (W0201) when `narrowing` is set.
+pub fn check_kernel_linted(
+    file: &FileName,
+    k: &Kernel,
+    consts: &BTreeMap<String, i64>,
+    narrowing: bool,
+) -> Vec<Diagnostic> {
+    let stores = k
+        .params
+        .iter()
+        .filter(|p| matches!(p.dir, Some((Direction::Out | Direction::InOut, _))))
+        .map(|p| p.name.name.clone())
+        .collect();
     let mut cx = TyCx {
         file: file.clone(),
         consts,
@@ -776,6 +848,7 @@ pub fn check_kernel(
         pipes: BTreeMap::new(),
         diags: Vec::new(),
         bound: BTreeMap::new(),
+        narrowing: narrowing.then_some(stores),
     };
     for p in &k.params {
         let t = match (&p.dir, eval_dims(&p.ty, consts)) {
@@ -822,6 +895,7 @@ pub fn kernel_tile_shapes(
         pipes: BTreeMap::new(),
         diags: Vec::new(),
         bound: BTreeMap::new(),
+        narrowing: None,
     };
     for p in &k.params {
         let t = match (&p.dir, eval_dims(&p.ty, consts)) {
@@ -1229,6 +1303,54 @@ mod tests {
             "Y[(a + b) % 4, a + b * c]",
         ] {
             assert_eq!(quoted(v), v);
+        }
+    }
+}
+
+/// Whether dtype `to` holds every value of dtype `from` exactly (names as written).
+fn holds_every_value(to: &str, from: &str) -> bool {
+    // (float, mantissa bits with the implicit one, exponent bits) or (integer, signed, bits).
+    fn kind(d: &str) -> Option<(bool, u32, u32)> {
+        Some(match d {
+            "f64" => (true, 53, 11),
+            "f32" => (true, 24, 8),
+            "f16" => (true, 11, 5),
+            "bf16" => (true, 8, 8),
+            "i8" => (false, 1, 8),
+            "i16" => (false, 1, 16),
+            "i32" => (false, 1, 32),
+            "i64" => (false, 1, 64),
+            "u8" => (false, 0, 8),
+            "u16" => (false, 0, 16),
+            "u32" => (false, 0, 32),
+            "u64" => (false, 0, 64),
+            "bool" => (false, 0, 1),
+            _ => return None,
+        })
+    }
+    let (Some(t), Some(f)) = (kind(to), kind(from)) else {
+        return true;
+    };
+    match (t, f) {
+        // Floats: as many mantissa and exponent bits.
+        ((true, tm, te), (true, fm, fe)) => tm >= fm && te >= fe,
+        // An integer (magnitude bits) fits the mantissa.
+        ((true, tm, _), (false, signed, bits)) => tm >= bits - signed,
+        ((false, ..), (true, ..)) => false,
+        // Integers: an unsigned one fits a wider signed one or a no narrower unsigned one; a
+        // signed one only a no narrower signed one. Into bool only bool.
+        ((false, ts, tb), (false, fs, fb)) => {
+            if tb == 1 {
+                fb == 1
+            } else if fb == 1 {
+                true
+            } else {
+                match (ts == 1, fs == 1) {
+                    (true, true) | (false, false) => tb >= fb,
+                    (true, false) => tb > fb,
+                    (false, true) => false,
+                }
+            }
         }
     }
 }

@@ -275,3 +275,20 @@ fn unused_imported_names_are_removed() {
         assert!(codes(&ws, "main.wsp").is_empty(), "{text}");
     }
 }
+
+/// The opt-in `narrowing` lint (W0201) writes the conversion out, and is silent when it is off.
+#[test]
+fn a_narrowing_store_gets_its_cast_written() {
+    let mut ws = Workspace::new();
+    let text = "kernel half(x: in f32[16, 16], y: out f16[16, 16]) {\n    y = x * 0.5\n}\n";
+    ws.set_file("n.wsp", text.to_string());
+    assert!(codes(&ws, "n.wsp").is_empty(), "off by default");
+    assert!(ws.set_lints(&["narrow"]).is_err(), "an unknown lint");
+    ws.set_lints(&["narrowing"]).expect("a lint");
+    let diags = ws.check("n.wsp");
+    let d = diags.iter().find(|d| d.code == "W0201").expect("W0201");
+    let fixed = apply(text, d);
+    assert!(fixed.contains("y = cast(x * 0.5, f16)"), "{fixed}");
+    ws.set_file("n.wsp", fixed);
+    assert!(codes(&ws, "n.wsp").is_empty());
+}

@@ -3,7 +3,8 @@
 //! `//~ ERROR E0101` (or `//~ WARN W0601`) on the line of the primary label, or `//~^ ERROR ...`
 //! for the line above. A fixture without expectations must check clean.
 //! Header comments configure the check: `//@ target: aie` checks capabilities for a backend
-//! (`Workspace::set_target`), `//@ strict` makes capability losses errors.
+//! (`Workspace::set_target`), `//@ strict` makes capability losses errors, `//@ lint: NAME`
+//! turns on an opt-in lint (`Workspace::set_lints`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,12 @@ fn check_fixture(path: &Path) -> Result<(), String> {
         .map(str::trim);
     let strict = src.lines().any(|l| l.trim() == "//@ strict");
     ws.set_target(target, strict)?;
+    let lints: Vec<&str> = src
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("//@ lint:"))
+        .map(str::trim)
+        .collect();
+    ws.set_lints(&lints)?;
     ws.set_file(&name, src.clone());
     // The harness, not the core, reads imported files.
     for _ in 0..32 {

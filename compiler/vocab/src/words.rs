@@ -8,6 +8,12 @@ pub const DTYPES: &[&str] = &[
 /// Initialisers of global tensors (`tensor X: f32[8] = load("x.npy")`).
 pub const INITIALISERS: &[&str] = &["load", "random", "zeros", "ones", "full"];
 
+/// The opt-in lints (`wsp check --warn NAME`), with what each reports.
+pub const LINTS: &[(&str, &str)] = &[(
+    "narrowing",
+    "W0201: a store into an `out`/`inout` tile of a dtype that cannot hold every value stored",
+)];
+
 /// What makes a workload block's local tensor: `let H: f32[64, 128] = scratch()`.
 pub const LOCAL_TENSOR: &str = "scratch";
 

@@ -69,7 +69,7 @@ async function startClient(context: vscode.ExtensionContext) {
   const c = config();
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file', language: 'wsp' }, { scheme: 'untitled', language: 'wsp' }],
-    initializationOptions: checkSettings(c.get('check.target'), c.get('check.arch'), c.get('check.strict')),
+    initializationOptions: checkSettings(c.get('check.target'), c.get('check.arch'), c.get('check.strict'), c.get('check.lints')),
     synchronize: {
       fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{wsp,npy}'),
       // Changes of `wsp.*` reach the server as workspace/didChangeConfiguration.

@@ -100,14 +100,17 @@ export function statusText(server: ServerState, check: CheckState): { text: stri
 }
 
 /** The server's check settings (initialization options and `wsp` configuration): the backend,
- * the architecture model and strictness of `wsp check --target/--arch/--strict`. */
+ * the architecture model, strictness and opt-in lints of `wsp check
+ * --target/--arch/--strict/--warn`. */
 export interface CheckSettings {
   target: string;
   arch: string;
   strict: boolean;
+  lints: string[];
 }
 
-export function checkSettings(target: unknown, arch: unknown, strict: unknown): CheckSettings {
+export function checkSettings(target: unknown, arch: unknown, strict: unknown, lints?: unknown): CheckSettings {
   const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
-  return { target: text(target), arch: text(arch), strict: strict === true };
+  const names = Array.isArray(lints) ? lints.map(text).filter((l) => l !== '') : [];
+  return { target: text(target), arch: text(arch), strict: strict === true, lints: names };
 }

@@ -56,6 +56,7 @@ test('status text reflects server state and diagnostic counts', () => {
 });
 
 test('check settings pass strings trimmed and strict only when true', () => {
-  assert.deepEqual(checkSettings(' aie ', 'aie-ml', true), { target: 'aie', arch: 'aie-ml', strict: true });
-  assert.deepEqual(checkSettings(undefined, 42, 'yes'), { target: '', arch: '', strict: false });
+  assert.deepEqual(checkSettings(' aie ', 'aie-ml', true), { target: 'aie', arch: 'aie-ml', strict: true, lints: [] });
+  assert.deepEqual(checkSettings(undefined, 42, 'yes'), { target: '', arch: '', strict: false, lints: [] });
+  assert.deepEqual(checkSettings('', '', false, [' narrowing ', 7, '']), { target: '', arch: '', strict: false, lints: ['narrowing'] });
 });

@@ -1270,43 +1270,6 @@ pub(crate) fn expr_text(e: &Expr) -> String {
     t(e)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::expr_text;
-    use wsp_syntax::ast::{ItemKind, StmtKind};
-
-    /// The views of `workload w { k[0](x: VIEW) }`, quoted as messages quote them.
-    fn quoted(view: &str) -> String {
-        let src = format!("workload w {{ k[0](x: {view}) }}");
-        let p = wsp_syntax::parse(&src);
-        let ItemKind::Workload(w) = &p.file.items[0].item.kind else {
-            panic!("not a workload")
-        };
-        let wsp_syntax::ast::WorkloadBody::Block(b) = &w.body else {
-            panic!("not a block")
-        };
-        let StmtKind::Expr(e) = &b.stmts[0].kind else {
-            panic!("not a call")
-        };
-        let wsp_syntax::ast::ExprKind::Call { args, .. } = &e.kind else {
-            panic!("not a call")
-        };
-        expr_text(&args[0].value)
-    }
-
-    #[test]
-    fn quoted_views_keep_the_parentheses_their_tree_needs() {
-        for v in [
-            "Y[(i + 1) * TS..(i + 2) * TS, :]",
-            "Y[i * TS..i * TS + TS]",
-            "Y[a - (b - c), a - b - c]",
-            "Y[(a + b) % 4, a + b * c]",
-        ] {
-            assert_eq!(quoted(v), v);
-        }
-    }
-}
-
 /// Whether dtype `to` holds every value of dtype `from` exactly (names as written).
 fn holds_every_value(to: &str, from: &str) -> bool {
     // (float, mantissa bits with the implicit one, exponent bits) or (integer, signed, bits).
@@ -1351,6 +1314,43 @@ fn holds_every_value(to: &str, from: &str) -> bool {
                     (false, true) => false,
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expr_text;
+    use wsp_syntax::ast::{ItemKind, StmtKind};
+
+    /// The views of `workload w { k[0](x: VIEW) }`, quoted as messages quote them.
+    fn quoted(view: &str) -> String {
+        let src = format!("workload w {{ k[0](x: {view}) }}");
+        let p = wsp_syntax::parse(&src);
+        let ItemKind::Workload(w) = &p.file.items[0].item.kind else {
+            panic!("not a workload")
+        };
+        let wsp_syntax::ast::WorkloadBody::Block(b) = &w.body else {
+            panic!("not a block")
+        };
+        let StmtKind::Expr(e) = &b.stmts[0].kind else {
+            panic!("not a call")
+        };
+        let wsp_syntax::ast::ExprKind::Call { args, .. } = &e.kind else {
+            panic!("not a call")
+        };
+        expr_text(&args[0].value)
+    }
+
+    #[test]
+    fn quoted_views_keep_the_parentheses_their_tree_needs() {
+        for v in [
+            "Y[(i + 1) * TS..(i + 2) * TS, :]",
+            "Y[i * TS..i * TS + TS]",
+            "Y[a - (b - c), a - b - c]",
+            "Y[(a + b) % 4, a + b * c]",
+        ] {
+            assert_eq!(quoted(v), v);
         }
     }
 }

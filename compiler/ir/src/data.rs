@@ -182,7 +182,9 @@ pub fn tensor_shape(decl: &TensorDecl, params: &[ScalarValue]) -> Result<Vec<usi
 
 /// E0808 unless tensor `decl` of `shape` can be a host tensor: at most [`MAX_ELEMENTS`]
 /// elements, and memory for them now.
-fn check_host(decl: &TensorDecl, shape: &[usize]) -> Result<(), DataError> {
+/// E0808 when a tensor of `shape` cannot be held as host values: past the limit of host
+/// tensors, or more than can be allocated.
+pub fn check_host(decl: &TensorDecl, shape: &[usize]) -> Result<(), DataError> {
     let n: usize = shape.iter().product();
     if n > MAX_ELEMENTS {
         return Err(decl_err(

@@ -1469,6 +1469,10 @@ fn run_inner(
         let decl = &program.tensors[i];
         // Zeros need no host values: the runtime's buffer starts zeroed.
         let zeros = data::starts_zeroed(decl) && !opts.inputs.iter().any(|(n, _)| *n == decl.name);
+        if zeros && !opts.timing_only && !local {
+            // Read back at the end as host values: within the limit of host tensors.
+            data::check_host(decl, &t.shape).map_err(data_err)?;
+        }
         let bytes = if opts.timing_only || local || zeros {
             None
         } else {

@@ -99,6 +99,12 @@ fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
             "a Ragged axis's row lengths, a Sparse axis's indptr and indices and a DenseDyn \
              axis's size are read when a loop reaches them",
         ),
+        _ if code == codes::E0815 => (
+            "the run stopped at this task",
+            "a pipeline whose processes never finish runs until a limit stops it: check that it \
+             ends (`wsp check` says W0505 when it cannot decide); `--max-tasks N` and \
+             `--max-cycles N` set the limits",
+        ),
         _ if code == codes::E0816 => (
             "this task found the window full",
             "the schedule's `.task_window(n, abort)` stops the run instead of waiting: raise \
@@ -284,9 +290,13 @@ pub fn main(a: Args) -> ExitCode {
                     render_human(&[run_error(&e, at)], &crate::WsSources(&ws), color)
                 ),
                 (None, SimError::Deadlock(_, Some(report))) => {
-                    eprint!("{}", deadlock_text(report, &ws))
+                    eprint!("{}", deadlock_text(report, &ws));
+                    eprintln!("  (causes and fixes: `wsp explain {}`)", e.code());
                 }
-                (None, _) => eprintln!("{e}"),
+                (None, _) => {
+                    eprintln!("{e}");
+                    eprintln!("  (causes and fixes: `wsp explain {}`)", e.code());
+                }
             }
             // After a deadlock: the static analysis of the same pipeline, with the params
             // bound to this run's values, names the smallest depths that complete, which the
@@ -320,7 +330,7 @@ pub fn main(a: Args) -> ExitCode {
                     serde_json::json!({"arch": opts.arch.name, "error": err})
                 );
             }
-            if e.code() == codes::E0815 {
+            if e.code() == codes::E0815 && place.is_none() {
                 eprintln!(
                     "  help: a pipeline whose processes never finish runs until a limit stops \
                      it: check that it ends (`wsp check` says W0505 when it cannot decide); \

@@ -1391,3 +1391,32 @@ schedule main = w.spatial_map(grid: {grid}, at: (heads, batch))
     let err = text(&o.stderr);
     assert!(err.contains("E0817") && err.contains("48 cores"), "{err}");
 }
+
+/// A limit reached while the main orchestration submits a task points at that task's call, in
+/// the renderer of every other diagnostic; an error with no place still ends with the hint.
+#[test]
+fn a_limit_points_at_the_task_that_reached_it() {
+    let d = program(
+        "limit-at",
+        r#"
+axis rows = Dense[8]
+input  X: f32[8, 16, 16] = random(seed: 1)
+output Y: f32[8, 16, 16]
+kernel cp(x: in f32[16, 16], y: out f32[16, 16]) { y = x }
+workload w {
+    for i in P(rows) {
+        cp[i](x: X[i], y: Y[i])
+    }
+}
+"#,
+    );
+    let o = wsp(&d, &["run", "p.wsp", "--max-tasks", "3"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("[E0815]") && err.contains("p.wsp:8:9"),
+        "{err}"
+    );
+    assert!(err.contains("the run stopped at this task"), "{err}");
+    assert!(err.contains("`wsp explain E0815`"), "{err}");
+}

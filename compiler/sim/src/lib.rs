@@ -720,7 +720,10 @@ impl Prepared {
 fn submit_error(e: RuntimeError) -> exec::TaskError {
     match e {
         e @ RuntimeError::Api(_) => exec::TaskError::Task(e.to_string()),
-        e @ RuntimeError::WindowFull { .. } => exec::TaskError::Stopped(run_error(e)),
+        // A limit reached while this task was submitted: the run stops at its call.
+        e @ (RuntimeError::WindowFull { .. } | RuntimeError::Limit(_)) => {
+            exec::TaskError::Stopped(run_error(e))
+        }
         other => exec::TaskError::Run(run_error(other)),
     }
 }
@@ -1541,7 +1544,15 @@ fn run_inner(
         Ok(o) => o,
         // A limit or a deadlock that stopped the run reaches here as text when a submission
         // or a process step passed it on; the runtime keeps the limit and the report.
-        Err(_) if let Some(l) = backend.rt.limit_reached() => return Err(limit_error(l)),
+        // A limit reached at a submission keeps that task's call as its place.
+        Err(e) if let Some(l) = backend.rt.limit_reached() => {
+            return Err(SimError::Exec {
+                code: codes::E0815,
+                message: limit_message(l),
+                at: e.at,
+                place: exec::Place::Task,
+            })
+        }
         // So does a kernel failure, which the submission that found it passed on as text.
         Err(_) if let Some(k) = backend.rt.kernel_failure() => {
             return Err(from_runtime(program, k.clone()))

@@ -969,22 +969,15 @@ pub fn completion_with(
                     })
                     .collect();
             }
-            if directive == Directive::TaskGraph {
-                return POOL_NAMES
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.to_string(),
-                            lsp::CompletionItemKind::FIELD,
-                            directive.usage().to_string(),
-                            format!("{p}: "),
-                        )
-                    })
-                    .collect();
-            }
-            // The named arguments of `.spatial_map(`, and `shard` as `.layout(T, `'s layout.
-            if directive == Directive::SpatialMap {
-                return GRID_NAMES
+            // The named arguments of `.task_graph(` and `.spatial_map(`, and `shard` as
+            // `.layout(T, `'s layout.
+            let named: &[&str] = match directive {
+                Directive::TaskGraph => &POOL_NAMES,
+                Directive::SpatialMap => &GRID_NAMES,
+                _ => &[],
+            };
+            if !named.is_empty() {
+                return named
                     .iter()
                     .map(|p| {
                         (

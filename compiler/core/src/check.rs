@@ -193,8 +193,14 @@ impl<'a> Checker<'a> {
         );
     }
 
+    /// Whether `name` here is a local tensor of the workload (not a loop variable or binding
+    /// that happens to share its name).
+    fn is_local_tensor(&self, name: &str) -> bool {
+        self.local_tensors.contains(name) && matches!(self.local(name), None | Some(Local::Tensor))
+    }
+
     fn check_name(&mut self, id: &Ident) {
-        if self.local_tensors.contains(&id.name) {
+        if self.is_local_tensor(&id.name) {
             // A local tensor named anywhere but as a task argument's view.
             self.local_tensor_use(id, false);
             return;
@@ -429,7 +435,7 @@ impl<'a> Checker<'a> {
             _ => (e, &[][..]),
         };
         match &base.kind {
-            ExprKind::Name(n) if self.local_tensors.contains(&n.name) => {
+            ExprKind::Name(n) if self.is_local_tensor(&n.name) => {
                 self.local_tensor_use(n, true);
                 self.indices(indices);
             }

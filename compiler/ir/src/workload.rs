@@ -827,28 +827,70 @@ pub enum Stat {
     Tasks,
 }
 
-/// Calls `f` on every task call in `stmts`, nested ones included.
-fn for_each_call(stmts: &mut [WStmt], f: &mut impl FnMut(&mut TaskCall)) {
-    for st in stmts {
-        match st {
+impl WStmt {
+    /// The statement lists nested directly in this one — a loop's, a `consume`'s or a local
+    /// tensor's body, each `when` branch and then its `else` — in source order.
+    pub fn bodies(&self) -> Vec<&[WStmt]> {
+        match self {
             WStmt::For { body, .. } | WStmt::Consume { body, .. } | WStmt::Local { body, .. } => {
-                for_each_call(body, f)
+                vec![body]
             }
             WStmt::When {
                 branches,
                 otherwise,
-            } => {
-                for b in branches {
-                    for_each_call(&mut b.body, f);
-                }
-                for_each_call(otherwise, f);
+            } => branches
+                .iter()
+                .map(|b| &b.body[..])
+                .chain(std::iter::once(&otherwise[..]))
+                .collect(),
+            WStmt::Call(_) | WStmt::Run { .. } | WStmt::Send { .. } => Vec::new(),
+        }
+    }
+
+    /// [`WStmt::bodies`], to change them.
+    pub fn bodies_mut(&mut self) -> Vec<&mut Vec<WStmt>> {
+        match self {
+            WStmt::For { body, .. } | WStmt::Consume { body, .. } | WStmt::Local { body, .. } => {
+                vec![body]
             }
+            WStmt::When {
+                branches,
+                otherwise,
+            } => branches
+                .iter_mut()
+                .map(|b| &mut b.body)
+                .chain(std::iter::once(otherwise))
+                .collect(),
+            WStmt::Call(_) | WStmt::Run { .. } | WStmt::Send { .. } => Vec::new(),
+        }
+    }
+}
+
+/// Calls `f` on every statement of `stmts` and of the bodies nested in them, each before its
+/// bodies, in source order: the one walk of a statement tree for what needs no context.
+pub fn walk_stmts<'a>(stmts: &'a [WStmt], f: &mut impl FnMut(&'a WStmt)) {
+    for st in stmts {
+        f(st);
+        for b in st.bodies() {
+            walk_stmts(b, f);
+        }
+    }
+}
+
+/// Calls `f` on every task call in `stmts`, nested ones included.
+fn for_each_call(stmts: &mut [WStmt], f: &mut impl FnMut(&mut TaskCall)) {
+    for st in stmts {
+        match st {
             WStmt::Call(c)
             | WStmt::Send {
                 payload: SendPayload::Task(c),
                 ..
             } => f(c),
-            WStmt::Send { .. } | WStmt::Run { .. } => {}
+            other => {
+                for b in other.bodies_mut() {
+                    for_each_call(b, f);
+                }
+            }
         }
     }
 }

@@ -1748,24 +1748,11 @@ fn placement_notes(p: &Placement, arch: &Arch) -> Vec<String> {
 /// `combine` or a block's `run`).
 fn runs_processes(program: &Program, w: WorkloadId) -> bool {
     fn in_stmts(stmts: &[WStmt], out: &mut Vec<WorkloadId>) {
-        for s in stmts {
-            match s {
-                WStmt::For { body, .. }
-                | WStmt::Consume { body, .. }
-                | WStmt::Local { body, .. } => in_stmts(body, out),
-                WStmt::When {
-                    branches,
-                    otherwise,
-                } => {
-                    for b in branches {
-                        in_stmts(&b.body, out);
-                    }
-                    in_stmts(otherwise, out);
-                }
-                WStmt::Run { workload } => out.push(*workload),
-                WStmt::Call(_) | WStmt::Send { .. } => {}
+        wsp_ir::workload::walk_stmts(stmts, &mut |s| {
+            if let WStmt::Run { workload } = s {
+                out.push(*workload);
             }
-        }
+        });
     }
     let mut seen = vec![false; program.workloads.len()];
     let mut todo = vec![w];

@@ -894,28 +894,12 @@ fn collect_connects(
             }
         }
         WorkloadBody::Block { stmts } => {
-            fn runs(stmts: &[WStmt], v: &mut Vec<WorkloadId>) {
-                for s in stmts {
-                    match s {
-                        WStmt::Run { workload } => v.push(*workload),
-                        WStmt::For { body, .. }
-                        | WStmt::Consume { body, .. }
-                        | WStmt::Local { body, .. } => runs(body, v),
-                        WStmt::When {
-                            branches,
-                            otherwise,
-                        } => {
-                            for b in branches {
-                                runs(&b.body, v);
-                            }
-                            runs(otherwise, v);
-                        }
-                        _ => {}
-                    }
-                }
-            }
             let mut v = Vec::new();
-            runs(stmts, &mut v);
+            wsp_ir::workload::walk_stmts(stmts, &mut |s| {
+                if let WStmt::Run { workload } = s {
+                    v.push(*workload);
+                }
+            });
             for x in v {
                 collect_connects(p, x, out, seen);
             }

@@ -477,12 +477,16 @@ workload w = connect(ping, pong)
     );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(4), "{err}");
+    // At the call of the task that reached it, in `ping`'s `consume` body.
     assert!(
-        err.contains("error[E0815]: stopped: the run reached its limit of 500 tasks (500 tasks"),
+        err.contains("[E0815]")
+            && err.contains("stopped: the run reached its limit of 500 tasks (500 tasks")
+            && err.contains("p.wsp:9:32")
+            && err.contains("the run stopped at this task"),
         "{err}"
     );
     assert!(
-        err.contains("help: a pipeline whose processes never finish"),
+        err.contains("Help: a pipeline whose processes never finish"),
         "{err}"
     );
     assert!(

@@ -1156,6 +1156,9 @@ impl TaskBackend for RtBackend<'_> {
         let RtBackend { rt, s, .. } = self;
         let channels = s.channels.clone();
         let shared = RefCell::new((s, tensors, Vec::new()));
+        // A step's error with its place (a limit reached at a task's submission): the runtime
+        // passes step errors on as text.
+        let located: RefCell<Option<exec::ExecError>> = RefCell::new(None);
         let mut specs = Vec::new();
         for mut th in threads {
             let name = th.name().to_string();
@@ -1172,6 +1175,7 @@ impl TaskBackend for RtBackend<'_> {
                 }
             }
             let sh = &shared;
+            let at = &located;
             let chans = &channels;
             let body = move |cx: &mut ProcCx<'_>| -> Result<rt::Step, String> {
                 let received = cx.received().map(|r| match r {
@@ -1183,7 +1187,13 @@ impl TaskBackend for RtBackend<'_> {
                 let mut pb = ProcBackend { cx, s, last: None };
                 let action = th
                     .step(params, tensors, &mut pb, received, tasks)
-                    .map_err(|e| e.message)?;
+                    .map_err(|e| {
+                        let m = e.message.clone();
+                        if e.at.is_some() {
+                            *at.borrow_mut() = Some(e);
+                        }
+                        m
+                    })?;
                 let ch = |c: wsp_ir::workload::ChannelId| {
                     chans
                         .get(c.index())
@@ -1222,7 +1232,13 @@ impl TaskBackend for RtBackend<'_> {
         }
         let r = rt.run_processes(specs);
         let (_, _, tasks) = shared.into_inner();
-        Some(r.map(|()| tasks).map_err(run_error))
+        let located = located.into_inner();
+        Some(r.map(|()| tasks).map_err(|e| match (e, located) {
+            // A step's own error (a limit reached at a task's submission, a view out of
+            // range): as the step reported it, at its task's call.
+            (RuntimeError::Process { .. }, Some(x)) => x,
+            (e, _) => run_error(e),
+        }))
     }
 }
 

@@ -43,7 +43,8 @@ fn abs(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn dir_of(p: &Path) -> PathBuf {
+/// The directory a file path is in (`.` for a bare name).
+pub fn dir_of(p: &Path) -> PathBuf {
     match p.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

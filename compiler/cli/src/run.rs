@@ -459,12 +459,13 @@ fn duration_words(secs: f64) -> String {
 /// replace their destinations together; when any step fails, every destination is left as it
 /// was, and a switch that a killed run left half done is completed first.
 fn write_files(p: &wsp_ir::Program, run: &SimRun, a: &Args) -> Result<(), String> {
-    let parent = |f: &PathBuf| match f.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
     let mut dirs: Vec<PathBuf> = a.out_dir.iter().cloned().collect();
-    dirs.extend(a.trace.iter().chain(&a.graph).map(parent));
+    dirs.extend(
+        a.trace
+            .iter()
+            .chain(&a.graph)
+            .map(|f| crate::commit::dir_of(f)),
+    );
     dirs.sort();
     dirs.dedup();
     for d in &dirs {

@@ -319,7 +319,7 @@ pub fn check_total_memory(
         let b = n.saturating_mul(decl.dtype.size_bytes()) as u64;
         buffers = buffers.saturating_add(b);
         max_buffer = max_buffer.max(b);
-        if !starts_zeroed(decl) {
+        if !starts_zeroed(decl, &[]) {
             max_made = max_made.max(h);
         }
         if read {
@@ -356,11 +356,13 @@ pub fn check_total_memory(
     ))
 }
 
-/// Whether a tensor starts as zeros (`zeros`, or no initialiser on anything but an input):
-/// the runtime's buffer needs no host values to start from.
-pub fn starts_zeroed(decl: &TensorDecl) -> bool {
-    matches!(decl.init, Some(Init::Zeros))
-        || (decl.init.is_none() && decl.kind != TensorKind::Input)
+/// Whether a tensor starts as zeros (`zeros`, or no initialiser on anything but an input, and
+/// no `--input` file): the runtime's buffer needs no host values to start from.
+pub fn starts_zeroed(decl: &TensorDecl, inputs: &[(String, PathBuf)]) -> bool {
+    matches!(
+        source(decl, inputs),
+        Ok(Source::Zeros | Source::Init(Init::Zeros))
+    )
 }
 
 /// Per tensor, whether a run reads it back at the end: every tensor but the local ones and the

@@ -1291,24 +1291,26 @@ impl TaskBackend for ProcBackend<'_, '_, '_, '_> {
 }
 
 fn read_back(r: &mut Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<(), String> {
-    let t = tensors.get_mut(i).ok_or("bad tensor")?;
     let bytes = r
         .tensor_bytes(rt::TensorId(i as u32))
         .ok_or("the runtime lost a tensor")?;
-    let n = t.shape.iter().product();
-    t.data = Data::from_bytes(t.dtype, bytes, n, false).ok_or("short tensor buffer")?;
-    Ok(())
+    set_from_bytes(tensors, i, bytes)
 }
 
 /// [`read_back`] at the end of a run, moving the bytes out of the runtime: a tensor is never
 /// held twice while the results are read.
 fn take_back(r: &mut Runtime, i: usize, tensors: &mut [HostTensor]) -> Result<(), String> {
-    let t = tensors.get_mut(i).ok_or("bad tensor")?;
     let bytes = r
         .take_tensor_bytes(rt::TensorId(i as u32))
         .ok_or("the runtime lost a tensor")?;
+    set_from_bytes(tensors, i, &bytes)
+}
+
+/// Host tensor `i`'s values from the runtime's bytes of it.
+fn set_from_bytes(tensors: &mut [HostTensor], i: usize, bytes: &[u8]) -> Result<(), String> {
+    let t = tensors.get_mut(i).ok_or("bad tensor")?;
     let n = t.shape.iter().product();
-    t.data = Data::from_bytes(t.dtype, &bytes, n, false).ok_or("short tensor buffer")?;
+    t.data = Data::from_bytes(t.dtype, bytes, n, false).ok_or("short tensor buffer")?;
     Ok(())
 }
 
@@ -1487,7 +1489,7 @@ fn run_inner(
         let dims = if local { vec![1] } else { dims };
         let decl = &program.tensors[i];
         // Zeros need no host values: the runtime's buffer starts zeroed.
-        let zeros = data::starts_zeroed(decl) && !opts.inputs.iter().any(|(n, _)| *n == decl.name);
+        let zeros = data::starts_zeroed(decl, &opts.inputs);
         if zeros && !opts.timing_only && !local {
             // Read back at the end as host values: within the limit of host tensors.
             data::check_host(decl, &t.shape).map_err(data_err)?;

@@ -982,26 +982,36 @@ fn workload_block(kind: &ItemKind) -> Option<&Block> {
     }
 }
 
+/// The body of a workload block or a process.
+fn item_body(kind: &ItemKind) -> Option<&Block> {
+    match kind {
+        ItemKind::Process(p) => Some(&p.body),
+        _ => workload_block(kind),
+    }
+}
+
+/// The file's scope with the local tensors of an item's body (`crate::locals`), once per item
+/// for the checks and the race analysis; `None` when the body makes none.
+#[salsa::tracked(returns(ref))]
+fn body_scope<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<BTreeMap<String, Scoped>> {
+    let body = item_body(&item_ast(db, item).as_ref()?.kind)?;
+    let file = item.file(db);
+    crate::locals::scope_with_locals(scope(db, file), body, crate::db::const_values(db, file))
+}
+
 /// Races between iterations of `P` loops and view bounds in one workload or process body.
 #[salsa::tracked(returns(ref))]
 pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
-    let body = match item_ast(db, item).as_ref().map(|i| &i.kind) {
-        Some(ItemKind::Workload(Workload {
-            body: WorkloadBody::Block(b),
-            ..
-        })) => b,
-        Some(ItemKind::Process(p)) => &p.body,
-        _ => return Vec::new(),
+    let Some(body) = item_ast(db, item).as_ref().and_then(|i| item_body(&i.kind)) else {
+        return Vec::new();
     };
     let file = item.file(db);
     let fname = FileName::new(file.path(db).as_str());
-    let consts = crate::db::const_values(db, file);
-    let with_locals = crate::locals::scope_with_locals(scope(db, file), body, consts);
     crate::races::check_block(
         &fname,
         body,
-        with_locals.as_ref().unwrap_or(scope(db, file)),
-        consts,
+        body_scope(db, item).as_ref().unwrap_or(scope(db, file)),
+        crate::db::const_values(db, file),
         crate::races::axis_sizes(db, file),
     )
 }
@@ -1014,9 +1024,9 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
     let file = item.file(db);
     let globals = scope(db, file);
     let consts = crate::db::const_values(db, file);
-    let with_locals = workload_block(&ast.kind)
-        .and_then(|b| crate::locals::scope_with_locals(globals, b, consts));
-    let scope = with_locals.as_ref().unwrap_or(globals);
+    // Local tensors are tensors of a workload block's scope (a process's are E0413).
+    let with_locals = workload_block(&ast.kind).and_then(|_| body_scope(db, item).as_ref());
+    let scope = with_locals.unwrap_or(globals);
     let mut c = Checker::new(FileName::new(file.path(db).as_str()), scope, consts);
     c.globals = globals;
     if let Some(b) = workload_block(&ast.kind) {

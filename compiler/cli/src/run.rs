@@ -284,20 +284,6 @@ pub fn main(a: Args) -> ExitCode {
                 | SimError::Setup { at: Some(at), .. } => Some(at),
                 _ => None,
             };
-            match (place, &e) {
-                (Some(at), _) => eprint!(
-                    "{}",
-                    render_human(&[run_error(&e, at)], &crate::WsSources(&ws), color)
-                ),
-                (None, SimError::Deadlock(_, Some(report))) => {
-                    eprint!("{}", deadlock_text(report, &ws));
-                    eprintln!("  (causes and fixes: `wsp explain {}`)", e.code());
-                }
-                (None, _) => {
-                    eprintln!("{e}");
-                    eprintln!("  (causes and fixes: `wsp explain {}`)", e.code());
-                }
-            }
             // After a deadlock: the static analysis of the same pipeline, with the params
             // bound to this run's values, names the smallest depths that complete, which the
             // runtime (seeing one stuck state) cannot.
@@ -305,6 +291,26 @@ pub fn main(a: Args) -> ExitCode {
                 SimError::Deadlock(..) => deadlock_static_help(&ws, root, &program, ran, &opts.set),
                 _ => (Vec::new(), String::new()),
             };
+            let sources = crate::WsSources(&ws);
+            match (place, &e) {
+                (Some(at), _) => eprint!("{}", render_human(&[run_error(&e, at)], &sources, color)),
+                (None, SimError::Deadlock(_, Some(report))) => {
+                    match deadlock_diagnostic(report, &ws, &static_help, &bound_text) {
+                        Some(d) => eprint!("{}", render_human(&[d], &sources, color)),
+                        None => {
+                            eprintln!("error[{}]: {report}", e.code());
+                            for h in &static_help {
+                                eprintln!("  static analysis{bound_text} (E0509): {h}");
+                            }
+                            eprintln!("  (causes and fixes: `wsp explain {}`)", e.code());
+                        }
+                    }
+                }
+                (None, _) => {
+                    eprintln!("{e}");
+                    eprintln!("  (causes and fixes: `wsp explain {}`)", e.code());
+                }
+            }
             if a.stats.is_some() {
                 // `--stats json`: the error (with a deadlock's structured report) instead of
                 // the statistics.
@@ -336,11 +342,6 @@ pub fn main(a: Args) -> ExitCode {
                      it: check that it ends (`wsp check` says W0505 when it cannot decide); \
                      `--max-tasks N` and `--max-cycles N` set the limits"
                 );
-            }
-            if let SimError::Deadlock(..) = e {
-                for h in &static_help {
-                    eprintln!("  static analysis{bound_text} (E0509): {h}");
-                }
             }
             // The trace and graph up to the failure: when they are needed most.
             match write_records(&records, &a) {
@@ -542,87 +543,90 @@ fn stage_files(
     Ok(())
 }
 
-/// A deadlock in the program's terms first — each blocked process, the channel it waits on,
-/// and where in the source it sends to or receives from that channel — then what to do, then
-/// the runtime's state.
-fn deadlock_text(report: &wsp_sim::DeadlockReport, ws: &wsp_core::Workspace) -> String {
+/// A deadlock as a diagnostic in the program's terms: a label at each blocked process's
+/// `send`/`consume` of the channel it waits on (at its declaration when it has none), the
+/// mitigation and the static analysis's depths as help, the runtime's rings as a note. `None`
+/// when no blocked process is declared in the loaded sources.
+fn deadlock_diagnostic(
+    report: &wsp_sim::DeadlockReport,
+    ws: &wsp_core::Workspace,
+    static_help: &[String],
+    bound_text: &str,
+) -> Option<Diagnostic> {
     use wsp_syntax::ast::{ItemKind, StmtKind};
-    let mut o = format!(
-        "error[{}]: deadlock at cycle {}: {}\n",
-        codes::E0811,
-        report.cycle,
-        report.reason
-    );
-    // Every process declaration of the loaded files: (name, file, absolute body offset, item).
-    let files: Vec<(String, std::sync::Arc<str>)> = ws
+    let parsed: Vec<_> = ws
         .paths()
         .into_iter()
-        .filter_map(|p| Some((p.clone(), ws.text(&FileName::new(p.as_str()))?)))
+        .filter_map(|p| Some((p.clone(), parsed(ws, &p)?)))
         .collect();
-    let parsed: Vec<_> = files
-        .iter()
-        .filter_map(|(p, t)| Some((p, t, parsed(ws, p)?)))
-        .collect();
-    let line_of = |text: &str, off: u32| LineIndex::new(text).line_col(text, off);
+    let mut labels = Vec::new();
     for b in &report.blocked {
         let (verb, state) = match b.wait {
             wsp_sim::Wait::Full => ("send on", "full"),
             wsp_sim::Wait::Empty => ("receive from", "empty"),
         };
-        let (mut decl, mut at) = (String::new(), String::new());
+        let what = format!(
+            "`{}` waits to {verb} `{}`: {state}, {}/{} tokens",
+            b.process, b.channel, b.fill, b.depth
+        );
         let base = b.process.split('#').next().unwrap_or(&b.process);
-        'found: for (path, text, parse) in &parsed {
-            for node in &parse.file.items {
-                let ItemKind::Process(p) = &node.item.kind else {
-                    continue;
-                };
-                if p.name.name != base {
-                    continue;
+        let process = parsed.iter().find_map(|(path, parse)| {
+            parse.file.items.iter().find_map(|node| match &node.item.kind {
+                ItemKind::Process(p) if p.name.name == base => Some((path, node.range.start, p)),
+                _ => None,
+            })
+        });
+        let Some((path, off, p)) = process else {
+            continue;
+        };
+        let file = FileName::new(path.as_str());
+        let at = |s: Span| Span::new(off + s.start, off + s.end);
+        let sites: Vec<Span> = wsp_syntax::visit::statements(&p.body)
+            .into_iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Send { channel, .. } if b.wait == wsp_sim::Wait::Full => Some(channel),
+                StmtKind::Consume { channel, .. } if b.wait == wsp_sim::Wait::Empty => {
+                    Some(channel)
                 }
-                let off = node.range.start;
-                let (l, _) = line_of(text, off + p.name.span.start);
-                let sites: Vec<String> = wsp_syntax::visit::statements(&p.body)
-                    .into_iter()
-                    .filter_map(|s| match &s.kind {
-                        StmtKind::Send { channel, .. } | StmtKind::Consume { channel, .. }
-                            if channel.name == b.channel =>
-                        {
-                            let (sl, sc) = line_of(text, off + s.span.start);
-                            let kw = if matches!(s.kind, StmtKind::Send { .. }) {
-                                "send"
-                            } else {
-                                "consume"
-                            };
-                            Some(format!("`{kw} {}` at {path}:{sl}:{sc}", b.channel))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                decl = format!(" ({path}:{l})");
-                if !sites.is_empty() {
-                    at = format!(": {}", sites.join(", "));
-                }
-                break 'found;
+                _ => None,
+            })
+            .filter(|c| c.name == b.channel)
+            .map(|c| at(c.span))
+            .collect();
+        if sites.is_empty() {
+            labels.push(Label::new(file, at(p.name.span), what));
+        } else {
+            for (k, s) in sites.into_iter().enumerate() {
+                let m = if k == 0 { what.clone() } else { String::new() };
+                labels.push(Label::new(file.clone(), s, m));
             }
         }
-        o.push_str(&format!(
-            "  process `{}`{decl} waits to {verb} channel `{}` ({state}, {}/{} tokens){at}\n",
-            b.process, b.channel, b.fill, b.depth
-        ));
     }
-    o.push_str(&format!("  mitigation: {}\n", report.mitigation));
-    o.push_str("  runtime state at the deadlock:\n");
+    let mut labels = labels.into_iter();
+    let mut d = Diagnostic::new(
+        codes::E0811,
+        format!("deadlock at cycle {}: {}", report.cycle, report.reason),
+        labels.next()?,
+    );
+    for l in labels {
+        d = d.with_label(l);
+    }
+    let mut help = report.mitigation.clone();
+    for h in static_help {
+        help.push_str(&format!("\nstatic analysis{bound_text} (E0509): {h}"));
+    }
+    let mut state = String::from("runtime state at the deadlock:");
     for r in &report.rings {
-        o.push_str(&format!(
-            "    {}: {}/{} used, high-water {}\n",
+        state.push_str(&format!(
+            "\n  {}: {}/{} used, high-water {}",
             r.name, r.used, r.capacity, r.high_water
         ));
     }
-    o.push_str(&format!(
-        "    scope depth {}, {} tasks and {} bytes held by open scopes\n",
+    state.push_str(&format!(
+        "\n  scope depth {}, {} tasks and {} bytes held by open scopes",
         report.scope_depth, report.scope_held_tasks, report.scope_held_bytes
     ));
-    o
+    Some(d.with_help(help).with_note(state))
 }
 
 /// Writes the trace and graph of a failed run (`--trace`, `--graph`), all or nothing; says

@@ -432,7 +432,7 @@ workload w = connect(prod, cons)
     let o = wsp(&d, &["run", "p.wsp", "--stats", "json", "--out-dir", "o"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("error[E0811]: deadlock at cycle"),
+        text(&o.stderr).contains("[E0811] Error: deadlock at cycle"),
         "{}",
         text(&o.stderr)
     );
@@ -1153,28 +1153,16 @@ fn a_deadlock_is_told_in_the_programs_terms_and_keeps_its_trace_and_graph() {
     assert_eq!(o.status.code(), Some(3), "{err}");
     // The proof first (E0509, `wsp check`'s error), then the run's report from its first line.
     assert!(err.starts_with("[E0509] Error"), "{err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .skip_while(|l| !l.starts_with("error[E0811]"))
-        .collect();
-    assert!(
-        lines[0].starts_with("error[E0811]: deadlock at cycle"),
-        "{err}"
-    );
-    assert!(
-        lines[1].contains("process `split` (p.wsp:15) waits to send on channel `a`")
-            && lines[1].contains("`send a` at p.wsp:16:"),
-        "{err}"
-    );
-    assert!(
-        lines[2].contains("process `join` (p.wsp:19) waits to receive from channel `b`")
-            && lines[2].contains("`consume b` at p.wsp:20:"),
-        "{err}"
-    );
-    let state = err
-        .find("runtime state at the deadlock")
-        .expect("runtime state");
-    assert!(err.find("mitigation").is_some_and(|m| m < state), "{err}");
+    // The run's report is a diagnostic like `wsp check`'s: labels at each blocked process's
+    // `send`/`consume` of its channel, then the mitigation, then the runtime's state.
+    let report = &err[err.find("[E0811] Error: deadlock at cycle").expect("E0811") ..];
+    let at = |needle: &str| report.find(needle).unwrap_or_else(|| panic!("{needle}: {report}"));
+    let send = at("`split` waits to send on `a`: full");
+    let consume = at("`join` waits to receive from `b`: empty");
+    assert!(at("p.wsp:16:") < send && at(" 20 │") < consume, "{report}");
+    let state = at("runtime state at the deadlock");
+    assert!(at("Help: ") < state, "{report}");
+    assert!(report.contains("`wsp explain E0811`"), "{report}");
     let trace: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("t.json")).expect("trace")).expect("JSON");
     assert!(trace["traceEvents"]

@@ -18,6 +18,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 use wsp_arch::{Arch, CoreClass, TimingSemantics};
 
+mod graph;
+pub use graph::{dot_escape, DataEdge, DepKind, GraphNode, OrderGate, TaskGraph};
+
 const IO_CACHE: usize = 64;
 
 /// No edge, no channel, no process.
@@ -847,6 +850,8 @@ pub struct Runtime {
     trace: Vec<TraceEvent>,
     graph_nodes: Vec<(u64, u32, Token)>,
     graph_edges: Vec<(u64, u64)>,
+    /// Every direct data dependency (with `Config::record`).
+    recorded: graph::DepRecorder,
     last_deadlock: Option<Box<DeadlockReport>>,
     last_limit: Option<RunLimit>,
 }
@@ -1073,6 +1078,7 @@ impl Runtime {
             trace: Vec::new(),
             graph_nodes: Vec::new(),
             graph_edges: Vec::new(),
+            recorded: graph::DepRecorder::default(),
             last_deadlock: None,
             last_limit: None,
             cfg,
@@ -1773,6 +1779,7 @@ impl Runtime {
         }
         if self.cfg.record {
             self.graph_nodes.push((seq, kernel, Token::new(t.coords)));
+            self.recorded.record(seq, t.args);
         }
         // Issue per the timing policy.
         match self.cfg.policies.timing {
@@ -2620,59 +2627,6 @@ impl Runtime {
     /// Chrome trace-event JSON (needs `Config::record`).
     pub fn chrome_trace(&self) -> String {
         chrome_trace(&self.trace, self.cfg.arch.clock_hz)
-    }
-
-    /// The task graph as DOT (needs `Config::record`); edges to tasks already finished at
-    /// submission are satisfied and not drawn.
-    pub fn dot(&self) -> String {
-        self.dot_with(&|_| None)
-    }
-
-    /// [`Runtime::dot`] with more attributes for some nodes: `attrs(n)` for the `n`-th task
-    /// submitted (from 0) gives DOT attribute text such as `URL="..."`, written as is.
-    pub fn dot_with(&self, attrs: &dyn Fn(u64) -> Option<String>) -> String {
-        let mut s = String::from("digraph tasks {\n  node [shape=box];\n");
-        for (seq, k, c) in &self.graph_nodes {
-            let name = self
-                .kernels
-                .get(*k as usize)
-                .map(|k| k.name.as_str())
-                .unwrap_or("?");
-            // A DOT string: quotes and backslashes escaped.
-            let label = format!("{name}{:?}", c.values())
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"");
-            match attrs(*seq) {
-                Some(a) => s.push_str(&format!("  t{seq} [label=\"{label}\", {a}];\n")),
-                None => s.push_str(&format!("  t{seq} [label=\"{label}\"];\n")),
-            }
-        }
-        for (a, b) in &self.graph_edges {
-            s.push_str(&format!("  t{a} -> t{b};\n"));
-        }
-        // `P.seq` order: dashed, through a join point when many wait on many.
-        for (gi, (members, waiters)) in self.order.graph_gates().iter().enumerate() {
-            const SEQ: &str = "[style=dashed, color=\"#808080\"]";
-            if members.len() == 1 || waiters.len() == 1 {
-                for a in members {
-                    for b in waiters {
-                        s.push_str(&format!("  t{a} -> t{b} {SEQ};\n"));
-                    }
-                }
-            } else {
-                s.push_str(&format!(
-                    "  seq{gi} [shape=point, width=0.08, label=\"\"];\n"
-                ));
-                for a in members {
-                    s.push_str(&format!("  t{a} -> seq{gi} {SEQ};\n"));
-                }
-                for b in waiters {
-                    s.push_str(&format!("  seq{gi} -> t{b} {SEQ};\n"));
-                }
-            }
-        }
-        s.push_str("}\n");
-        s
     }
 
     #[cold]

@@ -49,8 +49,9 @@ mod v9;
 pub use api::*;
 pub use build::{Builder, Prepared};
 pub use engine::{
-    Config, ProcCx, ProcSpec, Process, RunLimit, Runtime, RuntimeError, BENCHMARK_WINDOW,
-    MAX_CYCLES, MAX_IDLE_STEPS, MAX_POOL, MAX_STREAMS, MAX_TASK_CYCLES, MAX_WINDOW,
+    dot_escape, Config, DataEdge, DepKind, GraphNode, OrderGate, ProcCx, ProcSpec, Process,
+    RunLimit, Runtime, RuntimeError, TaskGraph, BENCHMARK_WINDOW, MAX_CYCLES, MAX_IDLE_STEPS,
+    MAX_POOL, MAX_STREAMS, MAX_TASK_CYCLES, MAX_WINDOW,
 };
 pub use policy::{Dispatch, Policies, Pools, ReadyOrder, Streams, Support, Timing, WindowMode};
 pub use report::{

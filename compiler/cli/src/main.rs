@@ -76,6 +76,9 @@ enum Command {
     },
     /// Compile a program and run it on real data, modelling the NPU's time in cycles.
     Run(run::Args),
+    /// Draw a program's task graph: run its orchestration (timing only) and write the graph as
+    /// SVG, PNG or PDF through Graphviz's `dot`, or as DOT.
+    Graph(run::GraphArgs),
     /// Check and lower a program and emit it with a backend (`--target ir`, a built-in, or an
     /// external `wsp-backend-NAME`).
     Emit(emit::Args),
@@ -149,6 +152,7 @@ fn main() -> ExitCode {
             markdown,
         } => explain(code, list, markdown),
         Command::Run(a) => run::main(a),
+        Command::Graph(a) => run::main(a.into()),
         Command::Emit(a) => emit::main(a),
         Command::Fmt(a) => fmt::main(a),
         Command::Lsp(a) => lsp::main(a),

@@ -70,6 +70,127 @@ pub struct Args {
     /// Print only errors and failed expectations.
     #[arg(long, short)]
     quiet: bool,
+    /// `wsp graph`: only the graph is wanted, drawn so.
+    #[arg(skip)]
+    graph_only: Option<wsp_sim::graph::Style>,
+}
+
+/// Arguments of `wsp graph`.
+#[derive(clap::Args)]
+pub struct GraphArgs {
+    /// The program (a .wsp file).
+    path: PathBuf,
+    /// Where to write the graph: FILE.svg, FILE.png or FILE.pdf (laid out by Graphviz's `dot`),
+    /// else DOT text (FILE.dot).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// The schedule to run (default: `main`, else the only schedule).
+    #[arg(long)]
+    schedule: Option<String>,
+    /// Architecture model (as for `wsp run`).
+    #[arg(long)]
+    arch: Option<String>,
+    /// Set a param or DenseDyn size: `--set NAME=VALUE` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Supply an input tensor from a .npy file: `--input NAME=path.npy` (repeatable).
+    #[arg(long = "input", value_name = "NAME=PATH")]
+    input: Vec<String>,
+    /// Above this many tasks, draw one node per step and kernel (with its task count) instead
+    /// of one per task.
+    #[arg(long, value_name = "N", default_value_t = GROUP_ABOVE)]
+    group_above: usize,
+    /// Draw every task, however many.
+    #[arg(long, conflicts_with = "group_above")]
+    all: bool,
+    /// Stop (error E0815, exit 4) rather than submit more tasks than this.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tasks: Option<u64>,
+}
+
+/// Graphs of more tasks than this are drawn grouped unless asked otherwise: Graphviz lays out a
+/// few hundred nodes in about a second, and a picture of thousands is not read task by task.
+pub const GROUP_ABOVE: usize = 400;
+
+impl From<GraphArgs> for Args {
+    fn from(g: GraphArgs) -> Args {
+        Args {
+            path: g.path,
+            schedule: g.schedule,
+            arch: g.arch,
+            set: g.set,
+            input: g.input,
+            out_dir: None,
+            stats: None,
+            trace: None,
+            graph: Some(g.output),
+            timing_only: true,
+            interpret: false,
+            threads: 1,
+            max_tasks: g.max_tasks,
+            max_cycles: None,
+            quiet: true,
+            graph_only: Some(wsp_sim::graph::Style {
+                group_above: (!g.all).then_some(g.group_above),
+            }),
+        }
+    }
+}
+
+/// Whether `path` names an image Graphviz draws (`svg`, `png`, `pdf`): its format.
+fn image_format(path: &Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    ["svg", "png", "pdf"].into_iter().find(|f| *f == ext)
+}
+
+/// The bytes of a graph file: an image laid out by Graphviz's `dot` (`$WSP_DOT`, else `dot` on
+/// the PATH) for `.svg`, `.png` and `.pdf`, else the DOT text itself.
+fn graph_bytes(path: &Path, dot: &str) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let Some(format) = image_format(path) else {
+        return Ok(dot.as_bytes().to_vec());
+    };
+    let exe = std::env::var_os("WSP_DOT").unwrap_or_else(|| "dot".into());
+    let child = std::process::Command::new(&exe)
+        .arg(format!("-T{format}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "drawing `{}` needs Graphviz's `dot` program, which is not installed: install \
+                 Graphviz (Debian and Ubuntu: `apt-get install graphviz`; macOS: `brew install \
+                 graphviz`; or set WSP_DOT to its path), or write the graph as DOT text with a \
+                 `.dot` file name",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(format!("cannot start `{}`: {e}", exe.to_string_lossy())),
+    };
+    // Written from a thread: `dot` may fill its output pipe before it has read all its input.
+    let input = dot.to_string();
+    let mut stdin = child.stdin.take();
+    let writer = std::thread::spawn(move || {
+        stdin
+            .as_mut()
+            .map_or(Ok(()), |s| s.write_all(input.as_bytes()))
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("Graphviz's `dot` failed: {e}"))?;
+    let _ = writer.join();
+    if !out.status.success() || out.stdout.is_empty() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "Graphviz's `dot` could not draw `{}`: {}",
+            path.display(),
+            why.trim()
+        ));
+    }
+    Ok(out.stdout)
 }
 
 fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
@@ -265,6 +386,15 @@ pub fn main(a: Args) -> ExitCode {
     opts.interpret = a.interpret;
     opts.max_tasks = a.max_tasks;
     opts.max_cycles = a.max_cycles;
+    // Pictures of more than a few hundred tasks are grouped (`wsp graph --all` draws them all);
+    // DOT text keeps every task.
+    opts.graph_style = a.graph_only.unwrap_or(wsp_sim::graph::Style {
+        group_above: a
+            .graph
+            .as_deref()
+            .and_then(image_format)
+            .map(|_| GROUP_ABOVE),
+    });
     if !a.quiet && std::io::stderr().is_terminal() {
         opts.progress = Some(progress);
     }
@@ -363,6 +493,25 @@ pub fn main(a: Args) -> ExitCode {
     // Files: outputs, trace and graph, all or nothing.
     if let Err(m) = write_files(&program, &run, &a) {
         return usage(m);
+    }
+    if a.graph_only.is_some() {
+        if let Some(path) = &a.graph {
+            let grouped = a
+                .graph_only
+                .and_then(|s| s.group_above)
+                .is_some_and(|m| run.stats.tasks > m as u64);
+            println!(
+                "wrote the task graph of `{root}` to `{}`: {} tasks{}",
+                path.display(),
+                run.stats.tasks,
+                if grouped {
+                    ", one node per step and kernel (`--all` draws every task)"
+                } else {
+                    ""
+                }
+            );
+        }
+        return ExitCode::SUCCESS;
     }
 
     if a.stats.is_some() {
@@ -538,7 +687,7 @@ fn stage_files(
         staged.stage(path, t.as_bytes())?;
     }
     if let (Some(path), Some(g)) = (&a.graph, &run.graph) {
-        staged.stage(path, g.as_bytes())?;
+        staged.stage(path, &graph_bytes(path, g)?)?;
     }
     Ok(())
 }
@@ -571,10 +720,16 @@ fn deadlock_diagnostic(
         );
         let base = b.process.split('#').next().unwrap_or(&b.process);
         let process = parsed.iter().find_map(|(path, parse)| {
-            parse.file.items.iter().find_map(|node| match &node.item.kind {
-                ItemKind::Process(p) if p.name.name == base => Some((path, node.range.start, p)),
-                _ => None,
-            })
+            parse
+                .file
+                .items
+                .iter()
+                .find_map(|node| match &node.item.kind {
+                    ItemKind::Process(p) if p.name.name == base => {
+                        Some((path, node.range.start, p))
+                    }
+                    _ => None,
+                })
         });
         let Some((path, off, p)) = process else {
             continue;
@@ -639,7 +794,7 @@ fn write_records(r: &wsp_sim::Records, a: &Args) -> Result<Option<String>, Strin
         what.push(format!("the trace `{}`", path.display()));
     }
     if let (Some(path), Some(g)) = (&a.graph, &r.graph) {
-        staged.stage(path, g.as_bytes())?;
+        staged.stage(path, &graph_bytes(path, g)?)?;
         what.push(format!("the graph `{}`", path.display()));
     }
     if what.is_empty() {

@@ -1155,8 +1155,12 @@ fn a_deadlock_is_told_in_the_programs_terms_and_keeps_its_trace_and_graph() {
     assert!(err.starts_with("[E0509] Error"), "{err}");
     // The run's report is a diagnostic like `wsp check`'s: labels at each blocked process's
     // `send`/`consume` of its channel, then the mitigation, then the runtime's state.
-    let report = &err[err.find("[E0811] Error: deadlock at cycle").expect("E0811") ..];
-    let at = |needle: &str| report.find(needle).unwrap_or_else(|| panic!("{needle}: {report}"));
+    let report = &err[err.find("[E0811] Error: deadlock at cycle").expect("E0811")..];
+    let at = |needle: &str| {
+        report
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {report}"))
+    };
     let send = at("`split` waits to send on `a`: full");
     let consume = at("`join` waits to receive from `b`: empty");
     assert!(at("p.wsp:16:") < send && at(" 20 │") < consume, "{report}");

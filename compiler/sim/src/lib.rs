@@ -20,6 +20,8 @@
 //! The schedule's directives become runtime [`Policies`]; a directive the simulator does not
 //! enforce is an error, never silently dropped.
 
+pub mod graph;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -70,6 +72,8 @@ pub struct Options {
     /// time pass this cycle (a bound for pipelines that never end).
     pub max_tasks: Option<u64>,
     pub max_cycles: Option<u64>,
+    /// How the task graph is drawn (with `record`).
+    pub graph_style: graph::Style,
     /// Called every [`PROGRESS_EVERY`] tasks with the tasks submitted, the cycles so far and
     /// the tasks the run will submit when its loops say so without data
     /// ([`wsp_ir::counts::static_task_total`]): a progress display, with an ETA when known.
@@ -94,6 +98,7 @@ impl Options {
             interpret_orchestration: false,
             max_tasks: None,
             max_cycles: None,
+            graph_style: graph::Style::default(),
             progress: None,
         }
     }
@@ -1329,10 +1334,10 @@ pub struct Records {
 }
 
 impl RtBackend<'_> {
-    /// The trace and the graph recorded so far.
-    fn records(&self) -> Records {
+    /// The trace and the graph of workload `w` recorded so far.
+    fn records(&self, program: &Program, w: WorkloadId, style: graph::Style) -> Records {
         let sites = &self.s.sites;
-        let graph = self.rt.dot_with(&|n| {
+        let graph = graph::dot(program, w, &self.rt.task_graph(), sites, style, &|n| {
             let at = sites.get(usize::try_from(n).ok()?)?.as_ref()?;
             Some(site_attrs(at))
         });
@@ -1556,7 +1561,7 @@ fn run_inner(
         None => exec::run_workload_on(program, w, &params, &mut tensors, &mut backend),
     };
     if outcome.is_err() && opts.record {
-        *records = backend.records();
+        *records = backend.records(program, w, opts.graph_style);
     }
     let outcome = match outcome {
         Ok(o) => o,
@@ -1594,7 +1599,7 @@ fn run_inner(
         Ok(s) => s,
         Err(e) => {
             if opts.record {
-                *records = backend.records();
+                *records = backend.records(program, w, opts.graph_style);
             }
             return Err(from_runtime(program, e));
         }
@@ -1622,7 +1627,7 @@ fn run_inner(
         k.tasks = *c;
     }
     let (trace, graph) = if opts.record {
-        let r = backend.records();
+        let r = backend.records(program, w, opts.graph_style);
         (r.trace, r.graph)
     } else {
         (None, None)

@@ -17,6 +17,7 @@ use wsp_vocab::codes;
 
 mod locals;
 mod schedules;
+mod shapes;
 pub use schedules::{directive_help, MAX_STREAMS, MAX_TASK_WINDOW};
 use schedules::{key_axes, schedule};
 use wsp_vocab::ops::KERNEL_FN_NAMES;
@@ -1070,6 +1071,7 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
         ItemKind::Tensor(d) => {
             c.builtins = GLOBAL_CTX;
             c.dtype(&d.ty);
+            c.tensor_dims(d);
             if d.ty.dims.is_none() {
                 c.diags.push(
                     Diagnostic::new(

@@ -70,6 +70,12 @@ fn affine(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<Affine> {
     affine_checked(e, consts).ok().flatten()
 }
 
+/// The names an affine form of `e` is over (params and loop variables; constants folded), or
+/// `None` when `e` is not affine (`seq / 64`, `n * m`, `min(a, b)`).
+pub(crate) fn affine_names(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<Vec<String>> {
+    affine(e, consts).map(|a| a.coef.into_keys().collect())
+}
+
 /// A coefficient of an affine form left the 64-bit range.
 struct Overflow;
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 mod backends;
+mod bench;
 mod commit;
 mod emit;
 mod fmt;
@@ -79,6 +80,10 @@ enum Command {
     /// Draw a program's task graph: run its orchestration (timing only) and write the graph as
     /// SVG, PNG or PDF through Graphviz's `dot`, or as DOT.
     Graph(run::GraphArgs),
+    /// Time the building and timing of a program's task graph at several sizes, each in a
+    /// process of its own (default: the LLaMA-7B layer at 1K to 128K tokens): the PTO-WSP
+    /// seed's table.
+    Bench(bench::Args),
     /// Check and lower a program and emit it with a backend (`--target ir`, a built-in, or an
     /// external `wsp-backend-NAME`).
     Emit(emit::Args),
@@ -153,6 +158,7 @@ fn main() -> ExitCode {
         } => explain(code, list, markdown),
         Command::Run(a) => run::main(a),
         Command::Graph(a) => run::main(a.into()),
+        Command::Bench(a) => bench::main(a),
         Command::Emit(a) => emit::main(a),
         Command::Fmt(a) => fmt::main(a),
         Command::Lsp(a) => lsp::main(a),

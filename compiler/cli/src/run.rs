@@ -96,8 +96,8 @@ pub struct GraphArgs {
     /// Supply an input tensor from a .npy file: `--input NAME=path.npy` (repeatable).
     #[arg(long = "input", value_name = "NAME=PATH")]
     input: Vec<String>,
-    /// Above this many tasks, draw one node per step and kernel (with its task count) instead
-    /// of one per task.
+    /// Above this many tasks, draw one node per kernel call of each step (with its task count)
+    /// instead of one per task.
     #[arg(long, value_name = "N", default_value_t = GROUP_ABOVE)]
     group_above: usize,
     /// Draw every task, however many.
@@ -505,7 +505,7 @@ pub fn main(a: Args) -> ExitCode {
                 path.display(),
                 run.stats.tasks,
                 if grouped {
-                    ", one node per step and kernel (`--all` draws every task)"
+                    ", one node per kernel call of each step (`--all` draws every task)"
                 } else {
                     ""
                 }
@@ -1066,9 +1066,25 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
             "compile_ms": run.orch_compile_time.as_secs_f64() * 1e3,
         },
         "run_ms": run.run_time.as_secs_f64() * 1e3,
+        "peak_rss_bytes": peak_rss_bytes(),
         "notes": run.notes,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// This process's peak resident memory so far, in bytes (Linux: `VmHWM` of
+/// `/proc/self/status`; `None` elsewhere).
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
 }
 
 /// The workspace's parse of a loaded file (memoised: the check already made it).

@@ -2,7 +2,7 @@
 # The whole test suite: what CI runs (`.ci/run` calls exactly this). On a fresh machine it
 # installs what it needs: tree-sitter CLI and cargo-fuzz (crates.io) and pytest-lsp (PyPI, in a
 # virtual environment) into the project's own `.tools/` (or $WSP_TOOLS_DIR), Node packages
-# (npm) into the extension's node_modules, Neovim, CMake and mlir-19-tools (Debian) when they
+# (npm) into the extension's node_modules, Neovim, CMake, mlir-19-tools and Graphviz (Debian) when they
 # are missing. Needs a Rust toolchain (rustc >= 1.95) with rustfmt and clippy, gcc,
 # Python 3 and Node.js >= 20.
 set -euo pipefail
@@ -18,13 +18,14 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "tools of the AIE backend's tests: cmake and mlir-opt-19 (Debian)"
-if ! command -v cmake >/dev/null 2>&1 || ! command -v mlir-opt-19 >/dev/null 2>&1; then
+step "tools of the backends' and \`wsp graph\`'s tests: cmake, mlir-opt-19 and Graphviz (Debian)"
+if ! command -v cmake >/dev/null 2>&1 || ! command -v mlir-opt-19 >/dev/null 2>&1 \
+  || ! command -v dot >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && apt-get install -y -qq cmake mlir-19-tools >/dev/null) \
-      || { echo "could not install cmake and mlir-19-tools"; exit 1; }
+    (apt-get update -qq && apt-get install -y -qq cmake mlir-19-tools graphviz >/dev/null) \
+      || { echo "could not install cmake, mlir-19-tools and graphviz"; exit 1; }
   else
-    echo "cmake or mlir-opt-19 is missing and this user cannot install them (apt-get install cmake mlir-19-tools)"; exit 1
+    echo "cmake, mlir-opt-19 or dot is missing and this user cannot install them (apt-get install cmake mlir-19-tools graphviz)"; exit 1
   fi
 fi
 

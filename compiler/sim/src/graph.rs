@@ -1,8 +1,9 @@
 //! The task graph of a run as a picture: DOT for Graphviz's `dot`, laid out left to right,
 //! one column per dependency level, the tasks of each step of the workload that ran (a
 //! top-level statement, a part of `sequential`/`combine`, a process of `connect`) in a box of
-//! their own, data dependencies solid and `P.seq` order dashed. Above a size limit tasks are
-//! grouped by step and kernel, each group one node that says how many tasks it stands for.
+//! their own, each kind of data dependency drawn its own way and `P.seq` order dashed. Above a
+//! size limit the tasks of each kernel call of a step are one node that says how many tasks
+//! it stands for.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -273,7 +274,7 @@ pub fn dot(
         count(DepKind::Waw),
         count(DepKind::War),
         if grouped {
-            "; tasks grouped by step and kernel"
+            "; tasks grouped by kernel call"
         } else {
             ""
         }
@@ -283,7 +284,19 @@ pub fn dot(
         dot_escape(&title)
     ));
     if grouped {
-        grouped_body(&mut s, g, &index, &level, &colour, &node_step, &step_label);
+        // The call a task comes from (its place in the source), else its kernel alone.
+        let call = |i: usize| {
+            let at = usize::try_from(g.nodes[i].seq)
+                .ok()
+                .and_then(|n| sites.get(n))
+                .and_then(Option::as_ref);
+            (
+                node_step(i),
+                at.map(|a| (a.file.as_str(), a.start)),
+                g.nodes[i].kernel.as_str(),
+            )
+        };
+        grouped_body(&mut s, g, &index, &level, &colour, &call, &step_label);
     } else {
         // Tasks, boxed by step, one rank per level within a step.
         let mut by_step: BTreeMap<Option<usize>, BTreeMap<usize, Vec<usize>>> = BTreeMap::new();
@@ -360,42 +373,38 @@ pub fn dot(
     s
 }
 
-/// Groups of tasks (one step, one kernel) as nodes, and the edges between groups with how
-/// many task edges each stands for.
-fn grouped_body(
+/// Groups of tasks (one call of a kernel in one step) as nodes, and the edges between groups
+/// with how many task edges each stands for.
+fn grouped_body<'a>(
     s: &mut String,
-    g: &TaskGraph,
+    g: &'a TaskGraph,
     index: &HashMap<u64, usize>,
     level: &[usize],
     colour: &HashMap<&str, &str>,
-    node_step: &dyn Fn(usize) -> Option<usize>,
+    call: &dyn Fn(usize) -> GroupKey<'a>,
     step_label: &dyn Fn(Option<usize>) -> String,
 ) {
-    // Keyed by (step, kernel); numbered in that order.
-    let mut groups: BTreeMap<(Option<usize>, &str), Group> = BTreeMap::new();
-    for (i, n) in g.nodes.iter().enumerate() {
-        let e = groups
-            .entry((node_step(i), n.kernel.as_str()))
-            .or_insert(Group {
-                id: 0,
-                tasks: 0,
-                levels: (usize::MAX, 0),
-            });
+    // Keyed by (step, call site, kernel): numbered in source order within a step.
+    let mut groups: BTreeMap<GroupKey<'a>, Group> = BTreeMap::new();
+    for (i, &l) in level.iter().enumerate() {
+        let e = groups.entry(call(i)).or_insert(Group {
+            id: 0,
+            tasks: 0,
+            levels: (usize::MAX, 0),
+        });
         e.tasks += 1;
-        e.levels = (e.levels.0.min(level[i]), e.levels.1.max(level[i]));
+        e.levels = (e.levels.0.min(l), e.levels.1.max(l));
     }
     for (id, v) in groups.values_mut().enumerate() {
         v.id = id;
     }
     let group_of = |seq: &u64| {
         let i = *index.get(seq)?;
-        groups
-            .get(&(node_step(i), g.nodes[i].kernel.as_str()))
-            .map(|v| v.id)
+        groups.get(&call(i)).map(|v| v.id)
     };
     let mut step = None;
     let mut open = false;
-    for (ci, ((st, kernel), v)) in groups.iter().enumerate() {
+    for (ci, ((st, _, kernel), v)) in groups.iter().enumerate() {
         if !open || step != *st {
             if open {
                 s.push_str("  }\n");
@@ -456,7 +465,11 @@ fn grouped_body(
     }
 }
 
-/// Tasks of one step and kernel, drawn as one node.
+/// A group's key: the step, the call site (file and offset; none in a hand-built program) and
+/// the kernel.
+type GroupKey<'a> = (Option<usize>, Option<(&'a str, u32)>, &'a str);
+
+/// Tasks of one kernel call of a step, drawn as one node.
 struct Group {
     id: usize,
     tasks: usize,

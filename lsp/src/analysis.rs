@@ -222,25 +222,14 @@ pub fn scope_paths(ws: &Workspace, path: &str) -> Vec<String> {
     out
 }
 
-/// The declaration a name refers to, looked up in the file, then in every other loaded file
-/// (imports and std).
+/// The declaration of the global name `name` as file `path` sees it: the checker's own
+/// resolution (`wsp_core::resolve::declaring_file`: the file's items, then the modules it
+/// imports the name from), so go to definition, hover and references agree with the errors.
 pub fn find_decl(ws: &Workspace, path: &str, name: &str) -> Option<Decl> {
-    let own = decls(ws, path)
+    let file = ws.file_handle(path)?;
+    let (home, _) = wsp_core::resolve::declaring_file(ws.db(), file, name)?;
+    decls(ws, home.path(ws.db()))
         .into_iter()
-        .find(|d| d.item.name().is_some_and(|n| n.name == name));
-    if own.is_some() {
-        return own;
-    }
-    let mut others: Vec<String> = ws.paths();
-    others.extend(
-        wsp_core::std_lib::STD_MODULES
-            .iter()
-            .map(|(n, _)| format!("std/{n}.wsp")),
-    );
-    others
-        .into_iter()
-        .filter(|p| p != path)
-        .flat_map(|p| decls(ws, &p))
         .find(|d| d.item.name().is_some_and(|n| n.name == name))
 }
 

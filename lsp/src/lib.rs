@@ -93,18 +93,8 @@ impl State {
 
     /// Reads files imported by loaded files from disk until the import graph is closed.
     fn load_imports(&mut self) {
-        for _ in 0..64 {
-            let missing = self.ws.unloaded_imports();
-            if missing.is_empty() {
-                return;
-            }
-            for m in missing {
-                match wsp_ir::fsio::read_module(std::path::Path::new(&m)) {
-                    Ok(t) => self.ws.set_file(&m, t),
-                    Err(e) => self.ws.set_unreadable(&m, e.to_string()),
-                }
-            }
-        }
+        self.ws
+            .load_imports(|m| wsp_ir::fsio::read_module(std::path::Path::new(m)));
     }
 }
 

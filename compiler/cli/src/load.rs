@@ -75,28 +75,6 @@ pub fn load(paths: &[PathBuf]) -> Result<(Workspace, Vec<String>), ExitCode> {
             }
         }
     }
-    // Load imported files until the import graph is closed. A module that does not exist
-    // stays missing (the checker says it cannot find it, E0103); one that exists but cannot
-    // be read is unreadable.
-    let mut absent = std::collections::BTreeSet::new();
-    loop {
-        let missing: Vec<String> = ws
-            .unloaded_imports()
-            .into_iter()
-            .filter(|m| !absent.contains(m))
-            .collect();
-        if missing.is_empty() {
-            break;
-        }
-        for m in missing {
-            match wsp_ir::fsio::read_module(std::path::Path::new(&m)) {
-                Ok(t) => ws.set_file(&m, t),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    absent.insert(m);
-                }
-                Err(e) => ws.set_unreadable(&m, e.to_string()),
-            }
-        }
-    }
+    ws.load_imports(|m| wsp_ir::fsio::read_module(std::path::Path::new(m)));
     Ok((ws, roots))
 }

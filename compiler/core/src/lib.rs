@@ -142,6 +142,34 @@ impl Workspace {
         out
     }
 
+    /// Loads what the loaded files import, through `read` (a module's path to its text), until
+    /// the import graph is closed. A module `read` does not find (`NotFound`) stays missing:
+    /// the checker says it cannot find it (E0103); one it finds but cannot read is unreadable
+    /// (E0103 with the reason). The core reads no files: every driver (the CLI, the language
+    /// server, tests) passes its reader here.
+    pub fn load_imports(&mut self, mut read: impl FnMut(&str) -> std::io::Result<String>) {
+        let mut absent = std::collections::BTreeSet::new();
+        loop {
+            let missing: Vec<String> = self
+                .unloaded_imports()
+                .into_iter()
+                .filter(|m| !absent.contains(m))
+                .collect();
+            if missing.is_empty() {
+                return;
+            }
+            for m in missing {
+                match read(&m) {
+                    Ok(t) => self.set_file(&m, t),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        absent.insert(m);
+                    }
+                    Err(e) => self.set_unreadable(&m, e.to_string()),
+                }
+            }
+        }
+    }
+
     /// Chooses the architecture model resource checks use (`None`: each file's schedule
     /// `.target(...)`, else `ascend910b`). Accepts the model names and the language's
     /// spelling (`aie_ml` for `aie-ml`); an unknown name is an error listing the known ones.

@@ -70,18 +70,7 @@ fn check_fixture(path: &Path) -> Result<(), String> {
     ws.set_lints(&lints)?;
     ws.set_file(&name, src.clone());
     // The harness, not the core, reads imported files.
-    for _ in 0..32 {
-        let missing = ws.unloaded_imports();
-        if missing.is_empty() {
-            break;
-        }
-        for m in missing {
-            match std::fs::read_to_string(&m) {
-                Ok(t) => ws.set_file(&m, t),
-                Err(e) => ws.set_unreadable(&m, e.to_string()),
-            }
-        }
-    }
+    ws.load_imports(|m| std::fs::read_to_string(m));
     let got: BTreeSet<(usize, String)> = ws
         .check(&name)
         .iter()

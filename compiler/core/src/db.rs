@@ -352,7 +352,7 @@ pub fn axis_kind(ctor: &ast::Expr) -> String {
 #[salsa::tracked(returns(ref))]
 pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
     use crate::resolve::{imports_of, ImportTarget};
-    let files = crate::lower::program_files(db, file);
+    let files = crate::resolve::program_files(db, file);
     let index = |f: File| files.iter().position(|g| *g == f);
     // Each file's imports as (the module's index, the names it takes; `None`: all).
     let imports: Vec<Vec<(usize, Option<Vec<String>>)>> = files

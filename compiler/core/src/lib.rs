@@ -12,9 +12,14 @@ pub mod expect;
 pub mod flow;
 pub mod keys;
 pub mod locals;
-pub mod lower;
 pub mod memory;
 pub mod placement;
+pub mod program;
+/// The former name of [`program`] (with [`resolve::program_files`]), kept for `wsp-lower`.
+pub mod lower {
+    pub use crate::program::*;
+    pub use crate::resolve::program_files;
+}
 pub mod races;
 pub mod resolve;
 pub mod std_lib;

@@ -1,6 +1,6 @@
 //! Module resolution and the scope of a file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_syntax::ast::{Import, ItemKind};
 
@@ -126,4 +126,26 @@ pub fn imports_of(db: &dyn Db, file: File) -> Vec<(String, ImportTarget)> {
             _ => None,
         })
         .collect()
+}
+
+/// The modules a file depends on, itself first, depth first in import order, each once.
+pub fn program_files(db: &dyn Db, root: File) -> Vec<File> {
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::new();
+    let mut stack = vec![root];
+    while let Some(f) = stack.pop() {
+        if !seen.insert(f.path(db).clone()) {
+            continue;
+        }
+        order.push(f);
+        let deps: Vec<File> = imports_of(db, f)
+            .iter()
+            .filter_map(|(_, t)| match t {
+                ImportTarget::Loaded(m) => Some(*m),
+                _ => None,
+            })
+            .collect();
+        stack.extend(deps.into_iter().rev());
+    }
+    order
 }

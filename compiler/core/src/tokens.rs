@@ -241,7 +241,7 @@ fn tokens_with(
     only: Option<&std::collections::BTreeSet<String>>,
 ) -> Vec<Diagnostic> {
     // The analysed file first, then every file it imports (each once).
-    let files = crate::lower::program_files(db, file);
+    let files = crate::resolve::program_files(db, file);
     let names: Vec<FileName> = files
         .iter()
         .map(|f| FileName::new(f.path(db).as_str()))

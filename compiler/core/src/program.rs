@@ -1,7 +1,7 @@
-//! The query boundary of lowering to `wsp-ir`.
+//! The program a root file makes, as lowering to `wsp-ir` reads it.
 //!
-//! Lowering (added by the IR lowering work, not here) consumes [`lowering_input`]: the items of a
-//! program in source order — the root file's own items followed by the items of every module it
+//! Lowering (the `wsp-lower` crate) consumes [`lowering_input`]: the items of a program in
+//! source order — the root file's own items followed by the items of every module it
 //! imports, transitively, each module once — and the files that still have errors. Lowering runs
 //! only when `blocked_by` is empty: every item it sees has passed name resolution, type, race and
 //! schedule checks, so it never re-reports a user error and may treat a violated check as an
@@ -9,13 +9,11 @@
 //! item is re-run only when that item's AST (item-relative spans) or the signatures it reads
 //! change, as for the checks (invariant 4).
 
-use std::collections::BTreeSet;
-
 use wsp_diagnostics::{Diagnostic, Severity};
 use wsp_vocab::codes;
 
 use crate::db::{file_items, Db, File, ItemId};
-use crate::resolve::{imports_of, ImportTarget};
+use crate::resolve::{imports_of, program_files, ImportTarget};
 
 /// What lowering reads for one program.
 #[derive(Clone, Debug, PartialEq, Eq, salsa::SalsaValue)]
@@ -32,28 +30,6 @@ pub struct LoweringInput<'db> {
 /// program will run (E0509, a proven deadlock), which `wsp run` shows by running it.
 pub fn blocks_lowering(d: &Diagnostic) -> bool {
     d.severity == Severity::Error && d.code != codes::E0509
-}
-
-/// The modules a file depends on, itself first, depth first in import order, each once.
-pub fn program_files(db: &dyn Db, root: File) -> Vec<File> {
-    let mut seen = BTreeSet::new();
-    let mut order = Vec::new();
-    let mut stack = vec![root];
-    while let Some(f) = stack.pop() {
-        if !seen.insert(f.path(db).clone()) {
-            continue;
-        }
-        order.push(f);
-        let deps: Vec<File> = imports_of(db, f)
-            .iter()
-            .filter_map(|(_, t)| match t {
-                ImportTarget::Loaded(m) => Some(*m),
-                _ => None,
-            })
-            .collect();
-        stack.extend(deps.into_iter().rev());
-    }
-    order
 }
 
 /// The boundary query lowering reads (see the module documentation).

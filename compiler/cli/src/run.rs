@@ -20,9 +20,9 @@ use wsp_vocab::codes;
 
 use crate::commit::FileSet;
 
-/// Arguments of `wsp run`.
+/// What says which program runs and on what: shared by `wsp run` and `wsp graph`.
 #[derive(clap::Args)]
-pub struct Args {
+pub struct ProgramArgs {
     /// The program to run (a .wsp file).
     path: PathBuf,
     /// The schedule to run (default: `main`, else the only schedule).
@@ -38,6 +38,13 @@ pub struct Args {
     /// Supply an input tensor from a .npy file: `--input NAME=path.npy` (repeatable).
     #[arg(long = "input", value_name = "NAME=PATH")]
     input: Vec<String>,
+}
+
+/// Arguments of `wsp run`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    program: ProgramArgs,
     /// Write every output tensor as NAME.npy into this directory (atomically: all or nothing).
     #[arg(long)]
     out_dir: Option<PathBuf>,
@@ -78,24 +85,12 @@ pub struct Args {
 /// Arguments of `wsp graph`.
 #[derive(clap::Args)]
 pub struct GraphArgs {
-    /// The program (a .wsp file).
-    path: PathBuf,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// Where to write the graph: FILE.svg, FILE.png or FILE.pdf (laid out by Graphviz's `dot`),
     /// else DOT text (FILE.dot).
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
-    /// The schedule to run (default: `main`, else the only schedule).
-    #[arg(long)]
-    schedule: Option<String>,
-    /// Architecture model (as for `wsp run`).
-    #[arg(long)]
-    arch: Option<String>,
-    /// Set a param or DenseDyn size: `--set NAME=VALUE` (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
-    /// Supply an input tensor from a .npy file: `--input NAME=path.npy` (repeatable).
-    #[arg(long = "input", value_name = "NAME=PATH")]
-    input: Vec<String>,
     /// Above this many tasks, draw one node per kernel call of each step (with its task count)
     /// instead of one per task.
     #[arg(long, value_name = "N", default_value_t = GROUP_ABOVE)]
@@ -115,11 +110,7 @@ pub const GROUP_ABOVE: usize = 400;
 impl From<GraphArgs> for Args {
     fn from(g: GraphArgs) -> Args {
         Args {
-            path: g.path,
-            schedule: g.schedule,
-            arch: g.arch,
-            set: g.set,
-            input: g.input,
+            program: g.program,
             out_dir: None,
             stats: None,
             trace: None,
@@ -248,10 +239,10 @@ fn usage(m: impl std::fmt::Display) -> ExitCode {
 
 pub fn main(a: Args) -> ExitCode {
     let wall = Instant::now();
-    if a.path.is_dir() {
+    if a.program.path.is_dir() {
         return usage(format!(
             "`{}` is a directory; give one .wsp file",
-            a.path.display()
+            a.program.path.display()
         ));
     }
     if let Some(s) = &a.stats {
@@ -260,14 +251,14 @@ pub fn main(a: Args) -> ExitCode {
         }
     }
     let mut set = Vec::new();
-    for s in &a.set {
+    for s in &a.program.set {
         match split_kv("--set", s) {
             Ok(kv) => set.push(kv),
             Err(m) => return usage(m),
         }
     }
     let mut inputs: Vec<(String, PathBuf)> = Vec::new();
-    for s in &a.input {
+    for s in &a.program.input {
         match split_kv("--input", s) {
             Ok((k, _)) if inputs.iter().any(|(n, _)| *n == k) => {
                 return usage(format!("--input gives `{k}` twice; give each input once"))
@@ -284,11 +275,16 @@ pub fn main(a: Args) -> ExitCode {
 
     // Check (resources on the model that will run: `--arch`, else the schedules' target)
     // and lower.
-    let (mut ws, roots) = match crate::load::load(std::slice::from_ref(&a.path)) {
+    let (mut ws, roots) = match crate::load::load(std::slice::from_ref(&a.program.path)) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let chosen = match a.arch.as_deref().map(|n| crate::set_arch(&mut ws, n)) {
+    let chosen = match a
+        .program
+        .arch
+        .as_deref()
+        .map(|n| crate::set_arch(&mut ws, n))
+    {
         Some(Err(m)) => return usage(m),
         Some(Ok(arch)) => Some(arch),
         None => None,
@@ -339,7 +335,7 @@ pub fn main(a: Args) -> ExitCode {
     }
 
     // The architecture model.
-    let (sched, ran) = match program.select_run(a.schedule.as_deref()) {
+    let (sched, ran) = match program.select_run(a.program.schedule.as_deref()) {
         Ok(x) => x,
         Err(m) => return usage(m),
     };
@@ -376,8 +372,8 @@ pub fn main(a: Args) -> ExitCode {
         }
     };
 
-    let mut opts = Options::new(arch, wsp_sim::base_dir_of(&a.path));
-    opts.schedule = a.schedule.clone();
+    let mut opts = Options::new(arch, wsp_sim::base_dir_of(&a.program.path));
+    opts.schedule = a.program.schedule.clone();
     opts.set = set;
     opts.inputs = inputs;
     opts.timing_only = a.timing_only;
@@ -825,7 +821,7 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, wh
         .unwrap_or_else(|| format!("workload `{}`", run.workload));
     o.push_str(&format!(
         "ran {} ({}) on {} ({why}) [{} timing]\n",
-        a.path.display(),
+        a.program.path.display(),
         sched,
         s.arch,
         s.timing

@@ -350,23 +350,7 @@ pub fn dot(
         }
         // `P.seq` order, through a join point when many wait on many.
         for (gi, gate) in g.order.iter().enumerate() {
-            if gate.members.len() == 1 || gate.waiters.len() == 1 {
-                for a in &gate.members {
-                    for b in &gate.waiters {
-                        s.push_str(&format!("  t{a} -> t{b} [{ORDER}];\n"));
-                    }
-                }
-            } else {
-                s.push_str(&format!(
-                    "  seq{gi} [shape=point, width=0.08, label=\"\"];\n"
-                ));
-                for a in &gate.members {
-                    s.push_str(&format!("  t{a} -> seq{gi} [{ORDER}];\n"));
-                }
-                for b in &gate.waiters {
-                    s.push_str(&format!("  seq{gi} -> t{b} [{ORDER}];\n"));
-                }
-            }
+            s.push_str(&gate.dot(gi, ORDER));
         }
     }
     s.push_str("}\n");

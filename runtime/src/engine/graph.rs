@@ -25,6 +25,32 @@ pub struct OrderGate {
     pub waiters: Vec<u64>,
 }
 
+impl OrderGate {
+    /// The gate as DOT edges between task nodes `t{seq}` with the attributes `attrs`: one edge
+    /// per pair, or through a join point `seq{index}` when many wait on many.
+    pub fn dot(&self, index: usize, attrs: &str) -> String {
+        let mut s = String::new();
+        if self.members.len() == 1 || self.waiters.len() == 1 {
+            for a in &self.members {
+                for b in &self.waiters {
+                    s.push_str(&format!("  t{a} -> t{b} [{attrs}];\n"));
+                }
+            }
+        } else {
+            s.push_str(&format!(
+                "  seq{index} [shape=point, width=0.08, label=\"\"];\n"
+            ));
+            for a in &self.members {
+                s.push_str(&format!("  t{a} -> seq{index} [{attrs}];\n"));
+            }
+            for b in &self.waiters {
+                s.push_str(&format!("  seq{index} -> t{b} [{attrs}];\n"));
+            }
+        }
+        s
+    }
+}
+
 /// Why one task depends on another through a tensor region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DepKind {
@@ -200,24 +226,7 @@ impl Runtime {
         }
         // `P.seq` order: dashed, through a join point when many wait on many.
         for (gi, gate) in g.order.iter().enumerate() {
-            const SEQ: &str = "[style=dashed, color=\"#808080\"]";
-            if gate.members.len() == 1 || gate.waiters.len() == 1 {
-                for a in &gate.members {
-                    for b in &gate.waiters {
-                        s.push_str(&format!("  t{a} -> t{b} {SEQ};\n"));
-                    }
-                }
-            } else {
-                s.push_str(&format!(
-                    "  seq{gi} [shape=point, width=0.08, label=\"\"];\n"
-                ));
-                for a in &gate.members {
-                    s.push_str(&format!("  t{a} -> seq{gi} {SEQ};\n"));
-                }
-                for b in &gate.waiters {
-                    s.push_str(&format!("  seq{gi} -> t{b} {SEQ};\n"));
-                }
-            }
+            s.push_str(&gate.dot(gi, "style=dashed, color=\"#808080\""));
         }
         s.push_str("}\n");
         s

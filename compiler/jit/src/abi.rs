@@ -23,7 +23,7 @@
 //! error message `i` of the kernel (an out-of-range extent or region), detected before any
 //! out-of-range access.
 
-use crate::lower::is_int_divrem;
+use crate::kernel_codegen::is_int_divrem;
 use wsp_ir::kernel::*;
 use wsp_ir::tensor::El;
 use wsp_ir::{DType, ScalarValue};

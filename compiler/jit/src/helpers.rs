@@ -2,7 +2,7 @@
 //! functions the reference interpreter calls, and the conversions call the interpreter's own
 //! conversion, so the results agree bit for bit.
 
-use crate::lower::Helpers;
+use crate::kernel_codegen::Helpers;
 use cranelift::codegen::ir::Function;
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};

@@ -1,10 +1,10 @@
 //! Cranelift JIT of wsp kernels.
 //!
-//! [`Jit::compile`] turns a [`Kernel`] of the kernel IR into native code (see [`lower`] for the
-//! code shape: fused elementwise loops over `F32X4` with scalar tails, vector reductions in
-//! the IR's canonical summation order, register-blocked matmul), cached by the kernel's
-//! content within the [`Jit`]. The compiled entry follows the ABI of [`abi`];
-//! [`CompiledKernel::run`] is a drop-in for the reference interpreter's
+//! [`Jit::compile`] turns a [`Kernel`] of the kernel IR into native code (see
+//! [`kernel_codegen`] for the code shape: fused elementwise loops over `F32X4` with scalar
+//! tails, vector reductions in the IR's canonical summation order, register-blocked matmul),
+//! cached by the kernel's content within the [`Jit`]. The compiled entry follows the ABI of
+//! [`abi`]; [`CompiledKernel::run`] is a drop-in for the reference interpreter's
 //! [`wsp_ir::interp::run_kernel`], and [`CompiledKernel::call_raw`] is the zero-copy entry
 //! for a runtime that owns its buffers.
 //!
@@ -23,7 +23,7 @@
 
 pub mod abi;
 mod helpers;
-mod lower;
+mod kernel_codegen;
 pub mod orch;
 mod pipes;
 
@@ -309,7 +309,7 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
         JitError::unsupported(k, "a kernel without a `.wsp` body (extern only)".into())
     })?;
     wsp_ir::typing::validate(k).map_err(|m| JitError::invalid(k, m))?;
-    lower::check_supported(k)?;
+    kernel_codegen::check_supported(k)?;
     let queued = pipes::max_queued(k).map_err(|m| {
         JitError::unsupported(k, format!("{m} (the JIT sizes pipe queues statically)"))
     })?;
@@ -341,7 +341,7 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
         let scratch = b.block_params(entry)[1];
         let fail = b.create_block();
         b.append_block_param(fail, types::I32);
-        let mut l = lower::Lower::new(k, b, h, &layout, args, scratch, fail, &mut errors);
+        let mut l = kernel_codegen::Lower::new(k, b, h, &layout, args, scratch, fail, &mut errors);
         l.entry(body)?;
         l.block(body)?;
         let zero = l.b.ins().iconst(types::I32, 0);

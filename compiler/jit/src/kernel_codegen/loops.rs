@@ -1,0 +1,82 @@
+//! Loops: a counted loop carrying values, and the tile loop (4 columns at a time, then a
+//! scalar tail).
+
+use super::{LoopBody, Lower, Pos, R};
+use cranelift::codegen::ir::BlockArg;
+use cranelift::prelude::*;
+
+impl<'a, 'b> Lower<'a, 'b> {
+    /// `for i in (start..end).step_by(step)` carrying `init` values; `body` returns the next
+    /// carried values. Returns the final carried values.
+    pub(super) fn for_loop(
+        &mut self,
+        start: Value,
+        end: Value,
+        step: i64,
+        init: &[Value],
+        body: &mut LoopBody<'_, 'a, 'b>,
+    ) -> R<Vec<Value>> {
+        if let (Some(a), Some(e)) = (self.cval(start), self.cval(end)) {
+            if a >= e {
+                return Ok(init.to_vec());
+            }
+        }
+        let header = self.b.create_block();
+        let lbody = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.append_block_param(header, types::I64);
+        for v in init {
+            let t = self.b.func.dfg.value_type(*v);
+            self.b.append_block_param(header, t);
+            self.b.append_block_param(exit, t);
+        }
+        let mut a: Vec<BlockArg> = vec![start.into()];
+        a.extend(init.iter().map(|v| BlockArg::from(*v)));
+        self.b.ins().jump(header, &a);
+        self.b.switch_to_block(header);
+        let ps = self.b.block_params(header).to_vec();
+        let i = ps[0];
+        let carried = ps[1..].to_vec();
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, i, end);
+        let ex: Vec<BlockArg> = carried.iter().map(|v| BlockArg::from(*v)).collect();
+        self.b.ins().brif(go, lbody, &[], exit, &ex);
+        self.b.seal_block(lbody);
+        self.b.switch_to_block(lbody);
+        let next = body(self, i, &carried)?;
+        let i2 = self.b.ins().iadd_imm_s(i, step);
+        let mut a: Vec<BlockArg> = vec![i2.into()];
+        a.extend(next.iter().map(|v| BlockArg::from(*v)));
+        self.b.ins().jump(header, &a);
+        self.b.seal_block(header);
+        self.b.seal_block(exit);
+        self.b.switch_to_block(exit);
+        Ok(self.b.block_params(exit).to_vec())
+    }
+
+    /// Runs `body(r, c, vec)` over rows `0..rows` and columns `0..cols`: 4 columns at a time,
+    /// then a scalar tail.
+    pub(super) fn tile_loop(
+        &mut self,
+        rows: Value,
+        cols: Value,
+        body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
+    ) -> R<()> {
+        let zero = self.iconst(0);
+        let vend = self.band_imm_f(cols, !3i64);
+        self.for_loop(zero, rows, 1, &[], &mut |s, r, _| {
+            s.for_loop(zero, vend, 4, &[], &mut |s, c, _| {
+                s.memo.clear();
+                body(s, Pos { r, c, vec: true })?;
+                Ok(vec![])
+            })?;
+            s.for_loop(vend, cols, 1, &[], &mut |s, c, _| {
+                s.memo.clear();
+                body(s, Pos { r, c, vec: false })?;
+                Ok(vec![])
+            })?;
+            Ok(vec![])
+        })?;
+        self.memo.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! Memory: element addresses, loads and stores of every element layout ([`Elem`]), scratch
+//! buffers of values and their extents.
+
+use super::{le, mf, shape_of, Buf, Elem, Lower, R};
+use crate::JitError;
+use cranelift::prelude::*;
+use wsp_ir::kernel::{TileType, ValueId};
+
+impl<'a, 'b> Lower<'a, 'b> {
+    pub(super) fn addr(&mut self, buf: Buf, r: Value, c: Value) -> Value {
+        let rs = self.b.ins().imul(r, buf.stride);
+        let i = self.b.ins().iadd(rs, c);
+        let sh = buf.elem.shift();
+        let off = if sh == 0 {
+            i
+        } else {
+            self.b.ins().ishl_imm_s(i, sh)
+        };
+        self.b.ins().iadd(buf.ptr, off)
+    }
+
+    /// Element(s) at `(r, c)` in their compute form.
+    pub(super) fn load(&mut self, buf: Buf, r: Value, c: Value, vec: bool) -> Value {
+        let a = self.addr(buf, r, c);
+        let f = mf();
+        match (buf.elem, vec) {
+            (Elem::F32, false) => self.b.ins().load(types::F32, f, a, 0),
+            (Elem::F32, true) => self.b.ins().load(types::F32X4, f, a, 0),
+            (Elem::I32, false) => self.b.ins().load(types::I32, f, a, 0),
+            (Elem::I32 | Elem::Mask32, true) => self.b.ins().load(types::I32X4, f, a, 0),
+            (Elem::Mask32, false) => {
+                let x = self.b.ins().load(types::I32, f, a, 0);
+                self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
+            }
+            (Elem::F16, false) => {
+                let h = self.b.ins().uload16(types::I32, f, a, 0);
+                self.h2f(h, false)
+            }
+            (Elem::F16, true) => {
+                let h = self.b.ins().uload16x4(f, a, 0);
+                self.h2f(h, true)
+            }
+            (Elem::Bf16, _) => {
+                let h = if vec {
+                    self.b.ins().uload16x4(f, a, 0)
+                } else {
+                    self.b.ins().uload16(types::I32, f, a, 0)
+                };
+                let bits = self.shl_c(h, 16);
+                self.as_float(bits, vec)
+            }
+            (Elem::Bool8, false) => {
+                let x = self.b.ins().load(types::I8, f, a, 0);
+                self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
+            }
+            (Elem::Bool8, true) => {
+                let w = self.b.ins().load(types::I32, f, a, 0);
+                let v = self.b.ins().scalar_to_vector(types::I32X4, w);
+                let v = self.b.ins().bitcast(types::I8X16, le(), v);
+                let v = self.b.ins().uwiden_low(v);
+                let v = self.b.ins().uwiden_low(v);
+                let z = self.ci(0, true);
+                self.b.ins().icmp(IntCC::NotEqual, v, z)
+            }
+        }
+    }
+
+    /// Stores `x` (compute form; four lanes when it is a vector) at `(r, c)`.
+    pub(super) fn store_el(&mut self, buf: Buf, r: Value, c: Value, x: Value) {
+        let vec = self.b.func.dfg.value_type(x).is_vector();
+        let a = self.addr(buf, r, c);
+        let f = mf();
+        match buf.elem {
+            Elem::F32 | Elem::I32 => {
+                self.b.ins().store(f, x, a, 0);
+            }
+            Elem::Mask32 => {
+                let x = if vec {
+                    x
+                } else {
+                    let w = self.b.ins().uextend(types::I32, x);
+                    self.b.ins().ineg(w)
+                };
+                self.b.ins().store(f, x, a, 0);
+            }
+            Elem::F16 | Elem::Bf16 => {
+                let bits = if buf.elem == Elem::F16 {
+                    self.f2h(x, vec)
+                } else {
+                    let b = self.qbf_bits(x, vec);
+                    self.ushr_c(b, 16)
+                };
+                if vec {
+                    let n = self.b.ins().unarrow(bits, bits);
+                    let n = self.b.ins().bitcast(types::I64X2, le(), n);
+                    let w = self.b.ins().extractlane(n, 0);
+                    self.b.ins().store(f, w, a, 0);
+                } else {
+                    self.b.ins().istore16(f, bits, a, 0);
+                }
+            }
+            Elem::Bool8 => {
+                if vec {
+                    let one = self.and_c(x, 1, true);
+                    let n = self.b.ins().unarrow(one, one);
+                    let n = self.b.ins().unarrow(n, n);
+                    let n = self.b.ins().bitcast(types::I32X4, le(), n);
+                    let w = self.b.ins().extractlane(n, 0);
+                    self.b.ins().store(f, w, a, 0);
+                } else {
+                    self.b.ins().store(f, x, a, 0);
+                }
+            }
+        }
+    }
+
+    /// A scratch buffer of a static tile type.
+    fn scratch_buf(&mut self, off: usize, t: TileType) -> R<Buf> {
+        let elem = Elem::scratch(t.dtype)
+            .ok_or_else(|| JitError::unsupported(self.k, format!("{} tiles", t.dtype)))?;
+        let ptr = self.b.ins().iadd_imm_s(self.scratch, off as i64);
+        let stride = self.iconst(i64::from(t.cols()));
+        Ok(Buf { ptr, stride, elem })
+    }
+
+    pub(super) fn value_buf(&mut self, v: ValueId) -> R<(Buf, TileType)> {
+        let t = shape_of(self.k, v)?.ok_or_else(|| self.err(format!("%{} is not a tile", v.0)))?;
+        let off = self
+            .layout
+            .value_offsets
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("%{} has no scratch buffer", v.0)))?;
+        Ok((self.scratch_buf(off, t)?, t))
+    }
+
+    pub(super) fn extent(&self, v: ValueId) -> R<(Value, Value)> {
+        self.ext
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("tile %{} used before it is defined", v.0)))
+    }
+}

@@ -15,11 +15,6 @@ pub mod locals;
 pub mod memory;
 pub mod placement;
 pub mod program;
-/// The former name of [`program`] (with [`resolve::program_files`]), kept for `wsp-lower`.
-pub mod lower {
-    pub use crate::program::*;
-    pub use crate::resolve::program_files;
-}
 pub mod races;
 pub mod resolve;
 pub mod std_lib;

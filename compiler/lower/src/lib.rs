@@ -1,6 +1,6 @@
 //! Lowering of checked programs to the Program IR (a salsa query over wsp-core).
 //!
-//! [`lower`] reads [`wsp_core::lower::lowering_input`] (the program's items, root file first,
+//! [`lower`] reads [`wsp_core::program::lowering_input`] (the program's items, root file first,
 //! and the files that still have errors). A program with errors is not lowered: the check
 //! diagnostics are returned. A checked construct this lowering does not handle yet gives the
 //! diagnostic `E0813` at the construct, never a partial program. The result is validated with
@@ -63,14 +63,14 @@ pub fn lowered_program(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<D
 }
 
 fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>> {
-    let input = wsp_core::lower::lowering_input(db, root);
+    let input = wsp_core::program::lowering_input(db, root);
     if !input.blocked_by.is_empty() {
         let mut diags = Vec::new();
-        for f in wsp_core::lower::program_files(db, root) {
+        for f in wsp_core::resolve::program_files(db, root) {
             diags.extend(
                 wsp_core::check_file(db, f)
                     .into_iter()
-                    .filter(wsp_core::lower::blocks_lowering),
+                    .filter(wsp_core::program::blocks_lowering),
             );
         }
         if diags.is_empty() {
@@ -89,7 +89,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         }
         return Err(diags);
     }
-    let files = wsp_core::lower::program_files(db, root);
+    let files = wsp_core::resolve::program_files(db, root);
     // For each file, the file (by index) each imported name comes from.
     let from: Vec<BTreeMap<String, u32>> = files
         .iter()

@@ -1,6 +1,9 @@
-//! A minimal JSON-RPC client that drives the real `wsp lsp` over stdio, shared by the
-//! language-server tests (`mod common;` in each test file).
+//! Helpers shared by the integration tests (`mod common;` in each test file): here, a minimal
+//! JSON-RPC client that drives the real `wsp lsp` over stdio, for the language-server tests;
+//! in [`run`], those of the `wsp run` tests.
 #![allow(dead_code)]
+
+pub mod run;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;

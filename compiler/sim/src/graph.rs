@@ -267,8 +267,8 @@ pub fn dot(
     s.push_str(HEAD);
     let title = format!(
         "workload {name}: {} tasks; dependencies: {} read after write (black), {} write after \
-         write (red), {} write after read (red, dotted), {order_edges} P.seq orderings (grey, \
-         dashed){}",
+         write (red), {} write after read (red, dotted), {order_edges} P.seq orderings \
+         (grey dashes){}",
         g.nodes.len(),
         count(DepKind::Raw),
         count(DepKind::Waw),

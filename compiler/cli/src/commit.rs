@@ -74,7 +74,7 @@ impl FileSet {
             ));
         }
         // A replaced file keeps its permissions.
-        let tmp = wsp_ir::fsio::staged(dst, bytes)
+        let tmp = crate::atomic::staged(dst, bytes)
             .map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
         self.staged.push((tmp, dst.to_path_buf()));
         Ok(())
@@ -96,7 +96,7 @@ impl FileSet {
         let mut entries = Vec::new();
         let mut held = Vec::new();
         for (tmp, dst) in &self.staged {
-            let old = wsp_ir::fsio::temp_beside(dst, "old")
+            let old = crate::atomic::temp_beside(dst, "old")
                 .map_err(|e| format!("cannot write beside `{}`: {e}", dst.display()))?
                 .into_temp_path();
             entries.push(Entry {
@@ -112,7 +112,7 @@ impl FileSet {
             entries: entries.clone(),
         })
         .map_err(|e| e.to_string())?;
-        wsp_ir::fsio::write_atomic(&journal, &text)
+        crate::atomic::write_atomic(&journal, &text)
             .map_err(|e| format!("cannot write `{}`: {e}", journal.display()))?;
         sync_dir(&jdir);
         // Decided: from here the staged and old files are the journal's to remove.
@@ -364,7 +364,7 @@ mod tests {
         let d = scratch("stale");
         let stale = format!(".Y.npy.{DEAD}.a1B2c3.tmp");
         std::fs::write(d.join(&stale), "partial").unwrap();
-        let mine = wsp_ir::fsio::temp_beside(&d.join("Y.npy"), "tmp").unwrap();
+        let mine = crate::atomic::temp_beside(&d.join("Y.npy"), "tmp").unwrap();
         std::fs::write(d.join("Y.npy"), "kept").unwrap();
         let did = recover(&d);
         assert_eq!(did.len(), 1, "{did:?}");

@@ -225,7 +225,7 @@ pub fn main(a: Args) -> ExitCode {
                 Err(e) => failure(format!("cannot write to standard output: {e}")),
             }
         }
-        Some(out) => match wsp_ir::fsio::write_atomic(out, contents) {
+        Some(out) => match crate::atomic::write_atomic(out, contents) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => usage(format!("cannot write `{}`: {e}", out.display())),
         },

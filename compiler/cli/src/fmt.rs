@@ -105,5 +105,5 @@ fn write_through(target: &std::path::Path, text: &str) -> std::io::Result<()> {
             return std::fs::write(target, text);
         }
     }
-    wsp_ir::fsio::write_atomic(target, text.as_bytes())
+    crate::atomic::write_atomic(target, text.as_bytes())
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod atomic;
 mod backends;
 mod bench;
 mod commit;

@@ -804,6 +804,11 @@ pub fn check_expects_where(
 
 #[cfg(test)]
 mod tests {
+    /// Writes a tensor as `.npy` (test fixtures).
+    fn write_npy(p: &std::path::Path, t: &HostTensor) -> std::io::Result<()> {
+        std::fs::write(p, npy::encode_npy(t))
+    }
+
     use super::*;
 
     fn prog() -> Program {
@@ -925,14 +930,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("wsp-ir-data-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("x.npy");
-        npy::write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
+        write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
         let e = init_tensors(&p, &params, Path::new("."), &[("X".into(), f.clone())]).unwrap_err();
         assert_eq!(e.code, "E0802");
         assert!(
             e.message.contains("x.npy") && e.message.contains("expected f16"),
             "{e}"
         );
-        npy::write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
+        write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
         let ts = init_tensors(&p, &params, Path::new("."), &[("X".into(), f)]).unwrap();
         assert_eq!(ts[1].to_f64(), vec![1.0; 4]);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -972,11 +977,11 @@ mod tests {
         };
         let x = |f: &Path| vec![("X".to_string(), f.to_path_buf())];
         assert_eq!(code(&x(&dir.join("none.npy"))).unwrap_err(), "E0806");
-        npy::write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 3], &[1.0; 6])).unwrap();
+        write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 3], &[1.0; 6])).unwrap();
         assert_eq!(code(&x(&f)).unwrap_err(), "E0803");
-        npy::write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
+        write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
         assert_eq!(code(&x(&f)).unwrap_err(), "E0802");
-        npy::write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
+        write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
         assert!(code(&x(&f)).is_ok());
         let bytes = std::fs::read(&f).unwrap();
         std::fs::write(&f, &bytes[..bytes.len() - 1]).unwrap();
@@ -996,7 +1001,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("wsp-ir-exp-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let t = HostTensor::from_f64(DType::Bf16, vec![2], &[1.5, -3.0]);
-        npy::write_npy(&dir.join("g.npy"), &t).unwrap();
+        write_npy(&dir.join("g.npy"), &t).unwrap();
         assert_eq!(
             read_expected(&dir.join("g.npy"), DType::Bf16)
                 .unwrap()

@@ -647,17 +647,6 @@ pub fn encode_npy(t: &HostTensor) -> Vec<u8> {
     out
 }
 
-/// Writes `bytes` to `path` atomically ([`crate::fsio::write_atomic`]); E0806 on failure.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NpyError> {
-    crate::fsio::write_atomic(path, bytes)
-        .map_err(|e| err(codes::E0806, path, format!("cannot write the file: {e}")))
-}
-
-/// Writes a tensor as `.npy`, atomically.
-pub fn write_npy(path: &Path, t: &HostTensor) -> Result<(), NpyError> {
-    write_atomic(path, &encode_npy(t))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -855,27 +844,6 @@ mod tests {
         let e = read_npy(Path::new("/nonexistent/dir/y.npy")).unwrap_err();
         assert_eq!(e.code, "E0806");
         assert!(e.to_string().contains("/nonexistent/dir/y.npy"));
-    }
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("wsp-ir-npy-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("out.npy");
-        let t = HostTensor::from_f64(DType::F32, vec![2], &[1.0, 2.0]);
-        write_npy(&path, &t).unwrap();
-        let t2 = HostTensor::from_f64(DType::F32, vec![2], &[3.0, 4.0]);
-        write_npy(&path, &t2).unwrap();
-        assert_eq!(read_npy_as(&path, DType::F32, &[2]).unwrap(), t2);
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, vec!["out.npy".to_string()]);
-        // Writing into a missing directory fails cleanly.
-        let e = write_npy(&dir.join("missing").join("o.npy"), &t).unwrap_err();
-        assert_eq!(e.code, "E0806");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 

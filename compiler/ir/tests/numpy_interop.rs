@@ -4,9 +4,14 @@
 
 use std::path::Path;
 use std::process::Command;
-use wsp_ir::npy::{read_npy, read_npy_as, write_npy};
+use wsp_ir::npy::{encode_npy, read_npy, read_npy_as};
 use wsp_ir::tensor::HostTensor;
 use wsp_ir::DType;
+
+/// Writes a tensor as `.npy`.
+fn write_npy(p: &Path, t: &HostTensor) -> std::io::Result<()> {
+    std::fs::write(p, encode_npy(t))
+}
 
 fn numpy_available() -> bool {
     Command::new("python3")

@@ -345,6 +345,28 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
                 c.dtype(t);
             }
             c.expr(&d.value);
+            // An integer literal past the 64-bit signed range (`-9223372036854775808` is the
+            // smallest value, the negation of one) has no value as an untyped or signed
+            // constant; a `u64` constant may hold it.
+            let signed = d.ty.as_ref().is_none_or(|t| !t.dtype.name.starts_with('u'));
+            if let (true, ExprKind::Int(v)) = (signed, &d.value.kind) {
+                if i64::try_from(*v).is_err() {
+                    c.diags.push(
+                        Diagnostic::new(
+                            codes::E0213,
+                            format!(
+                                "constant `{}` is outside the 64-bit integer range",
+                                d.name.name
+                            ),
+                            c.label(d.value.span, "larger than 9223372036854775807"),
+                        )
+                        .with_help(
+                            "integer constants are 64-bit signed integers; write a smaller value, \
+                             or give the constant a `u64` type",
+                        ),
+                    );
+                }
+            }
             if let Some(via) = crate::cycles::const_cycles(db, file).get(&d.name.name) {
                 let path = via.join(" → ");
                 c.diags.push(

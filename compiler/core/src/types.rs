@@ -73,7 +73,11 @@ pub fn eval_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
         ExprKind::Unary {
             op: UnOp::Neg,
             expr,
-        } => eval_int(expr, consts)?.checked_neg(),
+        } => match &expr.kind {
+            // The smallest 64-bit integer is written as the negation of one past the largest.
+            ExprKind::Int(v) if *v == 1 << 63 => Some(i64::MIN),
+            _ => eval_int(expr, consts)?.checked_neg(),
+        },
         ExprKind::Binary { op, lhs, rhs } => {
             let (a, b) = (eval_int(lhs, consts)?, eval_int(rhs, consts)?);
             match op {

@@ -23,7 +23,13 @@ impl Lowerer {
                 op: UnOp::Neg,
                 expr,
             } => match self.scalar_const(expr)? {
-                ScalarValue::Int(i) => ScalarValue::Int(-i),
+                // As the checker folds: `-9223372036854775808` is the smallest i64, and a
+                // negation without a 64-bit value is E0213 (reported there first).
+                ScalarValue::Int(i) => match i.checked_neg() {
+                    Some(n) => ScalarValue::Int(n),
+                    None => return Err(self.no_value(e.span)),
+                },
+                ScalarValue::UInt(u) if u == 1 << 63 => ScalarValue::Int(i64::MIN),
                 ScalarValue::Float(f) => ScalarValue::Float(-f),
                 _ => return Err(self.unsupported(e.span, "this negation")),
             },
@@ -39,9 +45,13 @@ impl Lowerer {
                             BinOp::Rem => a.checked_rem(b),
                             _ => None,
                         };
-                        match r {
-                            Some(v) => ScalarValue::Int(v),
-                            None => {
+                        match (r, op) {
+                            (Some(v), _) => ScalarValue::Int(v),
+                            (
+                                None,
+                                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem,
+                            ) => return Err(self.no_value(e.span)),
+                            (None, _) => {
                                 return Err(self.unsupported(e.span, "this constant expression"))
                             }
                         }

@@ -392,6 +392,19 @@ impl Lowerer {
         .with_note("the program passed every check; only the lowering to the Program IR lacks this construct")
     }
 
+    /// Integer constant arithmetic without a 64-bit value (E0213, as the checker says first).
+    fn no_value(&self, span: Span) -> Diagnostic {
+        Diagnostic::new(
+            codes::E0213,
+            "integer overflow in a constant expression",
+            Label::new(
+                self.file.clone(),
+                span.shift(self.offset),
+                "outside the 64-bit integer range",
+            ),
+        )
+    }
+
     fn item(&mut self, it: &ast::Item) -> R<()> {
         match &it.kind {
             ItemKind::Import(_) | ItemKind::Error => Ok(()),

@@ -82,3 +82,38 @@ fn std_nn_kernels_run() {
     assert!(tensor(&p, &r, "Z").iter().all(|v| *v == 0.0));
     assert_eq!(p.kernels.len(), 2);
 }
+
+/// Constants fold in lowering as in the checker: the smallest 64-bit integer, written as a
+/// negated literal, is a constant (it passed `wsp check` and stopped lowering with E0813).
+#[test]
+fn the_smallest_integer_constant_lowers() {
+    let mut ws = wsp_core::Workspace::new();
+    ws.set_file(
+        "main.wsp",
+        "const A = -9223372036854775808
+         const B = A + 9223372036854775807 + 4
+         input X: f32[4, 4] = ones
+         output Y: f32[4, 4]
+         kernel cp(x: in f32[1, 4], y: out f32[1, 4]) { y = x }
+         workload w {
+    cp[0](x: X[B], y: Y[B])
+}
+"
+        .into(),
+    );
+    let errors: Vec<_> = ws
+        .check("main.wsp")
+        .into_iter()
+        .filter(|d| d.is_error())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let (p, r) = run(&ws, "main.wsp");
+    assert_eq!(tensor(&p, &r, "Y")[16..].to_vec(), vec![1.0; 4 * 4 - 16]);
+    assert_eq!(
+        tensor(&p, &r, "Y")[..16]
+            .iter()
+            .filter(|v| **v == 1.0)
+            .count(),
+        4
+    );
+}

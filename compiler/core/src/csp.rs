@@ -1,4 +1,4 @@
-//! The static channel graph of a file's processes (issue #6, item 1).
+//! The static channel graph of a file's processes.
 //!
 //! Nodes are processes, edges are channels from their `produces` processes to their
 //! `consumes` processes. Reported: a channel some process consumes that no process

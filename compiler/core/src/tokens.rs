@@ -1,4 +1,4 @@
-//! Static deadlock verdicts of CSP pipelines by abstract token counting (issue #6, item 1).
+//! Static deadlock verdicts of CSP pipelines by abstract token counting.
 //!
 //! For each `connect(...)` workload whose processes have static trip counts, the processes are
 //! executed abstractly: tokens carry no values, only their number matters. A process body

@@ -226,24 +226,17 @@ pub fn dot(
             preds[b].extend(gate.members.iter().filter_map(|a| index.get(a)));
         }
     }
+    // The nodes are in submission order, a dependency order: predecessors come first.
     let mut level = vec![0usize; g.nodes.len()];
-    // Submission order is a dependency order: predecessors come first.
-    let mut order: Vec<usize> = (0..g.nodes.len()).collect();
-    order.sort_by_key(|&i| g.nodes[i].seq);
-    for &i in &order {
-        level[i] = preds[i]
-            .iter()
-            .filter(|&&a| g.nodes[a].seq < g.nodes[i].seq)
-            .map(|&a| level[a] + 1)
-            .max()
-            .unwrap_or(0);
+    for i in 0..g.nodes.len() {
+        level[i] = preds[i].iter().map(|&a| level[a] + 1).max().unwrap_or(0);
     }
     let mut colour: HashMap<&str, &str> = HashMap::new();
-    for &i in &order {
-        let n = colour.len();
+    for n in &g.nodes {
+        let k = colour.len();
         colour
-            .entry(g.nodes[i].kernel.as_str())
-            .or_insert(PALETTE[n % PALETTE.len()]);
+            .entry(n.kernel.as_str())
+            .or_insert(PALETTE[k % PALETTE.len()]);
     }
     let step_label = |s: Option<usize>| match s {
         Some(k) => steps.get(k).map_or("?", |s| s.label.as_str()).to_string(),
@@ -300,11 +293,11 @@ pub fn dot(
     } else {
         // Tasks, boxed by step, one rank per level within a step.
         let mut by_step: BTreeMap<Option<usize>, BTreeMap<usize, Vec<usize>>> = BTreeMap::new();
-        for &i in &order {
+        for (i, &l) in level.iter().enumerate() {
             by_step
                 .entry(node_step(i))
                 .or_default()
-                .entry(level[i])
+                .entry(l)
                 .or_default()
                 .push(i);
         }

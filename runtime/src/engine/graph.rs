@@ -85,6 +85,7 @@ pub struct DataEdge {
 /// order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskGraph {
+    /// In submission order.
     pub nodes: Vec<GraphNode>,
     pub data: Vec<DataEdge>,
     pub order: Vec<OrderGate>,
@@ -126,6 +127,8 @@ impl DepRecorder {
             let mut floor = None;
             for (w, s) in acc.writers.iter().rev() {
                 if overlaps(w, r) {
+                    // An `inout` argument reads what the writer wrote: read after write, the
+                    // strongest kind (it orders the write after too).
                     add(
                         *s,
                         if a.dir.reads() {
@@ -134,9 +137,6 @@ impl DepRecorder {
                             DepKind::Waw
                         },
                     );
-                    if a.dir.writes() && a.dir.reads() {
-                        add(*s, DepKind::Waw);
-                    }
                     if covers(w, r) {
                         floor = Some(*s);
                         break;

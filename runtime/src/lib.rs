@@ -55,7 +55,8 @@ pub use engine::{
 };
 pub use policy::{Dispatch, Policies, Pools, ReadyOrder, Streams, Support, Timing, WindowMode};
 pub use report::{
-    BlockedProcess, ChannelStats, CoreStats, DeadlockReport, RingUse, StallReason, Stats, Wait,
+    BlockedProcess, ChannelStats, ClassStats, CoreStats, DeadlockReport, RingUse, StallReason,
+    Stats, Wait,
 };
 pub use v9::Order;
 pub use wsp_arch::{Arch, CoreClass};

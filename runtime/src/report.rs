@@ -183,9 +183,47 @@ pub struct Stats {
     pub channels: Vec<ChannelStats>,
 }
 
+/// One class of cores over a run: how many it has, how many ran tasks, and its busy share over
+/// all of them (idle cores counted).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassStats {
+    pub class: &'static str,
+    pub cores: usize,
+    pub used: usize,
+    pub utilization: f64,
+}
+
 impl Stats {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// Per class of cores, in the order the cores are listed.
+    pub fn classes(&self) -> Vec<ClassStats> {
+        let mut out: Vec<ClassStats> = Vec::new();
+        let mut busy: Vec<u64> = Vec::new();
+        for c in &self.cores {
+            let k = match out.iter().position(|x| x.class == c.class) {
+                Some(k) => k,
+                None => {
+                    out.push(ClassStats {
+                        class: c.class,
+                        cores: 0,
+                        used: 0,
+                        utilization: 0.0,
+                    });
+                    busy.push(0);
+                    out.len() - 1
+                }
+            };
+            out[k].cores += 1;
+            out[k].used += usize::from(c.tasks > 0);
+            busy[k] += c.busy_cycles;
+        }
+        for (x, b) in out.iter_mut().zip(busy) {
+            x.utilization = b as f64 / (x.cores as f64 * self.total_cycles.max(1) as f64);
+        }
+        out
     }
 }
 
@@ -232,4 +270,45 @@ pub(crate) fn chrome_trace(events: &[TraceEvent], clock_hz: u64) -> String {
     serde_json::json!({ "traceEvents": out,
         "otherData": { "time": "modelled: microseconds at the model's clock; each event's args give its cycles", "clock_hz": clock_hz } })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_counts_its_idle_cores() {
+        let core = |class, index, tasks, busy_cycles| CoreStats {
+            class,
+            index,
+            tasks,
+            busy_cycles,
+            utilization: 0.0,
+        };
+        let s = Stats {
+            total_cycles: 100,
+            cores: vec![
+                core("vector", 0, 2, 50),
+                core("vector", 1, 0, 0),
+                core("cube", 0, 0, 0),
+                core("vector", 2, 1, 30),
+                core("vector", 3, 0, 0),
+            ],
+            arch: String::new(),
+            timing: "event",
+            tasks: 3,
+            edges: 0,
+            rings: Vec::new(),
+            window_mode: "stall",
+            channels: Vec::new(),
+        };
+        let c = s.classes();
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[0].class, c[0].cores, c[0].used), ("vector", 4, 2));
+        assert_eq!(c[0].utilization, 80.0 / 400.0);
+        assert_eq!(
+            (c[1].class, c[1].cores, c[1].used, c[1].utilization),
+            ("cube", 1, 0, 0.0)
+        );
+    }
 }

@@ -181,32 +181,18 @@ fn row(value: i64, j: &serde_json::Value, process_ms: f64) -> Result<Row, String
     let total_cycles = s["total_cycles"].as_u64().unwrap_or(0);
     let run_ms = j["run_ms"].as_f64().unwrap_or(0.0);
     let peak = j["peak_rss_bytes"].as_u64();
-    // Busy cycles per class over all its cores, the idle ones counted.
-    let mut classes: Vec<(String, f64, u64)> = Vec::new();
-    for c in s["cores"].as_array().into_iter().flatten() {
-        let class = c["class"].as_str().unwrap_or("?").to_string();
-        let busy = c["busy_cycles"].as_f64().unwrap_or(0.0);
-        match classes.iter_mut().find(|(n, _, _)| *n == class) {
-            Some(e) => {
-                e.1 += busy;
-                e.2 += 1;
-            }
-            None => classes.push((class, busy, 1)),
-        }
-    }
-    if let Some(idle) = s["idle_cores"].as_object() {
-        for (class, ranges) in idle {
-            let n = count_ranges(ranges.as_str().unwrap_or(""));
-            match classes.iter_mut().find(|(c, _, _)| c == class) {
-                Some(e) => e.2 += n,
-                None => classes.push((class.clone(), 0.0, n)),
-            }
-        }
-    }
-    let utilisation = classes
+    // Each class's busy share over all its cores, the idle ones counted, as the run says.
+    let utilisation = j["classes"]
+        .as_array()
         .into_iter()
-        .filter(|(_, busy, _)| *busy > 0.0)
-        .map(|(c, busy, n)| (c, busy / (n.max(1) as f64 * total_cycles.max(1) as f64)))
+        .flatten()
+        .filter(|c| c["used"].as_u64().is_some_and(|u| u > 0))
+        .map(|c| {
+            (
+                c["class"].as_str().unwrap_or("?").to_string(),
+                c["utilization"].as_f64().unwrap_or(0.0),
+            )
+        })
         .collect();
     let stalls = s["rings"]
         .as_array()
@@ -233,21 +219,6 @@ fn row(value: i64, j: &serde_json::Value, process_ms: f64) -> Result<Row, String
         utilisation,
         stalls,
     })
-}
-
-/// How many cores `0-3, 7, 9-10` lists.
-fn count_ranges(s: &str) -> u64 {
-    s.split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => match (a.trim().parse::<u64>(), b.trim().parse::<u64>()) {
-                (Ok(a), Ok(b)) if b >= a => b - a + 1,
-                _ => 1,
-            },
-            None => 1,
-        })
-        .sum()
 }
 
 fn header(param: &str) -> String {
@@ -303,21 +274,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn idle_core_ranges_are_counted() {
-        assert_eq!(count_ranges("0-3, 7, 9-10"), 7);
-        assert_eq!(count_ranges(""), 0);
-        assert_eq!(count_ranges("5"), 1);
-    }
-
-    #[test]
-    fn a_row_counts_idle_cores_in_the_utilisation() {
+    fn a_row_takes_the_classes_that_ran_tasks() {
         let j = serde_json::json!({
             "run_ms": 2.0,
             "peak_rss_bytes": 4096,
+            "classes": [
+                {"class": "vector", "cores": 4, "used": 1, "utilization": 0.125},
+                {"class": "cube", "cores": 2, "used": 0, "utilization": 0.0},
+            ],
             "stats": {
                 "tasks": 8, "total_cycles": 100,
-                "cores": [{"class": "vector", "busy_cycles": 50, "index": 0}],
-                "idle_cores": {"vector": "1-3", "cube": "0-1"},
                 "rings": [{"name": "task_ring", "stalls": 2, "stalled_cycles": 30},
                           {"name": "heap_arena", "stalls": 0, "stalled_cycles": 0}],
             }

@@ -836,26 +836,15 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, wh
         clock / 1e9
     ));
     // Per class of cores: how many ran tasks, and the utilisation over all of them.
-    let mut classes: Vec<&str> = Vec::new();
-    for c in &s.cores {
-        if !classes.contains(&c.class) {
-            classes.push(c.class);
-        }
-    }
-    for class in classes {
-        let of: Vec<_> = s.cores.iter().filter(|c| c.class == class).collect();
-        let used = of.iter().filter(|c| c.tasks > 0).count();
-        let busy: u64 = of.iter().map(|c| c.busy_cycles).sum();
-        let denom = (of.len() as f64) * (s.total_cycles.max(1) as f64);
+    for c in s.classes() {
+        let (class, n, used) = (c.class, c.cores, c.used);
         if used == 0 {
-            o.push_str(&format!("  {class:<13} {} cores, all idle\n", of.len()));
+            o.push_str(&format!("  {class:<13} {n} cores, all idle\n"));
         } else {
             o.push_str(&format!(
-                "  {class:<13} {used} of {} cores ran tasks ({} idle); {:.1}% busy over all {}\n",
-                of.len(),
-                of.len() - used,
-                busy as f64 / denom * 100.0,
-                of.len()
+                "  {class:<13} {used} of {n} cores ran tasks ({} idle); {:.1}% busy over all {n}\n",
+                n - used,
+                c.utilization * 100.0,
             ));
         }
     }
@@ -1045,6 +1034,7 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
         "schedule": run.schedule,
         "workload": run.workload,
         "stats": stats,
+        "classes": run.stats.classes(),
         "kernels": kernels,
         "expects": expects,
         "wall_ms": wall.as_secs_f64() * 1e3,

@@ -107,6 +107,28 @@ pub struct DeadlockReport {
     pub mitigation: String,
 }
 
+impl DeadlockReport {
+    /// The runtime's state at the deadlock, a line each: every ring's use and high water, then
+    /// the open scopes.
+    pub fn state_lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .rings
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}: {}/{} used, high-water {}",
+                    r.name, r.used, r.capacity, r.high_water
+                )
+            })
+            .collect();
+        out.push(format!(
+            "scope depth {}, {} tasks and {} bytes held by open scopes",
+            self.scope_depth, self.scope_held_tasks, self.scope_held_bytes
+        ));
+        out
+    }
+}
+
 impl fmt::Display for DeadlockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "deadlock at cycle {}: {}", self.cycle, self.reason)?;
@@ -121,18 +143,9 @@ impl fmt::Display for DeadlockReport {
                 b.process, b.channel, b.fill, b.depth
             )?;
         }
-        for r in &self.rings {
-            writeln!(
-                f,
-                "  {}: {}/{} used, high-water {}",
-                r.name, r.used, r.capacity, r.high_water
-            )?;
+        for line in self.state_lines() {
+            writeln!(f, "  {line}")?;
         }
-        writeln!(
-            f,
-            "  scope depth {}, {} tasks and {} bytes held by open scopes",
-            self.scope_depth, self.scope_held_tasks, self.scope_held_bytes
-        )?;
         write!(f, "  mitigation: {}", self.mitigation)
     }
 }

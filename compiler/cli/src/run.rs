@@ -191,6 +191,11 @@ fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// What to do when a run stops at `--max-tasks` or `--max-cycles` (E0815).
+const LIMIT_HELP: &str = "a pipeline whose processes never finish runs until a limit stops it: \
+     check that it ends (`wsp check` says W0505 when it cannot decide); `--max-tasks N` and \
+     `--max-cycles N` set the limits";
+
 /// A run-time error as a diagnostic: at the task call it happened in, at the axis whose data
 /// is wrong, at the tensor whose data or shape is, or (a kernel's own failure) at the kernel.
 fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
@@ -211,12 +216,7 @@ fn run_error(e: &SimError, at: &SrcSpan) -> Diagnostic {
             "a Ragged axis's row lengths, a Sparse axis's indptr and indices and a DenseDyn \
              axis's size are read when a loop reaches them",
         ),
-        _ if code == codes::E0815 => (
-            "the run stopped at this task",
-            "a pipeline whose processes never finish runs until a limit stops it: check that it \
-             ends (`wsp check` says W0505 when it cannot decide); `--max-tasks N` and \
-             `--max-cycles N` set the limits",
-        ),
+        _ if code == codes::E0815 => ("the run stopped at this task", LIMIT_HELP),
         _ if code == codes::E0816 => (
             "this task found the window full",
             "the schedule's `.task_window(n, abort)` stops the run instead of waiting: raise \
@@ -463,11 +463,7 @@ pub fn main(a: Args) -> ExitCode {
                 );
             }
             if e.code() == codes::E0815 && place.is_none() {
-                eprintln!(
-                    "  help: a pipeline whose processes never finish runs until a limit stops \
-                     it: check that it ends (`wsp check` says W0505 when it cannot decide); \
-                     `--max-tasks N` and `--max-cycles N` set the limits"
-                );
+                eprintln!("  help: {LIMIT_HELP}");
             }
             // The trace and graph up to the failure: when they are needed most.
             match write_records(&records, &a) {
@@ -767,16 +763,9 @@ fn deadlock_diagnostic(
         help.push_str(&format!("\nstatic analysis{bound_text} (E0509): {h}"));
     }
     let mut state = String::from("runtime state at the deadlock:");
-    for r in &report.rings {
-        state.push_str(&format!(
-            "\n  {}: {}/{} used, high-water {}",
-            r.name, r.used, r.capacity, r.high_water
-        ));
+    for line in report.state_lines() {
+        state.push_str(&format!("\n  {line}"));
     }
-    state.push_str(&format!(
-        "\n  scope depth {}, {} tasks and {} bytes held by open scopes",
-        report.scope_depth, report.scope_held_tasks, report.scope_held_bytes
-    ));
     Some(d.with_help(help).with_note(state))
 }
 

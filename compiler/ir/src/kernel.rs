@@ -53,6 +53,9 @@
 //!   `rowmean` need float operands.
 //! * `gelu(x) = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`; `sigmoid(x) = 1/(1 + e^(−x))`;
 //!   `silu(x) = x·sigmoid(x)`; `rsqrt(x) = 1/√x`; `recip(x) = 1/x`; `relu(x) = max(x, 0)`.
+//!   In f32 (and so f16/bf16) `exp`, `log` and `tanh` are wsp's own fixed sequences of f32
+//!   operations, within 1 ulp over every input ([`crate::math`]); `sin`, `cos`, `pow` and `%`
+//!   are the platform's C library's.
 //! * `cast`: float→float rounds to nearest even; float→int truncates toward zero and saturates
 //!   (NaN → 0); int→float rounds to nearest; int→int wraps; bool→number is 0/1; number→bool
 //!   is `x != 0`.

@@ -67,6 +67,7 @@ pub mod exec;
 pub mod fsio;
 pub mod interp;
 pub mod kernel;
+pub mod math;
 pub mod npy;
 pub mod num;
 pub mod schedule;

@@ -34,7 +34,7 @@ pub trait Fl: Copy + PartialOrd + std::fmt::Debug {
 }
 
 macro_rules! impl_fl {
-    ($t:ty) => {
+    ($t:ty, $exp:path, $ln:path, $tanh:path) => {
         impl Fl for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -65,16 +65,16 @@ macro_rules! impl_fl {
                 self.powf(o)
             }
             fn exp(self) -> Self {
-                <$t>::exp(self)
+                $exp(self)
             }
             fn ln(self) -> Self {
-                <$t>::ln(self)
+                $ln(self)
             }
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
             }
             fn tanh(self) -> Self {
-                <$t>::tanh(self)
+                $tanh(self)
             }
             fn sin(self) -> Self {
                 <$t>::sin(self)
@@ -100,8 +100,10 @@ macro_rules! impl_fl {
         }
     };
 }
-impl_fl!(f32);
-impl_fl!(f64);
+// f32's `exp`, `ln` and `tanh` are the kernel IR's own (`crate::math`: the JIT's vector code
+// computes the same sequence); f64's are the platform's.
+impl_fl!(f32, crate::math::exp, crate::math::ln, crate::math::tanh);
+impl_fl!(f64, f64::exp, f64::ln, f64::tanh);
 
 /// IEEE 754-2019 `maximum`: NaN if either operand is NaN; `+0.0 > -0.0`.
 pub fn maximum<F: Fl>(a: F, b: F) -> F {

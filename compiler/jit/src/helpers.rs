@@ -1,5 +1,6 @@
-//! Scalar functions called from JIT code. The math functions are the same Rust `f32`
-//! functions the reference interpreter calls, and the conversions call the interpreter's own
+//! Scalar functions called from JIT code. `sin`, `cos`, `pow` and `fmod` are the same Rust
+//! `f32` functions the reference interpreter calls (`exp`, `log` and `tanh` are generated
+//! inline: `kernel_codegen::math`), and the conversions call the interpreter's own
 //! conversion, so the results agree bit for bit.
 
 use crate::kernel_codegen::Helpers;
@@ -10,15 +11,6 @@ use cranelift_module::{Linkage, Module};
 use wsp_ir::tensor::{convert, El};
 use wsp_ir::DType;
 
-pub extern "C" fn wsp_expf(x: f32) -> f32 {
-    x.exp()
-}
-pub extern "C" fn wsp_logf(x: f32) -> f32 {
-    x.ln()
-}
-pub extern "C" fn wsp_tanhf(x: f32) -> f32 {
-    x.tanh()
-}
 pub extern "C" fn wsp_sinf(x: f32) -> f32 {
     x.sin()
 }
@@ -111,11 +103,8 @@ const F: Type = types::F32;
 const I: Type = types::I64;
 
 /// `(symbol, address, parameter types, return types)` of every helper.
-fn symbols() -> [(&'static str, *const u8, &'static [Type], &'static [Type]); 9] {
+fn symbols() -> [(&'static str, *const u8, &'static [Type], &'static [Type]); 6] {
     [
-        ("wsp_expf", wsp_expf as *const u8, &[F], &[F]),
-        ("wsp_logf", wsp_logf as *const u8, &[F], &[F]),
-        ("wsp_tanhf", wsp_tanhf as *const u8, &[F], &[F]),
         ("wsp_sinf", wsp_sinf as *const u8, &[F], &[F]),
         ("wsp_cosf", wsp_cosf as *const u8, &[F], &[F]),
         ("wsp_powf", wsp_powf as *const u8, &[F, F], &[F]),
@@ -151,15 +140,12 @@ pub(crate) fn declare(module: &mut JITModule, func: &mut Function) -> Result<Hel
         refs.push(module.declare_func_in_func(id, func));
     }
     Ok(Helpers {
-        exp: refs[0],
-        log: refs[1],
-        tanh: refs[2],
-        sin: refs[3],
-        cos: refs[4],
-        pow: refs[5],
-        fmod: refs[6],
-        int_to_bf16: refs[7],
-        rowtopk: refs[8],
+        sin: refs[0],
+        cos: refs[1],
+        pow: refs[2],
+        fmod: refs[3],
+        int_to_bf16: refs[4],
+        rowtopk: refs[5],
     })
 }
 

@@ -70,9 +70,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         let one = |s: &mut Self| s.num(1.0, vec);
         Ok(match op {
-            UnaryOp::Exp => self.call1(self.h.exp, x, vec),
-            UnaryOp::Log => self.call1(self.h.log, x, vec),
-            UnaryOp::Tanh => self.call1(self.h.tanh, x, vec),
+            UnaryOp::Exp => self.exp_f(x, vec),
+            UnaryOp::Log => self.ln_f(x, vec),
+            UnaryOp::Tanh => self.tanh_f(x, vec),
             UnaryOp::Sin => self.call1(self.h.sin, x, vec),
             UnaryOp::Cos => self.call1(self.h.cos, x, vec),
             UnaryOp::Sqrt => self.b.ins().sqrt(x),
@@ -98,7 +98,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let kxxx = self.b.ins().fmul(kxx, x);
                 let s = self.b.ins().fadd(x, kxxx);
                 let inner = self.b.ins().fmul(c, s);
-                let t = self.call1(self.h.tanh, inner, vec);
+                let t = self.tanh_f(inner, vec);
                 let half = self.num(0.5, vec);
                 let hx = self.b.ins().fmul(half, x);
                 let o = one(self);
@@ -122,7 +122,7 @@ impl<'a, 'b> Lower<'a, 'b> {
 
     fn sigmoid(&mut self, x: Value, vec: bool) -> Value {
         let n = self.b.ins().fneg(x);
-        let e = self.call1(self.h.exp, n, vec);
+        let e = self.exp_f(n, vec);
         let one = self.num(1.0, vec);
         let d = self.b.ins().fadd(one, e);
         self.b.ins().fdiv(one, d)

@@ -25,7 +25,7 @@
 //! This file holds the types (compute forms, element layouts, buffers, [`Lower`]), the check
 //! of supported types, and the constants and bit operations every part uses. The lowering is
 //! in rooms, each an `impl Lower` block: `half` (f16/bf16 rounding and conversion), `entry`
-//! (parameters and the checks at entry), `loops` (counted and tile loops), `memory` (loads,
+//! (parameters and the checks at entry), `math` (`exp`, `log`, `tanh` in vector form), `loops` (counted and tile loops), `memory` (loads,
 //! stores, scratch buffers), `elementwise` (the fused per-element evaluation), `stmt`
 //! (statements, stores, variables), `pipe_ops` (`talloc`/`tpush`/`tpop` on the rings), `ops`
 //! (each operation's lowering, `rowtopk`), `reduce` and `matmul`.
@@ -34,6 +34,7 @@ mod elementwise;
 mod entry;
 mod half;
 mod loops;
+mod math;
 mod matmul;
 mod memory;
 mod ops;
@@ -166,9 +167,6 @@ struct Pos {
 
 /// The helper functions imported into the function being built.
 pub(crate) struct Helpers {
-    pub exp: FuncRef,
-    pub log: FuncRef,
-    pub tanh: FuncRef,
     pub sin: FuncRef,
     pub cos: FuncRef,
     pub pow: FuncRef,

@@ -1,0 +1,234 @@
+//! The kernel IR's f32 `exp`, `log` and `tanh`: each a fixed sequence of IEEE f32 additions,
+//! multiplications and divisions, integer operations on the bits, comparisons and selections
+//! — no library call, no fused multiply-add — so that the JIT evaluates the same sequence four
+//! lanes at a time and agrees with the interpreter bit for bit. `sigmoid`, `silu` and `gelu`
+//! are built from these (see [`crate::num::float_unary_in`]). Every constant the sequences use
+//! is public here, and the JIT reads it from here.
+//!
+//! Accuracy, against the exact result (`f64`'s function, rounded to f32), over every f32
+//! input (the test `accuracy_over_every_f32`, run in release with `--ignored`; a sweep of
+//! every 1021st bit pattern runs with the unit tests):
+//!
+//! | function | bound | where |
+//! |---|---|---|
+//! | `exp` | 1 ulp | overflow to `inf` from 88.72284, zero below −103.97 (subnormal results round once) |
+//! | `log` | 1 ulp | `-inf` at ±0, NaN below zero |
+//! | `tanh` | 1 ulp | exactly ±1 from |x| ≥ 9.01; sign of zero kept |
+//!
+//! NaN in, NaN out (any NaN: payloads are not kept).
+//!
+//! How each is computed:
+//! * `exp(x)`: `x` is clamped to [−104, 89] (NaN passes), `n = round(x·log2 e)` (by adding and
+//!   subtracting 1.5·2²³, which rounds to nearest even), `r = (x − n·ln2_hi) − n·ln2_lo`
+//!   (Cody and Waite's two-part ln 2; `n·ln2_hi` is exact), `e^r ≈ 1 + (r + r²·Q(r))` with a
+//!   degree-4 minimax `Q` on |r| ≤ ln2/2, and the result scaled by `2^n` in two steps of
+//!   powers of two built from the exponent bits (so a subnormal result is rounded once).
+//! * `log(x)`: a subnormal `x` is scaled by 2²³ first; `x = m·2^e` with `m` in [√½, √2)
+//!   (from the bits), `f = m − 1` (exact), `s = f/(2 + f)`, `log(1 + f) = f − ½f² + s·(½f² +
+//!   R(s²))` with `R` the first four terms of `2·atanh(s)/s − 2`, and `e·ln 2` added in two
+//!   parts; ±0, +∞, negative numbers and NaN are selected at the end.
+//! * `tanh(x)`: on `a = |x|`, below 0.625 an odd minimax polynomial `a + a·(z·P(z))`,
+//!   `z = a²`, degree 4 in `z`; from 0.625 `1 − 2/(exp(2a) + 1)`; the sign of `x` is copied
+//!   onto the result.
+
+/// `exp`: the clamp of the input.
+pub const EXP_LO: f32 = -104.0;
+pub const EXP_HI: f32 = 89.0;
+/// `log2 e`.
+pub const LOG2E: f32 = std::f32::consts::LOG2_E;
+/// 1.5·2²³: added and subtracted to round to the nearest integer (ties to even).
+pub const ROUND_MAGIC: f32 = 12_582_912.0;
+/// ln 2 in two parts: `LN2_HI` has 9 significant bits (its product with any exponent of f32
+/// is exact), `LN2_LO` the rest.
+pub const LN2_HI: f32 = 0.693_359_4;
+pub const LN2_LO: f32 = -2.121_944_4e-4;
+/// `exp`'s `Q(r)` (`e^r ≈ 1 + r + r²·Q(r)`), lowest degree first.
+pub const EXP_Q: [f32; 5] = [
+    0.499_999_94,
+    0.166_665_21,
+    0.041_668_39,
+    0.008_368_711,
+    0.001_381_460_5,
+];
+/// `log`: the smallest normal f32, and 2²³ (the scale of subnormal inputs).
+pub const MIN_NORMAL: f32 = f32::MIN_POSITIVE;
+pub const TWO_POW_23: f32 = 8_388_608.0;
+/// The bits of √½ (rounded down): `m` of `x = m·2^e` is in [√½, √2).
+pub const SQRT_HALF_BITS: i32 = 0x3F35_04F3;
+/// `log`'s `R(z)/z` (`z = s²`): the coefficients 2/3, 2/5, 2/7, 2/9.
+pub const LOG_R: [f32; 4] = [0.666_666_7, 0.400_000_01, 0.285_714_3, 0.222_222_22];
+/// `tanh`: below this `|x|` the polynomial, from it the exponential form.
+pub const TANH_POLY_BELOW: f32 = 0.625;
+/// `tanh`'s `P(z)` (`tanh a ≈ a + a·(z·P(z))`, `z = a²`), lowest degree first.
+pub const TANH_P: [f32; 5] = [
+    -0.333_332_8,
+    0.133_314_42,
+    -0.053_739_7,
+    0.020_639_049,
+    -0.005_704_947,
+];
+/// The f32 sign bit.
+pub const SIGN_BIT: i32 = i32::MIN;
+
+/// `2^k` for `k` in [−126, 127], from the exponent bits.
+fn pow2(k: i32) -> f32 {
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
+}
+
+/// Horner's rule, highest degree first: `c[0] + x·(c[1] + x·(… + x·c[n−1]))`.
+fn horner(x: f32, c: &[f32]) -> f32 {
+    let mut acc = c[c.len() - 1];
+    for k in c[..c.len() - 1].iter().rev() {
+        acc = *k + x * acc;
+    }
+    acc
+}
+
+/// The kernel IR's f32 `exp` (see the module docs).
+pub fn exp(x: f32) -> f32 {
+    let x = if x < EXP_LO {
+        EXP_LO
+    } else if x > EXP_HI {
+        EXP_HI
+    } else {
+        x
+    };
+    let t = x * LOG2E + ROUND_MAGIC;
+    let n = t - ROUND_MAGIC;
+    let ni = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let q = horner(r, &EXP_Q);
+    let p = 1.0 + (r + (r * r) * q);
+    let n1 = ni >> 1;
+    let n2 = ni.wrapping_sub(n1);
+    p * pow2(n1) * pow2(n2)
+}
+
+/// The kernel IR's f32 natural logarithm (see the module docs).
+pub fn ln(x: f32) -> f32 {
+    let sub = x < MIN_NORMAL;
+    let xs = if sub { x * TWO_POW_23 } else { x };
+    let d = (xs.to_bits() as i32).wrapping_sub(SQRT_HALF_BITS);
+    let e = (d >> 23).wrapping_add(if sub { -23 } else { 0 });
+    let m = f32::from_bits(((d & 0x007F_FFFF).wrapping_add(SQRT_HALF_BITS)) as u32);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let rr = z * horner(z, &LOG_R);
+    let hfsq = 0.5 * f * f;
+    let ef = e as f32;
+    let y = ef * LN2_HI - ((hfsq - (s * (hfsq + rr) + ef * LN2_LO)) - f);
+    if x == f32::INFINITY {
+        f32::INFINITY
+    } else if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x >= 0.0 {
+        y
+    } else {
+        f32::NAN
+    }
+}
+
+/// The kernel IR's f32 `tanh` (see the module docs).
+pub fn tanh(x: f32) -> f32 {
+    let a = f32::from_bits(x.to_bits() & !(SIGN_BIT as u32));
+    let y = if a < TANH_POLY_BELOW {
+        let z = a * a;
+        a + a * (z * horner(z, &TANH_P))
+    } else {
+        let e = exp(a + a);
+        1.0 - 2.0 / (e + 1.0)
+    };
+    f32::from_bits((y.to_bits() & !(SIGN_BIT as u32)) | (x.to_bits() & SIGN_BIT as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distance in units in the last place between two finite or infinite f32s of the same
+    /// sign convention (the ordered-integer distance).
+    fn ulps(a: f32, b: f32) -> u64 {
+        let key = |x: f32| {
+            let i = x.to_bits() as i32;
+            if i < 0 {
+                i64::from(i32::MIN) - i64::from(i)
+            } else {
+                i64::from(i)
+            }
+        };
+        (key(a) - key(b)).unsigned_abs()
+    }
+
+    /// The largest error in ulps of `f` against `exact` over the bit patterns `0, step, 2·step,
+    /// …` (every f32 when `step` is 1), with the input of the worst.
+    fn worst(f: fn(f32) -> f32, exact: fn(f64) -> f64, step: u64) -> (u64, f32) {
+        let mut w = (0, 0.0);
+        let mut bits = 0u64;
+        while bits <= u64::from(u32::MAX) {
+            let x = f32::from_bits(bits as u32);
+            let (got, want) = (f(x), exact(f64::from(x)) as f32);
+            if want.is_nan() {
+                assert!(got.is_nan(), "{x:e}: {got:e}, not NaN");
+            } else {
+                let d = ulps(got, want);
+                if d > w.0 {
+                    w = (d, x);
+                }
+            }
+            bits += step;
+        }
+        w
+    }
+
+    const BOUNDS: [(&str, fn(f32) -> f32, fn(f64) -> f64, u64); 3] = [
+        ("exp", exp, f64::exp, 1),
+        ("log", ln, f64::ln, 1),
+        ("tanh", tanh, f64::tanh, 1),
+    ];
+
+    #[test]
+    fn accuracy_over_a_sweep_of_the_f32_range() {
+        for (name, f, exact, bound) in BOUNDS {
+            let (d, x) = worst(f, exact, 1021);
+            assert!(d <= bound, "{name}({x:e}) is {d} ulps off (bound {bound})");
+        }
+    }
+
+    /// Every f32: `cargo test -p wsp-ir --release math -- --ignored` (about two minutes).
+    #[test]
+    #[ignore]
+    fn accuracy_over_every_f32() {
+        for (name, f, exact, bound) in BOUNDS {
+            let (d, x) = worst(f, exact, 1);
+            eprintln!("{name}: worst {d} ulps at {x:e}");
+            assert!(d <= bound, "{name}({x:e}) is {d} ulps off (bound {bound})");
+        }
+    }
+
+    #[test]
+    fn special_values() {
+        assert_eq!(exp(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp(0.0), 1.0);
+        assert_eq!(exp(-0.0), 1.0);
+        assert!(exp(88.72283).is_finite() && exp(88.7229).is_infinite());
+        assert!(exp(f32::NAN).is_nan());
+        assert_eq!(ln(0.0), f32::NEG_INFINITY);
+        assert_eq!(ln(-0.0), f32::NEG_INFINITY);
+        assert_eq!(ln(1.0), 0.0);
+        assert_eq!(ln(f32::INFINITY), f32::INFINITY);
+        assert!(ln(-1.0).is_nan() && ln(f32::NEG_INFINITY).is_nan() && ln(f32::NAN).is_nan());
+        assert_eq!(
+            ln(f32::from_bits(1)),
+            (f64::from(f32::from_bits(1))).ln() as f32
+        );
+        assert_eq!(tanh(f32::INFINITY), 1.0);
+        assert_eq!(tanh(f32::NEG_INFINITY), -1.0);
+        assert_eq!(tanh(20.0), 1.0);
+        assert_eq!(tanh(0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(tanh(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert!(tanh(f32::NAN).is_nan());
+        assert_eq!(tanh(-1e-30), -1e-30);
+    }
+}

@@ -23,7 +23,7 @@
 //! error message `i` of the kernel (an out-of-range extent or region), detected before any
 //! out-of-range access.
 
-use crate::kernel_codegen::is_int_divrem;
+use crate::kernel_codegen::{is_int_divrem, kept};
 use wsp_ir::kernel::*;
 use wsp_ir::tensor::El;
 use wsp_ir::{DType, ScalarValue};
@@ -136,6 +136,11 @@ impl Layout {
                     }
                 }
             });
+        }
+        for (v, keep) in kept(k).into_iter().enumerate() {
+            if keep {
+                in_memory[v] = true;
+            }
         }
         let mut off = 0;
         let mut value_offsets = Vec::with_capacity(k.values.len());

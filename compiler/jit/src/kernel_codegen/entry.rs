@@ -60,6 +60,13 @@ impl<'a, 'b> Lower<'a, 'b> {
             _ => false,
         };
         needs.retain(|v| !in_place(*v));
+        needs.extend(
+            super::kept(k)
+                .into_iter()
+                .enumerate()
+                .filter(|(_, keep)| *keep)
+                .map(|(i, _)| ValueId(i as u32)),
+        );
         self.defs = defs;
         for v in needs {
             if let Some(n) = self.needs_buf.get_mut(v.index()) {

@@ -7,7 +7,9 @@
 //! reduction, matmul, transpose and `rowtopk` results, matmul and `rowtopk` operands,
 //! variables and their reads, popped pipe slots (copied out of the pipe's ring), integer
 //! divisions (so that a division by zero is found over the operation's whole extent, as the
-//! interpreter does), and loads of `inout` parameters that the kernel also stores to.
+//! interpreter does), loads of `inout` parameters that the kernel also stores to, and
+//! elementwise values whose consumers would otherwise evaluate them again more than keeping
+//! them costs ([`plan`]: by the cost of the expression and the number of evaluations).
 //!
 //! Pipes: sections run one after another in the interpreter's order; a pipe's queue is a ring
 //! of slots in the scratch frame ([`crate::abi::PipeLayout`], sized statically by
@@ -39,6 +41,7 @@ mod matmul;
 mod memory;
 mod ops;
 mod pipe_ops;
+mod plan;
 mod reduce;
 mod stmt;
 
@@ -275,6 +278,8 @@ fn walk<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
         }
     }
 }
+
+pub(crate) use plan::kept;
 
 /// Whether `op` is an integer division or remainder (materialised: see the module docs).
 pub(crate) fn is_int_divrem(k: &Kernel, op: &Op) -> bool {

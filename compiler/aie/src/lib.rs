@@ -7,7 +7,7 @@
 //! FIFOs between the tiles of their processes with the channel's depth. The emitted tree:
 //!
 //! * `aie.mlir`: the MLIR-AIE design ([`mlir`]);
-//! * `kernels/NAME.cc` and `kernels/wsp_aie.h`: each kernel as C++ for an AIE core
+//! * `kernels/NAME.cc`, `kernels/wsp_aie.h` and `kernels/wsp_math.h`: each kernel as C++ for an AIE core
 //!   ([`kernel_cc`]), implementing wsp's numeric contract;
 //! * `cpu/` and `CMakeLists.txt`: a CPU stand-in that executes the same dataflow (object
 //!   FIFOs, shim transfers, core programs) with the same kernels ([`cpu`]);
@@ -94,6 +94,7 @@ impl Backend for AieBackend {
             "kernels/wsp_aie.h",
             kernel_cc::HEADER.to_string(),
         )?;
+        add(&mut tree, "kernels/wsp_math.h", wsp_ir::math::c_header())?;
         for (i, io) in plan.io.iter().enumerate() {
             let (Some(io), Some(k)) = (io, program.kernels.get(i)) else {
                 continue;
@@ -146,7 +147,7 @@ fn readme(plan: &plan::Plan) -> String {
     format!(
         "# AIE design of workload `{}` (wsp emit --target aie --arch aie-ml)\n\n\
 * `aie.mlir`: the MLIR-AIE design for `npu1_4col`: {used} compute tiles, {} object FIFOs, {} tasks placed statically, {} host operations in the runtime sequence.\n\
-* `kernels/*.cc`: the kernels as C++ for the AIE cores (`extern \"C\" wsp_NAME`), with `kernels/wsp_aie.h`.\n\
+* `kernels/*.cc`: the kernels as C++ for the AIE cores (`extern \"C\" wsp_NAME`), with `kernels/wsp_aie.h` and `kernels/wsp_math.h` (wsp's f32 exp, log, tanh).\n\
 * `cpu/`, `CMakeLists.txt`: the CPU stand-in of the same dataflow.\n\n\
 Build and run the stand-in:\n\n\
     cmake -S . -B build && cmake --build build\n\

@@ -90,6 +90,7 @@ fn conversions_match_wsp_bit_for_bit() {
     let dir = std::env::temp_dir().join(format!("wsp-aie-conv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join("wsp_aie.h"), wsp_aie::kernel_cc::HEADER).expect("write");
+    std::fs::write(dir.join("wsp_math.h"), wsp_ir::math::c_header()).expect("write");
     std::fs::write(dir.join("conv.cc"), src).expect("write");
     let out = Command::new("g++")
         .args([
@@ -181,6 +182,7 @@ fn integer_to_float_conversions_match_wsp_bit_for_bit() {
     let dir = std::env::temp_dir().join(format!("wsp-aie-iconv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join("wsp_aie.h"), wsp_aie::kernel_cc::HEADER).expect("write");
+    std::fs::write(dir.join("wsp_math.h"), wsp_ir::math::c_header()).expect("write");
     std::fs::write(dir.join("conv.cc"), src).expect("write");
     let out = Command::new("g++")
         .args([

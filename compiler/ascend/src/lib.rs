@@ -174,6 +174,10 @@ pub fn emit(
             }
         }
     }
+    // The kernels' f32 exp, log and tanh (`#include "wsp_math.h"` beside them).
+    if let Err(m) = tree.add("kernels/wsp_math.h", wsp_ir::math::c_header()) {
+        diags.push(BackendDiagnostic::error(m, None));
+    }
     for (path, code) in kernel::standin_files() {
         // The stand-in's include root: the directory above `pto/`.
         if let Some(i) = path.find("/pto/") {

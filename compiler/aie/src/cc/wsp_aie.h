@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+// exp, log and tanh in f32 as wsp computes them (generated beside this header).
+#include "wsp_math.h"
 #ifdef WSP_AIE_CPU
 #include <cstdio>
 #include <cstdlib>
@@ -154,13 +156,13 @@ static inline float wsp_fmod(float a, float b) { return std::fmod(a, b); }
 static inline double wsp_fmod(double a, double b) { return std::fmod(a, b); }
 static inline float wsp_pow(float a, float b) { return std::pow(a, b); }
 static inline double wsp_pow(double a, double b) { return std::pow(a, b); }
-static inline float wsp_exp(float a) { return std::exp(a); }
+static inline float wsp_exp(float a) { return wsp_math_expf(a); }
 static inline double wsp_exp(double a) { return std::exp(a); }
-static inline float wsp_log(float a) { return std::log(a); }
+static inline float wsp_log(float a) { return wsp_math_logf(a); }
 static inline double wsp_log(double a) { return std::log(a); }
 static inline float wsp_sqrt(float a) { return std::sqrt(a); }
 static inline double wsp_sqrt(double a) { return std::sqrt(a); }
-static inline float wsp_tanh(float a) { return std::tanh(a); }
+static inline float wsp_tanh(float a) { return wsp_math_tanhf(a); }
 static inline double wsp_tanh(double a) { return std::tanh(a); }
 static inline float wsp_sin(float a) { return std::sin(a); }
 static inline double wsp_sin(double a) { return std::sin(a); }

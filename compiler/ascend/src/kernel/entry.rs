@@ -119,7 +119,7 @@ pub(super) fn assemble(cg: &Cg<'_>, arch: Arch, decls: &str, bases: [u64; 2]) ->
         k.name,
         arch.name()
     );
-    s.push_str("#include <pto/pto-inst.hpp>\n#include <wsp_task.h>\n\n");
+    s.push_str("#include <pto/pto-inst.hpp>\n#include <wsp_task.h>\n#include \"wsp_math.h\"\n\n");
     s.push_str("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <limits>\n#include <type_traits>\n\n");
     let rings = cg.pipes.iter().any(|p| p.route.is_some());
     if rings {

@@ -141,7 +141,8 @@ pub fn entry_name(k: &Kernel) -> String {
 }
 
 /// Emits `k` as a PTO-ISA C++ translation unit for `arch`, or the diagnostic that names what
-/// cannot be lowered.
+/// cannot be lowered. The unit includes `"wsp_math.h"` ([`wsp_ir::math::c_header`]), which a
+/// tree has beside its kernels.
 pub fn emit_kernel(k: &Kernel, arch: Arch) -> Result<KernelSource, BackendDiagnostic> {
     let buffers = arch
         .buffers()
@@ -158,10 +159,16 @@ pub fn emit_kernel(k: &Kernel, arch: Arch) -> Result<KernelSource, BackendDiagno
 /// The CPU stand-in for the PTO-ISA tile API: `(relative path, contents)`; compile emitted
 /// kernels with `-I <dir>/pto_standin` (and `-I` the directory of `wsp_task.h`).
 pub fn standin_files() -> Vec<(String, String)> {
-    vec![(
-        "pto_standin/pto/pto-inst.hpp".to_string(),
-        include_str!("../../standin/pto/pto-inst.hpp").to_string(),
-    )]
+    vec![
+        (
+            "pto_standin/pto/pto-inst.hpp".to_string(),
+            include_str!("../../standin/pto/pto-inst.hpp").to_string(),
+        ),
+        (
+            "pto_standin/pto/wsp_math.h".to_string(),
+            wsp_ir::math::c_header(),
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -228,8 +235,10 @@ mod tests {
     #[test]
     fn the_standin_is_the_real_librarys_include_path() {
         let f = standin_files();
-        assert_eq!(f.len(), 1);
+        assert_eq!(f.len(), 2);
         assert_eq!(f[0].0, "pto_standin/pto/pto-inst.hpp");
-        assert!(f[0].1.contains("TROWSUM"));
+        assert!(f[0].1.contains("TROWSUM") && f[0].1.contains("#include \"wsp_math.h\""));
+        assert_eq!(f[1].0, "pto_standin/pto/wsp_math.h");
+        assert!(f[1].1.contains("wsp_math_expf"));
     }
 }

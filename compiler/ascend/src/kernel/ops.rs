@@ -395,13 +395,19 @@ impl Cg<'_> {
         Ok(())
     }
 
-    /// `dst = f(src)` with a C library function, element by element on the scalar unit (PTO-ISA
-    /// has no tanh/sin/cos instruction); both tiles of one storage.
+    /// `dst = f(src)` element by element on the scalar unit (PTO-ISA has no tanh/sin/cos
+    /// instruction); both tiles of one storage.
     fn elementwise_libm(&mut self, dst: &CTile, src: &CTile, f: &str) {
+        // tanh is wsp's own (`wsp_math.h`, as `wsp run` computes it), sin and cos the C
+        // library's.
+        let f = match f {
+            "tanh" => "wsp_math_tanh".to_string(),
+            other => format!("std::{other}"),
+        };
         self.on_pipe("PIPE_S");
         let off = src.st.offset_expr("r_", "c_");
         self.line(format!(
-            "for (unsigned r_ = 0; r_ < {}; r_++) for (unsigned c_ = 0; c_ < {}; c_++) {}.SetValue({off}, std::{f}({}.GetValue({off})));",
+            "for (unsigned r_ = 0; r_ < {}; r_++) for (unsigned c_ = 0; c_ < {}; c_++) {}.SetValue({off}, {f}({}.GetValue({off})));",
             dst.vr(),
             dst.vc(),
             dst.name,

@@ -144,19 +144,19 @@ impl Cg<'_> {
         let c = |v: f64| constant(ScalarValue::Float(v), compute_dtype(d));
         let one = format!("({p})1");
         let e = match op {
-            UnaryOp::Exp => format!("std::exp({x})"),
-            UnaryOp::Log => format!("std::log({x})"),
+            UnaryOp::Exp => format!("wsp_math_exp({x})"),
+            UnaryOp::Log => format!("wsp_math_log({x})"),
             UnaryOp::Sqrt => format!("std::sqrt({x})"),
             UnaryOp::Rsqrt => format!("({one} / std::sqrt({x}))"),
             UnaryOp::Recip => format!("({one} / {x})"),
-            UnaryOp::Tanh => format!("std::tanh({x})"),
+            UnaryOp::Tanh => format!("wsp_math_tanh({x})"),
             UnaryOp::Sin => format!("std::sin({x})"),
             UnaryOp::Cos => format!("std::cos({x})"),
-            UnaryOp::Sigmoid => format!("({one} / ({one} + std::exp(-{x})))"),
-            UnaryOp::Silu => format!("({x} * ({one} / ({one} + std::exp(-{x}))))"),
+            UnaryOp::Sigmoid => format!("({one} / ({one} + wsp_math_exp(-{x})))"),
+            UnaryOp::Silu => format!("({x} * ({one} / ({one} + wsp_math_exp(-{x}))))"),
             UnaryOp::Relu => format!("wsp_maximum<{p}>({x}, ({p})0)"),
             UnaryOp::Gelu => format!(
-                "(({p})0.5 * {x} * ({one} + std::tanh({} * ({x} + {} * {x} * {x} * {x}))))",
+                "(({p})0.5 * {x} * ({one} + wsp_math_tanh({} * ({x} + {} * {x} * {x} * {x}))))",
                 c(0.797_884_560_802_865_4),
                 c(0.044715)
             ),

@@ -32,6 +32,9 @@
 #include <limits>
 #include <type_traits>
 
+/* exp, log and tanh in f32 as wsp computes them (written beside this header by wsp emit). */
+#include "wsp_math.h"
+
 #define AICORE
 #define __gm__
 
@@ -415,8 +418,8 @@ WSP_STANDIN_SCALAR(TDIVS, T(standin::up(x) / standin::up(s)))
             return EXPR;                                                                           \
         });                                                                                        \
     }
-WSP_STANDIN_UNARY(TEXP, T(std::exp(x)))
-WSP_STANDIN_UNARY(TLOG, T(std::log(x)))
+WSP_STANDIN_UNARY(TEXP, T(wsp_math_exp(x)))
+WSP_STANDIN_UNARY(TLOG, T(wsp_math_log(x)))
 WSP_STANDIN_UNARY(TSQRT, T(std::sqrt(x)))
 WSP_STANDIN_UNARY(TRECIP, T(decltype(x)(1) / x))
 #undef WSP_STANDIN_UNARY

@@ -379,6 +379,8 @@ fn run_file(
 ) -> (Vec<String>, usize, usize) {
     let fdir = dir.join(name);
     std::fs::create_dir_all(fdir.join("kernels")).expect("mkdir");
+    // As in an emitted tree: the kernels' f32 exp, log and tanh beside them.
+    std::fs::write(fdir.join("kernels/wsp_math.h"), wsp_ir::math::c_header()).expect("write");
     let mut tu = String::new();
     let mut entries = Vec::new();
     for k in kernels {

@@ -113,6 +113,14 @@ impl Scratch {
     pub fn new(bytes: usize) -> Scratch {
         Scratch(vec![0; bytes.div_ceil(16).max(1)])
     }
+    /// Grows the frame to at least `bytes` (a frame reused by kernels of different sizes;
+    /// kernels need no initialised scratch).
+    pub fn ensure(&mut self, bytes: usize) {
+        let n = bytes.div_ceil(16).max(1);
+        if self.0.len() < n {
+            self.0.resize(n, 0);
+        }
+    }
     fn ptr(&mut self) -> *mut u8 {
         self.0.as_mut_ptr().cast()
     }

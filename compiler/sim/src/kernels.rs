@@ -151,11 +151,31 @@ pub(crate) struct Compiled {
     pub(crate) k: Kernel,
 }
 
+thread_local! {
+    /// The argument block and scratch frame of the compiled kernels a thread runs, reused from
+    /// task to task (a kernel call never runs another kernel on its thread).
+    static FRAME: std::cell::RefCell<(Vec<u64>, wsp_jit::Scratch)> =
+        std::cell::RefCell::new((Vec::new(), wsp_jit::Scratch::new(0)));
+}
+
 impl rt::Kernel for Compiled {
     fn run(&self, task: &RawTask) -> Result<(), String> {
+        FRAME.with_borrow_mut(|(block, scratch)| self.run_in(task, block, scratch))
+    }
+}
+
+impl Compiled {
+    fn run_in(
+        &self,
+        task: &RawTask,
+        block: &mut Vec<u64>,
+        scratch: &mut wsp_jit::Scratch,
+    ) -> Result<(), String> {
         let (tiles, vals) = tile_args(&self.k, task)?;
         let layout = self.ck.layout();
-        let mut block = vec![0u64; layout.arg_slots];
+        block.clear();
+        block.resize(layout.arg_slots, 0);
+        scratch.ensure(layout.scratch_bytes);
         let mut copies: Vec<(usize, Vec<u8>)> = Vec::new();
         let (mut ti, mut vi) = (0, 0);
         for (i, p) in self.k.params.iter().enumerate() {
@@ -205,11 +225,10 @@ impl rt::Kernel for Compiled {
                 _ => return Err("argument layout mismatch".into()),
             }
         }
-        let mut scratch = self.ck.new_scratch();
         // SAFETY: every tile pointer addresses `rows` rows of `cols` valid elements of the
         // parameter's dtype at the given row stride, inside a live tensor buffer or a dense
         // copy; the kernel checks the extents against its static shapes before any access.
-        unsafe { self.ck.call_raw(&block, &mut scratch) }.map_err(|e| e.message)?;
+        unsafe { self.ck.call_raw(block, scratch) }.map_err(|e| e.message)?;
         let mut ti = 0;
         for p in &self.k.params {
             let ParamKind::Tile { dir, tile, .. } = p.kind else {

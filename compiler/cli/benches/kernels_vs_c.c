@@ -1,0 +1,322 @@
+/* The same loops as the std kernels (and the kernels of kernels_vs_c.wsp), written as a C
+ * programmer would, on row-major contiguous tiles. The benchmark kernels_vs_c.rs builds this
+ * file twice (gcc -O2, and gcc -O3 -march=native) and runs
+ *
+ *     kernels_vs_c NAME CALLS
+ *
+ * which calls kernel NAME CALLS times on its own buffers (after a tenth as many to warm up)
+ * and prints the nanoseconds per call. Shapes: 64-row tiles of 128 columns (TR × D), 8
+ * experts keeping 2, and the extra kernels' own shapes. Buffers hold values in [-1, 1). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { TR = 64, D = 128, E = 8, TOPK = 2, NBUF = 6, BUFLEN = 128 * 256 };
+
+static float bufs[NBUF][BUFLEN] __attribute__((aligned(64)));
+
+#define NOINLINE __attribute__((noinline))
+
+/* c[m×n] (+)= a[m×k] · b[k×n], i-p-j order. */
+static inline void mm(const float *a, const float *b, float *c, int m, int k, int n, int acc) {
+    for (int i = 0; i < m; i++) {
+        if (!acc)
+            for (int j = 0; j < n; j++) c[i * n + j] = 0.0f;
+        for (int p = 0; p < k; p++) {
+            float av = a[i * k + p];
+            for (int j = 0; j < n; j++) c[i * n + j] += av * b[p * n + j];
+        }
+    }
+}
+
+static inline float silu(float x) { return x * (1.0f / (1.0f + expf(-x))); }
+
+/* Row softmax of x[rows×cols] into y: e = exp(x − max), y = e / Σe. */
+static inline void softmax_rows(const float *x, float *y, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -INFINITY;
+        for (int c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        float s = 0.0f;
+        for (int c = 0; c < cols; c++) {
+            yr[c] = expf(xr[c] - m);
+            s += yr[c];
+        }
+        for (int c = 0; c < cols; c++) yr[c] = yr[c] / s;
+    }
+}
+
+NOINLINE static void k_rmsnorm(float **b) {
+    const float *x = b[0], *w = b[1];
+    float *out = b[2];
+    for (int r = 0; r < TR; r++) {
+        float ss = 0.0f;
+        for (int c = 0; c < D; c++) ss += x[r * D + c] * x[r * D + c];
+        float inv = 1.0f / sqrtf(ss / D + 1e-6f);
+        for (int c = 0; c < D; c++) out[r * D + c] = x[r * D + c] * inv * w[c];
+    }
+}
+
+NOINLINE static void k_layernorm(float **b) {
+    const float *x = b[0], *w = b[1], *bb = b[2];
+    float *out = b[3];
+    for (int r = 0; r < TR; r++) {
+        const float *xr = x + r * D;
+        float s = 0.0f;
+        for (int c = 0; c < D; c++) s += xr[c];
+        float mean = s / D, v = 0.0f;
+        for (int c = 0; c < D; c++) v += (xr[c] - mean) * (xr[c] - mean);
+        float inv = 1.0f / sqrtf(v / D + 1e-5f);
+        for (int c = 0; c < D; c++) out[r * D + c] = (xr[c] - mean) * inv * w[c] + bb[c];
+    }
+}
+
+NOINLINE static void k_softmax(float **b) { softmax_rows(b[0], b[1], TR, D); }
+
+NOINLINE static void k_add(float **b) {
+    for (int i = 0; i < TR * D; i++) b[2][i] = b[0][i] + b[1][i];
+}
+
+NOINLINE static void k_linear(float **b) { mm(b[0], b[1], b[2], TR, D, D, 0); }
+NOINLINE static void k_linear_acc(float **b) { mm(b[0], b[1], b[2], TR, D, D, 1); }
+
+NOINLINE static void k_silu_tile(float **b) {
+    for (int i = 0; i < TR * D; i++) b[1][i] = silu(b[0][i]);
+}
+
+NOINLINE static void k_gelu_tile(float **b) {
+    for (int i = 0; i < TR * D; i++) {
+        float x = b[0][i];
+        b[1][i] = 0.5f * x * (1.0f + tanhf(0.7978846f * (x + 0.044715f * x * x * x)));
+    }
+}
+
+NOINLINE static void k_relu_tile(float **b) {
+    for (int i = 0; i < TR * D; i++) b[1][i] = b[0][i] > 0.0f ? b[0][i] : 0.0f;
+}
+
+NOINLINE static void k_swiglu(float **b) {
+    for (int i = 0; i < TR * D; i++) b[2][i] = silu(b[0][i]) * b[1][i];
+}
+
+NOINLINE static void k_rope(float **b) {
+    const float *x = b[0], *co = b[1], *si = b[2];
+    float *out = b[3];
+    const int h = D / 2;
+    for (int r = 0; r < TR; r++)
+        for (int c = 0; c < h; c++) {
+            int i = r * D + c;
+            out[i] = x[i] * co[i] - x[i + h] * si[i];
+            out[i + h] = x[i + h] * co[i + h] + x[i] * si[i + h];
+        }
+}
+
+NOINLINE static void k_attention_tile(float **b) {
+    const float *q = b[0], *kt = b[1], *v = b[2];
+    float *out = b[3], *s = b[4], *p = b[5];
+    mm(q, kt, s, TR, D, TR, 0);
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int i = 0; i < TR * TR; i++) s[i] *= scale;
+    softmax_rows(s, p, TR, TR);
+    mm(p, v, out, TR, TR, D, 0);
+}
+
+NOINLINE static void k_attn_init(float **b) {
+    for (int r = 0; r < TR; r++) {
+        b[0][r] = -1e30f;
+        b[1][r] = 0.0f;
+    }
+    for (int i = 0; i < TR * D; i++) b[2][i] = 0.0f;
+}
+
+NOINLINE static void k_attn_score(float **b) {
+    const float *q = b[0], *k = b[1];
+    float *s = b[2];
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int i = 0; i < TR; i++)
+        for (int j = 0; j < TR; j++) {
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++) acc += q[i * D + d] * k[j * D + d];
+            s[i * TR + j] = acc * scale;
+        }
+}
+
+NOINLINE static void k_attn_softmax(float **b) {
+    const float *s = b[0];
+    float *m = b[1], *l = b[2], *p = b[3], *c = b[4];
+    for (int r = 0; r < TR; r++) {
+        float mx = m[r];
+        for (int j = 0; j < TR; j++) mx = s[r * TR + j] > mx ? s[r * TR + j] : mx;
+        float sum = 0.0f;
+        for (int j = 0; j < TR; j++) {
+            p[r * TR + j] = expf(s[r * TR + j] - mx);
+            sum += p[r * TR + j];
+        }
+        c[r] = expf(m[r] - mx);
+        l[r] = l[r] * c[r] + sum;
+        m[r] = mx;
+    }
+}
+
+NOINLINE static void k_attn_output(float **b) {
+    const float *p = b[0], *v = b[1], *c = b[2];
+    float *o = b[3];
+    for (int i = 0; i < TR; i++) {
+        for (int j = 0; j < D; j++) o[i * D + j] *= c[i];
+        for (int k = 0; k < TR; k++) {
+            float pv = p[i * TR + k];
+            for (int j = 0; j < D; j++) o[i * D + j] += pv * v[k * D + j];
+        }
+    }
+}
+
+NOINLINE static void k_attn_normalize(float **b) {
+    for (int r = 0; r < TR; r++)
+        for (int c = 0; c < D; c++) b[2][r * D + c] = b[0][r * D + c] / b[1][r];
+}
+
+NOINLINE static void k_route(float **b) {
+    const float *x = b[0], *wg = b[1];
+    float *wt = b[2], *logits = b[4];
+    int32_t *ex = (int32_t *)b[3];
+    mm(x, wg, logits, TR, D, E, 0);
+    for (int r = 0; r < TR; r++) {
+        const float *lr = logits + r * E;
+        float v[TOPK];
+        int idx[TOPK];
+        int n = 0;
+        for (int e = 0; e < E; e++) {
+            int pos = n;
+            while (pos > 0 && lr[e] > v[pos - 1]) pos--;
+            if (pos >= TOPK) continue;
+            for (int j = (n < TOPK ? n : TOPK - 1); j > pos; j--) {
+                v[j] = v[j - 1];
+                idx[j] = idx[j - 1];
+            }
+            v[pos] = lr[e];
+            idx[pos] = e;
+            if (n < TOPK) n++;
+        }
+        float mx = v[0] > v[1] ? v[0] : v[1], s = 0.0f, ev[TOPK];
+        for (int j = 0; j < TOPK; j++) {
+            ev[j] = expf(v[j] - mx);
+            s += ev[j];
+        }
+        for (int j = 0; j < TOPK; j++) {
+            wt[r * TOPK + j] = ev[j] / s;
+            ex[r * TOPK + j] = idx[j];
+        }
+    }
+}
+
+NOINLINE static void k_expert_up(float **b) {
+    mm(b[0], b[1], b[2], TR, D, D, 0);
+    for (int i = 0; i < TR * D; i++) b[2][i] = silu(b[2][i]);
+}
+
+NOINLINE static void k_expert_down(float **b) { mm(b[0], b[1], b[2], TR, D, D, 0); }
+
+NOINLINE static void k_scale_add(float **b) {
+    for (int r = 0; r < TR; r++)
+        for (int c = 0; c < D; c++) b[2][r * D + c] = b[2][r * D + c] + b[0][r * D + c] * b[1][r];
+}
+
+NOINLINE static void k_exp_chain(float **b) {
+    for (int i = 0; i < 64 * 64; i++) b[1][i] = expf(b[0][i]) * 2.0f + b[0][i];
+}
+
+NOINLINE static void k_softmax_wide(float **b) { softmax_rows(b[0], b[1], 64, 256); }
+
+NOINLINE static void k_matmul_64(float **b) { mm(b[0], b[1], b[2], 64, 64, 64, 0); }
+
+/* f16 operands, f32 result: each operand widened where it is used. */
+NOINLINE static void k_matmul_f16(float **b) {
+    const _Float16 *a = (const _Float16 *)b[0], *bb = (const _Float16 *)b[1];
+    float *c = b[2];
+    enum { N = 128 };
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < N; j++) c[i * N + j] = 0.0f;
+        for (int p = 0; p < N; p++) {
+            float av = (float)a[i * N + p];
+            for (int j = 0; j < N; j++) c[i * N + j] += av * (float)bb[p * N + j];
+        }
+    }
+}
+
+static const struct {
+    const char *name;
+    void (*f)(float **);
+} KERNELS[] = {
+    {"rmsnorm", k_rmsnorm},
+    {"layernorm", k_layernorm},
+    {"softmax", k_softmax},
+    {"add", k_add},
+    {"linear", k_linear},
+    {"linear_acc", k_linear_acc},
+    {"silu_tile", k_silu_tile},
+    {"gelu_tile", k_gelu_tile},
+    {"relu_tile", k_relu_tile},
+    {"swiglu", k_swiglu},
+    {"rope", k_rope},
+    {"attention_tile", k_attention_tile},
+    {"attn_init", k_attn_init},
+    {"attn_score", k_attn_score},
+    {"attn_softmax", k_attn_softmax},
+    {"attn_output", k_attn_output},
+    {"attn_normalize", k_attn_normalize},
+    {"route", k_route},
+    {"expert_up", k_expert_up},
+    {"expert_down", k_expert_down},
+    {"scale_add", k_scale_add},
+    {"exp_chain", k_exp_chain},
+    {"softmax_wide", k_softmax_wide},
+    {"matmul_64", k_matmul_64},
+    {"matmul_f16", k_matmul_f16},
+};
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s NAME CALLS\n", argv[0]);
+        return 2;
+    }
+    void (*f)(float **) = NULL;
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+        if (strcmp(KERNELS[i].name, argv[1]) == 0) f = KERNELS[i].f;
+    if (!f) {
+        fprintf(stderr, "no kernel `%s`\n", argv[1]);
+        return 2;
+    }
+    long calls = atol(argv[2]);
+    uint32_t seed = 12345;
+    float *ptrs[NBUF];
+    for (int k = 0; k < NBUF; k++) {
+        ptrs[k] = bufs[k];
+        for (int i = 0; i < BUFLEN; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            bufs[k][i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+        }
+    }
+    if (strcmp(argv[1], "matmul_f16") == 0)
+        for (int k = 0; k < 2; k++) {
+            _Float16 *h = (_Float16 *)bufs[k];
+            for (int i = 0; i < 128 * 128; i++) h[i] = (_Float16)bufs[k][BUFLEN / 2 + i];
+        }
+    for (long i = 0; i < calls / 10 + 1; i++) {
+        f(ptrs);
+        __asm__ volatile("" ::: "memory");
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < calls; i++) {
+        f(ptrs);
+        __asm__ volatile("" ::: "memory");
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+    printf("%.3f\n", ns / (double)calls);
+    return 0;
+}

@@ -106,8 +106,13 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.b.ins().fmul(hx, p)
             }
             UnaryOp::Relu => {
+                // maximum(x, +0): x where x > 0 or x is NaN, else +0 (also for −0) — a mask
+                // instead of the general NaN- and sign-aware `fmax` sequence.
                 let z = self.num(0.0, vec);
-                self.b.ins().fmax(x, z)
+                let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, z);
+                let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+                let keep = self.b.ins().bor(pos, nan);
+                self.sel(keep, x, z, vec)
             }
             UnaryOp::Abs => self.b.ins().fabs(x),
             UnaryOp::Neg => self.b.ins().fneg(x),

@@ -73,10 +73,16 @@ impl<'a, 'b> Lower<'a, 'b> {
                 *n = true;
             }
         }
+        // A parameter the kernel stores to is read from a snapshot, unless every read of it
+        // comes before the store or in the store's own loop at the position written.
+        let in_place = super::plan::read_in_place(k, &self.needs_buf);
         for (id, op) in self.defs.clone() {
             let buf = match op {
                 Op::VarRead { .. } | Op::TPop { .. } => true,
-                Op::Param { param } => stored.get(param.index()).copied().unwrap_or(false),
+                Op::Param { param } => {
+                    stored.get(param.index()).copied().unwrap_or(false)
+                        && !in_place.get(id.index()).copied().unwrap_or(false)
+                }
                 _ => false,
             };
             if buf && shape_of(self.k, id)?.is_some() {

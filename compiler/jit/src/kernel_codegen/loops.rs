@@ -1,5 +1,5 @@
-//! Loops: a counted loop carrying values, and the tile loop (4 columns at a time, then a
-//! scalar tail).
+//! Loops: a counted loop carrying values, and the tile loop (4 columns at a time, unrolled
+//! for cheap bodies, then a scalar tail).
 
 use super::{LoopBody, Lower, Pos, R};
 use cranelift::codegen::ir::BlockArg;
@@ -61,10 +61,49 @@ impl<'a, 'b> Lower<'a, 'b> {
         cols: Value,
         body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
     ) -> R<()> {
+        self.tile_loop_unrolled(rows, cols, 1, body)
+    }
+
+    /// [`Self::tile_loop`] with its vector loop unrolled `unroll` times (`4·unroll` columns an
+    /// iteration, then 4 at a time, then the scalar tail): for cheap bodies, whose loop
+    /// overhead would otherwise be a large part of their time.
+    pub(super) fn tile_loop_unrolled(
+        &mut self,
+        rows: Value,
+        cols: Value,
+        unroll: i64,
+        body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
+    ) -> R<()> {
         let zero = self.iconst(0);
         let vend = self.band_imm_f(cols, !3i64);
+        let unroll = unroll.max(1);
+        let uend = if unroll > 1 {
+            self.band_imm_f(cols, !(4 * unroll - 1))
+        } else {
+            zero
+        };
         self.for_loop(zero, rows, 1, &[], &mut |s, r, _| {
-            s.for_loop(zero, vend, 4, &[], &mut |s, c, _| {
+            s.enter_row(r);
+            s.for_loop(zero, uend, 4 * unroll, &[], &mut |s, c, _| {
+                for k in 0..unroll {
+                    s.memo.clear();
+                    let ck = if k == 0 {
+                        c
+                    } else {
+                        s.b.ins().iadd_imm_s(c, 4 * k)
+                    };
+                    body(
+                        s,
+                        Pos {
+                            r,
+                            c: ck,
+                            vec: true,
+                        },
+                    )?;
+                }
+                Ok(vec![])
+            })?;
+            s.for_loop(uend, vend, 4, &[], &mut |s, c, _| {
                 s.memo.clear();
                 body(s, Pos { r, c, vec: true })?;
                 Ok(vec![])
@@ -74,6 +113,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 body(s, Pos { r, c, vec: false })?;
                 Ok(vec![])
             })?;
+            s.leave_row();
             Ok(vec![])
         })?;
         self.memo.clear();

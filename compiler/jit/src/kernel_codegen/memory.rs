@@ -1,13 +1,122 @@
 //! Memory: element addresses, loads and stores of every element layout ([`Elem`]), scratch
 //! buffers of values and their extents.
 
-use super::{le, mf, shape_of, Buf, Elem, Lower, R};
+use super::{le, mf, shape_of, Buf, Elem, Lower, RowBase, RowScope, R};
 use crate::JitError;
+use cranelift::codegen::cursor::{Cursor, FuncCursor};
+use cranelift::codegen::ir::{InstructionData, Opcode, ValueDef};
 use cranelift::prelude::*;
+use std::collections::HashMap;
 use wsp_ir::kernel::{TileType, ValueId};
 
 impl<'a, 'b> Lower<'a, 'b> {
+    /// Starts a row loop's body for row `r`: the block where row addresses are hoisted to.
+    /// Column loops follow; [`Self::leave_row`] ends it.
+    pub(super) fn enter_row(&mut self, r: Value) {
+        let pre = self.b.create_block();
+        self.b.ins().jump(pre, &[]);
+        self.b.seal_block(pre);
+        self.b.switch_to_block(pre);
+        self.rows.push(RowScope {
+            r,
+            pre,
+            cache: HashMap::new(),
+        });
+    }
+
+    pub(super) fn leave_row(&mut self) {
+        self.rows.pop();
+    }
+
+    /// Whether `v` is defined in a block created before `pre` (a row loop's first block):
+    /// then it is defined outside the loop, and as it is used inside, it dominates `pre`.
+    fn before(&self, v: Value, pre: Block) -> bool {
+        let block = match self.b.func.dfg.value_def(v) {
+            ValueDef::Result(inst, _) => self.b.func.layout.inst_block(inst),
+            ValueDef::Param(block, _) => Some(block),
+            _ => None,
+        };
+        block.is_some_and(|b| b.as_u32() < pre.as_u32())
+    }
+
+    /// `ptr` as available in `pre`: itself, or `x + k` (rebuilt there) when only `x` is (a
+    /// scratch buffer's address, computed where it is first used).
+    fn ptr_before(&self, ptr: Value, pre: Block) -> Option<(Value, i64)> {
+        if self.before(ptr, pre) {
+            return Some((ptr, 0));
+        }
+        let ValueDef::Result(inst, 0) = self.b.func.dfg.value_def(ptr) else {
+            return None;
+        };
+        match self.b.func.dfg.insts[inst] {
+            InstructionData::Binary {
+                opcode: Opcode::Iadd,
+                args: [x, k],
+            } if self.before(x, pre) => self.cval(k).map(|k| (x, k)),
+            _ => None,
+        }
+    }
+
+    /// `buf`'s address or offset of row `r`, computed once in the row loop of `r` (before its
+    /// column loops), when `r` is the row of a loop being generated and its stride is a
+    /// constant or computed before the loop.
+    fn row_base(&mut self, buf: Buf, r: Value) -> Option<RowBase> {
+        let i = self.rows.iter().rposition(|s| s.r == r)?;
+        let pre = self.rows[i].pre;
+        if self.b.current_block() == Some(pre) {
+            return None;
+        }
+        let sh = buf.elem.shift();
+        let key = (buf.ptr, buf.stride, sh);
+        if let Some(x) = self.rows[i].cache.get(&key) {
+            return Some(*x);
+        }
+        let stride = self.cval(buf.stride);
+        if stride.is_none() && !self.before(buf.stride, pre) {
+            return None;
+        }
+        let ptr = self.ptr_before(buf.ptr, pre);
+        let term = self.b.func.layout.last_inst(pre)?;
+        let mut cur = FuncCursor::new(self.b.func).at_inst(term);
+        let off = match stride {
+            Some(n) => cur.ins().imul_imm_s(r, n << sh),
+            None => {
+                let rs = cur.ins().imul(r, buf.stride);
+                if sh == 0 {
+                    rs
+                } else {
+                    cur.ins().ishl_imm_s(rs, sh)
+                }
+            }
+        };
+        let base = match ptr {
+            Some((p, 0)) => RowBase::Addr(cur.ins().iadd(p, off)),
+            Some((p, k)) => {
+                let p = cur.ins().iadd_imm_s(p, k);
+                RowBase::Addr(cur.ins().iadd(p, off))
+            }
+            None => RowBase::Offset(off),
+        };
+        self.rows[i].cache.insert(key, base);
+        Some(base)
+    }
+
     pub(super) fn addr(&mut self, buf: Buf, r: Value, c: Value) -> Value {
+        if let Some(base) = self.row_base(buf, r) {
+            let sh = buf.elem.shift();
+            let cs = if sh == 0 {
+                c
+            } else {
+                self.b.ins().ishl_imm_s(c, sh)
+            };
+            return match base {
+                RowBase::Addr(a) => self.b.ins().iadd(a, cs),
+                RowBase::Offset(o) => {
+                    let p = self.b.ins().iadd(buf.ptr, o);
+                    self.b.ins().iadd(p, cs)
+                }
+            };
+        }
         let rs = self.b.ins().imul(r, buf.stride);
         let i = self.b.ins().iadd(rs, c);
         let sh = buf.elem.shift();

@@ -7,7 +7,8 @@
 //! reduction, matmul, transpose and `rowtopk` results, matmul and `rowtopk` operands,
 //! variables and their reads, popped pipe slots (copied out of the pipe's ring), integer
 //! divisions (so that a division by zero is found over the operation's whole extent, as the
-//! interpreter does), loads of `inout` parameters that the kernel also stores to, and
+//! interpreter does), loads of `inout` parameters that the kernel also stores to (unless every
+//! read is before the store or in its own loop at the position written: [`plan::read_in_place`]), and
 //! elementwise values whose consumers would otherwise evaluate them again more than keeping
 //! them costs ([`plan`]: by the cost of the expression and the number of evaluations).
 //!
@@ -206,6 +207,26 @@ pub(crate) struct Lower<'a, 'b> {
     /// Variables that are pipe slots (named by a `talloc` or `tpush`): their valid rows are
     /// −1 while they hold no value (before `talloc`, after `tpush`), checked at run time.
     slot_vars: Vec<bool>,
+    /// The row loops being generated, innermost last ([`memory`]'s hoisted row addresses).
+    rows: Vec<RowScope>,
+}
+
+/// A row loop's body: `r` its row, `pre` the block before its column loops, where the row
+/// addresses of buffers (`ptr + r·stride·size`) are computed once per row
+/// (`(ptr, stride, shift)` → address or row offset).
+pub(crate) struct RowScope {
+    r: Value,
+    pre: Block,
+    cache: HashMap<(Value, Value, i64), RowBase>,
+}
+
+/// What a row scope holds for a buffer.
+#[derive(Clone, Copy)]
+pub(crate) enum RowBase {
+    /// `ptr + r·stride·size` (the pointer dominates the loop).
+    Addr(Value),
+    /// `r·stride·size` (the pointer is computed inside the loop).
+    Offset(Value),
 }
 
 type R<T> = Result<T, JitError>;
@@ -331,6 +352,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             scalar_params: vec![None; k.params.len()],
             memo: HashMap::new(),
             slot_vars: vec![false; k.vars.len()],
+            rows: Vec::new(),
         }
     }
 

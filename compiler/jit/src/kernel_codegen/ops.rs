@@ -46,7 +46,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     // A snapshot (the kernel stores to this parameter later) or an operand
                     // read in compute form (matmul, rowtopk).
                     let (b, _) = self.value_buf(v)?;
-                    self.tile_loop(vr, vc, &mut |s, p| {
+                    self.tile_loop_unrolled(vr, vc, super::plan::UNROLL, &mut |s, p| {
                         let x = s.load(buf, p.r, p.c, p.vec);
                         s.store_el(b, p.r, p.c, x);
                         Ok(())
@@ -223,7 +223,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         if self.needs_buf.get(v.index()).copied().unwrap_or(false) {
             // Materialise into v's own buffer (evaluating v's DAG once).
             let (buf, _) = self.value_buf(v)?;
-            self.tile_loop(e.0, e.1, &mut |s, p| {
+            let unroll = self.unroll_for(v);
+            self.tile_loop_unrolled(e.0, e.1, unroll, &mut |s, p| {
                 let x = s.elem(v, p)?;
                 s.store_el(buf, p.r, p.c, x);
                 Ok(())

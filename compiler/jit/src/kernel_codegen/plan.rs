@@ -231,6 +231,192 @@ pub(crate) fn kept(k: &Kernel) -> Vec<bool> {
     keep
 }
 
+/// How a value is used, at which top-level statement.
+#[derive(Clone, Copy)]
+enum Use {
+    /// By a lazy value (evaluated wherever that one is).
+    Lazy(ValueId),
+    /// By an operation or statement at top-level statement `t`; `store` when it is the whole
+    /// store `Stmt::Store` to a parameter without region (the parameter's index).
+    At { t: usize, store: Option<usize> },
+}
+
+/// For each value: whether it is the load of a tile parameter that the kernel also stores to
+/// and that can nevertheless be read in place (no snapshot copy, see the module docs of
+/// `kernel_codegen`). That is so when the parameter is stored once, whole, by a top-level
+/// statement, the load is at top level, and every evaluation of the load happens before that
+/// store or in the store's own loop at the position it writes: through lazy values only (no
+/// slice), which `materialised` values (computed where they are defined) cut off.
+pub(crate) fn read_in_place(k: &Kernel, materialised: &[bool]) -> Vec<bool> {
+    let n = k.values.len();
+    let mut out = vec![false; n];
+    let Some(body) = &k.body else {
+        return out;
+    };
+    let mut uses: Vec<Vec<Use>> = vec![Vec::new(); n];
+    let mut def_at: Vec<Option<(usize, bool)>> = vec![None; n];
+    let mut stores: Vec<Vec<(usize, bool, bool)>> = vec![Vec::new(); k.params.len()];
+    let mut ops: Vec<Option<&Op>> = vec![None; n];
+    #[allow(clippy::too_many_arguments)]
+    fn walk<'a>(
+        k: &Kernel,
+        stmts: &'a [Stmt],
+        top: Option<usize>,
+        uses: &mut Vec<Vec<Use>>,
+        def_at: &mut Vec<Option<(usize, bool)>>,
+        stores: &mut Vec<Vec<(usize, bool, bool)>>,
+        ops: &mut Vec<Option<&'a Op>>,
+    ) {
+        for (i, s) in stmts.iter().enumerate() {
+            let t = top.unwrap_or(i);
+            let at_top = top.is_none();
+            let mut add = |v: ValueId, u: Use| {
+                if let Some(x) = uses.get_mut(v.index()) {
+                    x.push(u);
+                }
+            };
+            match s {
+                Stmt::Op { results, op } => {
+                    let Some(&v) = results.first() else { continue };
+                    for r in results {
+                        if let Some(d) = def_at.get_mut(r.index()) {
+                            *d = Some((t, at_top));
+                        }
+                        if let Some(d) = ops.get_mut(r.index()) {
+                            *d = Some(op);
+                        }
+                    }
+                    let lazy = is_lazy(k, v, op);
+                    for o in operands(op) {
+                        add(
+                            o,
+                            if lazy {
+                                Use::Lazy(v)
+                            } else {
+                                Use::At { t, store: None }
+                            },
+                        );
+                    }
+                }
+                Stmt::Store {
+                    param,
+                    region,
+                    value,
+                } => {
+                    let whole = region.is_none() && at_top;
+                    add(
+                        *value,
+                        Use::At {
+                            t,
+                            store: whole.then_some(param.index()),
+                        },
+                    );
+                    if let Some(r) = region {
+                        for v in r.row_start.terms.iter().chain(&r.col_start.terms) {
+                            add(v.0, Use::At { t, store: None });
+                        }
+                    }
+                    if let Some(x) = stores.get_mut(param.index()) {
+                        x.push((t, region.is_none(), at_top));
+                    }
+                }
+                Stmt::Assign { value, region, .. } => {
+                    add(*value, Use::At { t, store: None });
+                    if let Some(r) = region {
+                        for v in r.row_start.terms.iter().chain(&r.col_start.terms) {
+                            add(v.0, Use::At { t, store: None });
+                        }
+                    }
+                }
+                Stmt::For { body, .. } | Stmt::Section { body, .. } => {
+                    walk(k, body, Some(t), uses, def_at, stores, ops)
+                }
+                Stmt::TFree { value, .. } => add(*value, Use::At { t, store: None }),
+                Stmt::TAlloc { .. } | Stmt::TPush { .. } => {}
+            }
+        }
+    }
+    walk(k, body, None, &mut uses, &mut def_at, &mut stores, &mut ops);
+    for (i, info) in k.values.iter().enumerate() {
+        let v = ValueId(i as u32);
+        let Some(Op::Param { param }) = ops[i] else {
+            continue;
+        };
+        let p = param.index();
+        if info.ty.tile().is_none() || materialised.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        let (Some((_, true)), [(ts, true, true)]) = (def_at[i], stores[p].as_slice()) else {
+            continue;
+        };
+        let ts = *ts;
+        let mut ok = true;
+        let mut seen = vec![false; n];
+        let mut stack = vec![v];
+        while let Some(d) = stack.pop() {
+            if std::mem::replace(&mut seen[d.index()], true) {
+                continue;
+            }
+            for u in &uses[d.index()] {
+                match *u {
+                    Use::At { t, store } => ok &= t < ts || (t == ts && store == Some(p)),
+                    Use::Lazy(w) => {
+                        if materialised.get(w.index()).copied().unwrap_or(false) {
+                            ok &= def_at[w.index()].is_some_and(|(t, _)| t < ts);
+                        } else if matches!(ops[w.index()], Some(Op::Slice { .. })) {
+                            ok = false;
+                        } else {
+                            stack.push(w);
+                        }
+                    }
+                }
+            }
+        }
+        out[i] = ok;
+    }
+    out
+}
+
+/// The per-element cost up to which a loop body is cheap enough to unroll.
+const UNROLL_MAX_COST: f64 = 8.0;
+/// How many times the vector loop of a cheap body is unrolled.
+pub(super) const UNROLL: i64 = 4;
+
+impl super::Lower<'_, '_> {
+    /// The cost per element of evaluating `v` as it is held now (lazy values: their
+    /// expression down to values in memory).
+    fn eval_cost(&self, v: ValueId, depth: u32) -> f64 {
+        if depth > 64 {
+            return COST_CAP;
+        }
+        match self.slots.get(v.index()) {
+            Some(super::Slot::Lazy) => {
+                let Some(op) = self.defs.get(&v) else {
+                    return COST_CAP;
+                };
+                let own = own_cost(self.k, v, op);
+                operands(op)
+                    .into_iter()
+                    .filter(|o| self.k.value_type(*o).and_then(|t| t.tile()).is_some())
+                    .map(|o| self.eval_cost(o, depth + 1))
+                    .sum::<f64>()
+                    + own
+            }
+            Some(super::Slot::Buf(_)) => LOAD,
+            _ => 0.0,
+        }
+    }
+
+    /// How many times to unroll a loop that evaluates `v` per element.
+    pub(super) fn unroll_for(&self, v: ValueId) -> i64 {
+        if self.eval_cost(v, 0) <= UNROLL_MAX_COST {
+            UNROLL
+        } else {
+            1
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::kept;
@@ -316,5 +502,36 @@ mod tests {
         let keep = kept(&b.finish().unwrap());
         assert!(keep[e.index()]);
         assert!(!keep[nxt.index()]);
+    }
+
+    #[test]
+    fn an_accumulator_updated_in_its_own_loop_is_read_in_place() {
+        use super::read_in_place;
+        let build = |after: bool| {
+            let mut b = KernelBuilder::new("scale_add");
+            let y = b.tile_param("y", Direction::In, t(64, 128));
+            let g = b.tile_param("g", Direction::In, t(64, 1));
+            let acc = b.tile_param("acc", Direction::InOut, t(64, 128));
+            let q = b.tile_param("q", Direction::Out, t(64, 128));
+            let a = b.load(acc).unwrap();
+            let yv = b.load(y).unwrap();
+            let gv = b.load(g).unwrap();
+            let m = b.binary(BinaryOp::Mul, yv, gv).unwrap();
+            let s = b.binary(BinaryOp::Add, a, m).unwrap();
+            b.store(acc, s);
+            if after {
+                b.store(q, a);
+            }
+            (b.finish().unwrap(), a)
+        };
+        for (after, want) in [(false, true), (true, false)] {
+            let (k, a) = build(after);
+            let none = vec![false; k.values.len()];
+            assert_eq!(
+                read_in_place(&k, &none)[a.index()],
+                want,
+                "read after: {after}"
+            );
+        }
     }
 }

@@ -42,6 +42,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         if op.is_row() {
             let vend = self.band_imm_f(xc, !3i64);
             self.for_loop(zero, xr, 1, &[], &mut |s, r, _| {
+                s.enter_row(r);
                 let acc0 = s.kconst(kind, init, true)?;
                 let step4 = |s: &mut Self, lo: Value, init: Value| {
                     s.for_loop(lo, vend, 4, &[init], &mut |s, c, a| {
@@ -118,6 +119,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     res = s.b.ins().fdiv(res, n);
                 }
                 s.store_el(buf, r, zero, res);
+                s.leave_row();
                 Ok(vec![])
             })?;
             let one = self.iconst(1);

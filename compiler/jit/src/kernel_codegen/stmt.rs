@@ -159,7 +159,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         // Float → f16/bf16/f32 memory rounds in the store itself (once, to nearest even).
         let from = vt.dtype;
         let convert = from != dt.dtype && !(from.is_float() && dt.dtype.is_float());
-        self.tile_loop(rows, cols, &mut |s, p| {
+        let unroll = self.unroll_for(value);
+        self.tile_loop_unrolled(rows, cols, unroll, &mut |s, p| {
             let mut x = s.elem(value, p)?;
             if convert {
                 x = s.cast(x, from, dt.dtype, p.vec)?;

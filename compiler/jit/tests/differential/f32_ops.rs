@@ -336,3 +336,67 @@ fn transcendentals_agree_with_the_interpreter_over_the_f32_range() {
         }
     }
 }
+
+/// A parameter the kernel stores to is read in place when every read comes before the store
+/// or in the store's own loop at the position written, and from a snapshot otherwise: reads
+/// after the store (directly or through a lazy value), and slices of it that the store's loop
+/// reads at other positions.
+#[test]
+fn inout_parameters_read_in_place_or_from_a_snapshot() {
+    type Body = fn(&mut KernelBuilder, ValueId, ValueId, ParamId, ParamId);
+    let cases: [(&str, Body); 5] = [
+        ("acc = acc + y*2", |b, a, y, p, _| {
+            let two = b.constant(ScalarValue::Float(2.0), DType::F32).unwrap();
+            let t = b.binary(BinaryOp::Mul, y, two).unwrap();
+            let s = b.binary(BinaryOp::Add, a, t).unwrap();
+            b.store(p, s);
+        }),
+        ("read after the store", |b, a, _, p, q| {
+            let two = b.constant(ScalarValue::Float(2.0), DType::F32).unwrap();
+            let s = b.binary(BinaryOp::Mul, a, two).unwrap();
+            b.store(p, s);
+            let t = b.binary(BinaryOp::Add, a, two).unwrap();
+            b.store(q, t);
+        }),
+        ("a lazy value read after the store", |b, a, y, p, q| {
+            let s = b.binary(BinaryOp::Sub, a, y).unwrap();
+            b.store(p, s);
+            b.store(q, s);
+        }),
+        ("a column of it broadcast", |b, a, _, p, _| {
+            let region = Region {
+                row_start: KIndex::constant(0),
+                rows: 4,
+                col_start: KIndex::constant(0),
+                cols: 1,
+            };
+            let col = b.op(Op::Slice { x: a, region }).unwrap();
+            let s = b.binary(BinaryOp::Add, a, col).unwrap();
+            b.store(p, s);
+        }),
+        ("reduced before the store", |b, a, _, p, q| {
+            let m = b
+                .op(Op::Reduce {
+                    op: ReduceOp::RowMax,
+                    x: a,
+                })
+                .unwrap();
+            let s = b.binary(BinaryOp::Sub, a, m).unwrap();
+            b.store(p, s);
+            let e = b.unary(UnaryOp::Exp, a).unwrap();
+            let _ = (e, q);
+        }),
+    ];
+    for (name, body) in cases {
+        for c in [3u32, 8, 21] {
+            let mut b = KernelBuilder::new(name);
+            let p = b.partial_tile_param("p", Direction::InOut, f32t(4, c), [true, true]);
+            let y = b.partial_tile_param("y", Direction::In, f32t(4, c), [true, true]);
+            let q = b.partial_tile_param("q", Direction::Out, f32t(4, c), [true, true]);
+            let a = b.load(p).unwrap();
+            let yv = b.load(y).unwrap();
+            body(&mut b, a, yv, p, q);
+            check_all(&b.finish().unwrap());
+        }
+    }
+}

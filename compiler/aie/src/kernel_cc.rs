@@ -5,8 +5,8 @@
 //! The code implements the numeric contract of [`wsp_ir::kernel`] literally, so that the CPU
 //! build reproduces `wsp run` bit for bit: f16/bf16 are stored as bits and each elementwise
 //! result is rounded to its dtype; reductions use the four-lane row order and the increasing
-//! column order; `matmul` adds its rounded products in increasing `k` (the build disables
-//! floating-point contraction); `max`/`min` are IEEE `maximum`/`minimum`; integers wrap.
+//! column order; `matmul` accumulates in increasing `k` by fused multiply-adds (`std::fma`;
+//! the build disables any other floating-point contraction); `max`/`min` are IEEE `maximum`/`minimum`; integers wrap.
 //! Every tile value keeps its valid extent, and stores write only the valid part.
 //!
 //! # Entry point
@@ -864,7 +864,7 @@ impl Gen<'_> {
             None => self.line(&format!("{f} s = ({f})0;")),
         }
         self.line(&format!(
-            "for (int32_t k = 0; k < kk; ++k) {{ const {f} p = ({f}){} * ({f}){}; s = s + p; }}",
+            "for (int32_t k = 0; k < kk; ++k) s = std::fma(({f}){}, ({f}){}, s);",
             load(ad, &format!("{an}[i * {an}_ld + k]")),
             load(ad, &format!("{bn}[k * {bn}_ld + j]"))
         ));

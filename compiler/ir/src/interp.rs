@@ -1002,8 +1002,7 @@ fn matmul_in<F: num::Fl>(a: &Tile, b: &Tile, acc: Option<&Tile>, out: &mut Tile,
                 None => F::ZERO,
             };
             for k in 0..kk {
-                let p = F::from64(a.get(i, k).as_f64()).mul(F::from64(b.get(k, j).as_f64()));
-                c = c.add(p);
+                c = F::from64(a.get(i, k).as_f64()).mul_add(F::from64(b.get(k, j).as_f64()), c);
             }
             out.set(i, j, El::F(c.to64()));
         }

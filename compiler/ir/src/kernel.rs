@@ -45,7 +45,8 @@
 //!   `+0.0` and adding in increasing `j`, and returns `(s_0 + s_1) + (s_2 + s_3)`; a column sum
 //!   adds rows in increasing order starting at `+0.0`; `rowmean`/… divide the sum by the valid
 //!   count. `matmul` computes `c_ij = acc_ij + Σ_k a_ik · b_kj` adding in increasing `k`
-//!   (starting from `acc_ij`, or `+0.0`), each product rounded before the add (no FMA).
+//!   (starting from `acc_ij`, or `+0.0`), each step a fused multiply-add
+//!   `c ← fma(a_ik, b_kj, c)` (one rounding).
 //! * `max`/`min` (binary and reductions) follow IEEE 754-2019 `maximum`/`minimum`: a NaN operand
 //!   gives NaN, and `-0.0 < +0.0`.
 //! * Integers wrap (two's complement) on `+ - *`; `/` and `%` truncate toward zero; an integer

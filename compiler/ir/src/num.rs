@@ -20,6 +20,8 @@ pub trait Fl: Copy + PartialOrd + std::fmt::Debug {
     fn div(self, o: Self) -> Self;
     fn rem(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
+    /// `self · a + b` with one rounding (a fused multiply-add).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn sqrt(self) -> Self;
@@ -63,6 +65,9 @@ macro_rules! impl_fl {
             }
             fn pow(self, o: Self) -> Self {
                 self.powf(o)
+            }
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
             }
             fn exp(self) -> Self {
                 $exp(self)

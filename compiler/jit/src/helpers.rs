@@ -99,11 +99,40 @@ pub unsafe extern "C" fn wsp_rowtopk(
     }
 }
 
+/// Zeroes `rows` rows of `row_bytes` bytes, `stride` bytes apart, from `ptr` (a `full` of
+/// +0 stored: zero bits in every element layout), with one `memset` when the rows are
+/// contiguous.
+///
+/// # Safety
+/// The rows are inside one writable allocation.
+pub unsafe extern "C" fn wsp_zero_rows(ptr: *mut u8, stride: i64, rows: i64, row_bytes: i64) {
+    let (Ok(rows), Ok(n), Ok(stride)) = (
+        usize::try_from(rows),
+        usize::try_from(row_bytes),
+        usize::try_from(stride),
+    ) else {
+        return;
+    };
+    if rows == 0 || n == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        if stride == n {
+            std::ptr::write_bytes(ptr, 0, rows * n);
+        } else {
+            for r in 0..rows {
+                std::ptr::write_bytes(ptr.add(r * stride), 0, n);
+            }
+        }
+    }
+}
+
 const F: Type = types::F32;
 const I: Type = types::I64;
 
 /// `(symbol, address, parameter types, return types)` of every helper.
-fn symbols() -> [(&'static str, *const u8, &'static [Type], &'static [Type]); 6] {
+fn symbols() -> [(&'static str, *const u8, &'static [Type], &'static [Type]); 7] {
     [
         ("wsp_sinf", wsp_sinf as *const u8, &[F], &[F]),
         ("wsp_cosf", wsp_cosf as *const u8, &[F], &[F]),
@@ -114,6 +143,12 @@ fn symbols() -> [(&'static str, *const u8, &'static [Type], &'static [Type]); 6]
             "wsp_rowtopk",
             wsp_rowtopk as *const u8,
             &[I, I, I, types::I32, I, I],
+            &[],
+        ),
+        (
+            "wsp_zero_rows",
+            wsp_zero_rows as *const u8,
+            &[I, I, I, I],
             &[],
         ),
     ]
@@ -146,6 +181,7 @@ pub(crate) fn declare(module: &mut JITModule, func: &mut Function) -> Result<Hel
         fmod: refs[3],
         int_to_bf16: refs[4],
         rowtopk: refs[5],
+        zero_rows: refs[6],
     })
 }
 

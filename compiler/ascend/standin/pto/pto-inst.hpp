@@ -13,7 +13,7 @@
  *  - TROWSUM adds four interleaved partial sums (s_l over columns j = l mod 4) and returns
  *    (s0 + s1) + (s2 + s3); TCOLSUM adds rows in increasing order; both start at +0.0;
  *  - TMAX/TMIN/TROWMAX/... follow IEEE 754-2019 maximum/minimum (NaN wins, -0 < +0);
- *  - TMATMUL adds the rounded products in increasing k, without fused multiply-add;
+ *  - TMATMUL accumulates in increasing k by fused multiply-adds (std::fma, one rounding);
  *  - TCMP/TCMPS write one byte per element (1 where the comparison holds, else 0) and
  *    TSEL reads such a byte mask;
  *  - TCVT float->int truncates and saturates (NaN -> 0); int->int wraps.
@@ -644,32 +644,26 @@ template <typename D, typename S> inline void TCOLMIN(D &dst, S &src) {
 
 /* ------------------------------------------------------------------ cube */
 
-/* c = a x b over k < min(valid cols of a, valid rows of b), products rounded, no FMA. */
+/* c = a x b over k < min(valid cols of a, valid rows of b), by fused multiply-adds. */
 template <typename C, typename A, typename B> inline void TMATMUL(C &c, A &a, B &b) {
     using T = typename C::DType;
     unsigned kk = a.GetValidCol() < b.GetValidRow() ? a.GetValidCol() : b.GetValidRow();
     for (unsigned i = 0; i < c.GetValidRow(); i++)
         for (unsigned j = 0; j < c.GetValidCol(); j++) {
             T s = T(0);
-            for (unsigned k = 0; k < kk; k++) {
-                volatile T p = (T)a.at(i, k) * (T)b.at(k, j);
-                s = s + p;
-            }
+            for (unsigned k = 0; k < kk; k++) s = std::fma((T)a.at(i, k), (T)b.at(k, j), s);
             c.at(i, j) = s;
         }
 }
 
-/* cOut = cIn + a x b, adding the products to the accumulator in increasing k. */
+/* cOut = cIn + a x b, fused multiply-adds into the accumulator in increasing k. */
 template <typename C, typename A, typename B> inline void TMATMUL_ACC(C &cOut, C &cIn, A &a, B &b) {
     using T = typename C::DType;
     unsigned kk = a.GetValidCol() < b.GetValidRow() ? a.GetValidCol() : b.GetValidRow();
     for (unsigned i = 0; i < cOut.GetValidRow(); i++)
         for (unsigned j = 0; j < cOut.GetValidCol(); j++) {
             T s = cIn.at(i, j);
-            for (unsigned k = 0; k < kk; k++) {
-                volatile T p = (T)a.at(i, k) * (T)b.at(k, j);
-                s = s + p;
-            }
+            for (unsigned k = 0; k < kk; k++) s = std::fma((T)a.at(i, k), (T)b.at(k, j), s);
             cOut.at(i, j) = s;
         }
 }

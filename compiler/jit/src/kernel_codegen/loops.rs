@@ -20,6 +20,10 @@ impl<'a, 'b> Lower<'a, 'b> {
             if a >= e {
                 return Ok(init.to_vec());
             }
+            if a.saturating_add(step) >= e {
+                // One iteration: the body, without a loop.
+                return body(self, start, init);
+            }
         }
         let header = self.b.create_block();
         let lbody = self.b.create_block();

@@ -63,21 +63,32 @@ impl<'a, 'b> Lower<'a, 'b> {
     fn row_base(&mut self, buf: Buf, r: Value) -> Option<RowBase> {
         let i = self.rows.iter().rposition(|s| s.r == r)?;
         let pre = self.rows[i].pre;
-        if self.b.current_block() == Some(pre) {
-            return None;
-        }
+        // Still in `pre` (no column loop yet, e.g. a matmul's k step): computed here, once.
+        let inline = self.b.current_block() == Some(pre);
         let sh = buf.elem.shift();
         let key = (buf.ptr, buf.stride, sh);
         if let Some(x) = self.rows[i].cache.get(&key) {
             return Some(*x);
         }
         let stride = self.cval(buf.stride);
-        if stride.is_none() && !self.before(buf.stride, pre) {
+        if stride.is_none() && !inline && !self.before(buf.stride, pre) {
             return None;
         }
-        let ptr = self.ptr_before(buf.ptr, pre);
-        let term = self.b.func.layout.last_inst(pre)?;
-        let mut cur = FuncCursor::new(self.b.func).at_inst(term);
+        if inline {
+            self.b.ensure_inserted_block();
+        }
+        let (ptr, mut cur) = if inline {
+            (
+                Some((buf.ptr, 0)),
+                FuncCursor::new(self.b.func).at_bottom(pre),
+            )
+        } else {
+            let term = self.b.func.layout.last_inst(pre)?;
+            (
+                self.ptr_before(buf.ptr, pre),
+                FuncCursor::new(self.b.func).at_inst(term),
+            )
+        };
         let off = match stride {
             Some(n) => cur.ins().imul_imm_s(r, n << sh),
             None => {

@@ -180,6 +180,8 @@ pub(crate) struct Helpers {
     pub int_to_bf16: FuncRef,
     /// `(row, n, k, kind, vals, idx)`: `rowtopk` of one row.
     pub rowtopk: FuncRef,
+    /// `(ptr, stride bytes, rows, row bytes)`: zeroes rows (a store of `full` of +0).
+    pub zero_rows: FuncRef,
 }
 
 pub(crate) struct Lower<'a, 'b> {

@@ -4,7 +4,8 @@
 use super::{mf, shape_of, Buf, Elem, Lower, Slot, R};
 use cranelift::prelude::*;
 use wsp_ir::interp::exec_order;
-use wsp_ir::kernel::{ParamKind, Region, Stmt, TileType, Type as IrType, ValueId, VarId};
+use wsp_ir::kernel::{Op, ParamKind, Region, Stmt, TileType, Type as IrType, ValueId, VarId};
+use wsp_ir::ScalarValue;
 
 impl<'a, 'b> Lower<'a, 'b> {
     /// Lowers a block; runs of adjacent pipe sections in the interpreter's order (producers
@@ -156,6 +157,16 @@ impl<'a, 'b> Lower<'a, 'b> {
             stride: dst.stride,
             elem: dst.elem,
         };
+        if self.is_zero_fill(value) {
+            // Zero bits in every element layout: the C library's memset.
+            let sh = d.elem.shift();
+            let stride = self.b.ins().ishl_imm_s(d.stride, sh);
+            let row_bytes = self.b.ins().ishl_imm_s(cols, sh);
+            self.b
+                .ins()
+                .call(self.h.zero_rows, &[d.ptr, stride, rows, row_bytes]);
+            return Ok(());
+        }
         // Float → f16/bf16/f32 memory rounds in the store itself (once, to nearest even).
         let from = vt.dtype;
         let convert = from != dt.dtype && !(from.is_float() && dt.dtype.is_float());
@@ -168,6 +179,22 @@ impl<'a, 'b> Lower<'a, 'b> {
             s.store_el(d, p.r, p.c, x);
             Ok(())
         })
+    }
+
+    /// Whether `v` is (still) a lazy `full` of +0, `0` or `false`.
+    fn is_zero_fill(&self, v: ValueId) -> bool {
+        if !matches!(self.slots.get(v.index()), Some(Slot::Lazy)) {
+            return false;
+        }
+        let Some(Op::Full { value, .. }) = self.defs.get(&v) else {
+            return false;
+        };
+        matches!(
+            self.defs.get(value),
+            Some(Op::Const { value: c, .. })
+                if matches!(c, ScalarValue::Float(f) if f.to_bits() == 0)
+                    || matches!(c, ScalarValue::Int(0) | ScalarValue::UInt(0) | ScalarValue::Bool(false))
+        )
     }
 
     pub(super) fn var_buf(&mut self, var: VarId) -> R<(Buf, IrType, usize)> {

@@ -400,3 +400,47 @@ fn inout_parameters_read_in_place_or_from_a_snapshot() {
         }
     }
 }
+
+/// A store of `full` of zero is a memset of the rows (one call when they are contiguous):
+/// whole and into a region, of every element layout, with partial extents.
+#[test]
+fn zero_fills_whole_and_into_regions() {
+    use crate::common::{tt, ALL};
+    for d in ALL {
+        for c in [1u32, 5, 16] {
+            for region in [false, true] {
+                let mut b = KernelBuilder::new("zero");
+                let o = b.partial_tile_param("out", Direction::InOut, tt(d, 4, c), [true, true]);
+                let zero = match d {
+                    DType::Bool => ScalarValue::Bool(false),
+                    DType::I32 => ScalarValue::Int(0),
+                    _ => ScalarValue::Float(0.0),
+                };
+                let z = b.constant(zero, d).unwrap();
+                let rows = if region { 2 } else { 4 };
+                let f = b
+                    .op(Op::Full {
+                        shape: [rows, c],
+                        dtype: d,
+                        value: z,
+                    })
+                    .unwrap();
+                if region {
+                    b.stmt(Stmt::Store {
+                        param: o,
+                        region: Some(Region {
+                            row_start: KIndex::constant(1),
+                            rows: 2,
+                            col_start: KIndex::constant(0),
+                            cols: c,
+                        }),
+                        value: f,
+                    });
+                } else {
+                    b.store(o, f);
+                }
+                check_all(&b.finish().unwrap());
+            }
+        }
+    }
+}

@@ -15,6 +15,9 @@
 //! JIT gets the runtime's argument block (pointer, row stride, valid rows and columns per
 //! tile).
 //!
+//! The last column is the kernel's compile time (warm median; the process's first compile,
+//! which sets up the host ISA, is printed above the table).
+//!
 //! Then, for the five kernels of `kernels_vs_c.wsp`'s workloads, the whole run: the release
 //! `wsp` runs 64 tiles × 64 sequential passes and 64 tiles × 1 pass, alternately; the
 //! difference of the medians over the 4,032 extra tasks is a task's cost in `wsp run`
@@ -243,9 +246,10 @@ fn main() {
         ws.set_file(file, text);
     }
     println!(
-        "{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10}   (ns per call, medians of {reps})",
-        "kernel", "JIT", "gcc -O2", "-O3 nat", "128-bit", "JIT÷O2", "JIT÷O3nat", "JIT÷128b"
+        "{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>11}   (ns per call, medians of {reps}; compile µs)",
+        "kernel", "JIT", "gcc -O2", "-O3 nat", "128-bit", "JIT÷O2", "JIT÷O3nat", "JIT÷128b", "compile"
     );
+    let mut first = true;
     let mut jit_ns = Vec::new();
     for (file, name) in KERNELS {
         if filter.as_deref().is_some_and(|f| !name.contains(f)) {
@@ -256,6 +260,23 @@ fn main() {
             .unwrap_or_else(|| panic!("{file} is not loaded"));
         let k = wsp_lower::kernel_ir(ws.db(), handle, name)
             .unwrap_or_else(|| panic!("{file}: kernel `{name}` does not lower"));
+        // Compile time: the first compile of the process (the host ISA is set up once), then
+        // the median of warm compiles.
+        let t = Instant::now();
+        compile_uncached(&k).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let cold = t.elapsed().as_nanos() as f64 / 1e3;
+        if first {
+            println!("(first compile of the process: {name}, {cold:.0} µs)");
+            first = false;
+        }
+        let mut tc: Vec<f64> = (0..reps.max(5))
+            .map(|_| {
+                let t = Instant::now();
+                compile_uncached(&k).unwrap_or_else(|e| panic!("{name}: {e}"));
+                t.elapsed().as_nanos() as f64 / 1e3
+            })
+            .collect();
+        let mc = median(&mut tc);
         let mut j = Jitted::new(&k);
         j.time(3);
         let one = j.time(3).max(1.0);
@@ -273,7 +294,7 @@ fn main() {
         let mw = if narrow { median(&mut tw) } else { f64::NAN };
         jit_ns.push((name, mj));
         println!(
-            "{name:<16} {mj:>9.0} {m2:>9.0} {m3:>9.0} {mw:>9.0} {:>8.2} {:>10.2} {:>10.2}",
+            "{name:<16} {mj:>9.0} {m2:>9.0} {m3:>9.0} {mw:>9.0} {:>8.2} {:>10.2} {:>10.2} {mc:>11.0}",
             mj / m2,
             mj / m3,
             mj / mw

@@ -106,13 +106,13 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.b.ins().fmul(hx, p)
             }
             UnaryOp::Relu => {
-                // maximum(x, +0): x where x > 0 or x is NaN, else +0 (also for −0) — a mask
-                // instead of the general NaN- and sign-aware `fmax` sequence.
+                // maximum(x, +0) as `(x < 0 ? 0 : x) + 0`: NaN stays NaN (the comparison is
+                // false), −0 becomes +0 by the addition; the selection is the pattern of x86's
+                // `maxps`, two instructions instead of the general NaN- and sign-aware `fmax`.
                 let z = self.num(0.0, vec);
-                let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, z);
-                let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
-                let keep = self.b.ins().bor(pos, nan);
-                self.sel(keep, x, z, vec)
+                let neg = self.b.ins().fcmp(FloatCC::LessThan, x, z);
+                let m = self.sel(neg, z, x, vec);
+                self.b.ins().fadd(m, z)
             }
             UnaryOp::Abs => self.b.ins().fabs(x),
             UnaryOp::Neg => self.b.ins().fneg(x),

@@ -21,8 +21,10 @@
 //! Then, for the five kernels of `kernels_vs_c.wsp`'s workloads, the whole run: the release
 //! `wsp` runs 64 tiles × 64 sequential passes and 64 tiles × 1 pass, alternately; the
 //! difference of the medians over the 4,032 extra tasks is a task's cost in `wsp run`
-//! (argument blocks, views, the runtime, the simulator and the kernel), printed against the
-//! kernel alone.
+//! (argument blocks, views, the runtime, the simulator and the kernel, on 64 tiles' data),
+//! printed against the kernel alone (one tile's buffers, hot in the cache); and the same with
+//! one tile (4,096 passes against 64), whose data stays in the cache as the kernel alone's
+//! does: the difference of the two is the memory traffic of the larger working set.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -187,13 +189,16 @@ impl Jitted {
     }
 }
 
-/// Wall time of `wsp run kernels_vs_c.wsp --schedule on_NAME --set passes=P` in ns.
-fn time_run(name: &str, passes: u32) -> f64 {
+/// Wall time of `wsp run kernels_vs_c.wsp --schedule on_NAME --set ntiles=T --set
+/// passes=P` in ns.
+fn time_run(name: &str, tiles: u32, passes: u32) -> f64 {
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_wsp"))
         .current_dir(root())
         .args(["run", BENCH_WSP, "-q", "--schedule"])
         .arg(format!("on_{name}"))
+        .arg("--set")
+        .arg(format!("ntiles={tiles}"))
         .arg("--set")
         .arg(format!("passes={passes}"))
         .output()
@@ -309,16 +314,24 @@ fn main() {
         return;
     }
     println!(
-        "\n{:<16} {:>12} {:>12} {:>14}   (wsp run of 64 tiles × 64 passes against × 1 pass, medians of {reps})",
-        "kernel", "per task", "kernel alone", "whole÷kernel"
+        "\n{:<16} {:>12} {:>12} {:>14} {:>12} {:>14}   (ns; medians of {reps})",
+        "kernel", "kernel alone", "per task", "whole÷kernel", "1 tile", "1 tile÷kernel"
     );
     for (name, alone) in whole {
-        let (mut big, mut small) = (Vec::new(), Vec::new());
+        // 64 tiles × 64 passes against × 1 pass; 1 tile × 4,096 passes against × 64.
+        let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         for _ in 0..reps {
-            big.push(time_run(name, 64));
-            small.push(time_run(name, 1));
+            for (i, (tiles, passes)) in [(64, 64), (64, 1), (1, 4096), (1, 64)].iter().enumerate() {
+                t[i].push(time_run(name, *tiles, *passes));
+            }
         }
-        let per = (median(&mut big) - median(&mut small)) / f64::from(64 * 64 - 64);
-        println!("{name:<16} {per:>12.0} {alone:>12.0} {:>14.2}", per / alone);
+        let [a, b, c, d] = t.map(|mut v| median(&mut v));
+        let per = (a - b) / f64::from(64 * 64 - 64);
+        let hot = (c - d) / f64::from(4096 - 64);
+        println!(
+            "{name:<16} {alone:>12.0} {per:>12.0} {:>14.2} {hot:>12.0} {:>14.2}",
+            per / alone,
+            hot / alone
+        );
     }
 }

@@ -361,23 +361,9 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
         l.b.seal_all_blocks();
         l.b.finalize(module.target_config());
     }
-    let dis = std::env::var("WSP_DISASM").is_ok();
-    if dis {
-        ctx.set_disasm(true);
-    }
     module
         .define_function(fid, &mut ctx)
         .map_err(|e| codegen(k, format!("{e:?}")))?;
-    if dis {
-        eprintln!(
-            "{}",
-            ctx.compiled_code()
-                .unwrap()
-                .vcode
-                .clone()
-                .unwrap_or_default()
-        );
-    }
     module.clear_context(&mut ctx);
     module.finalize_definitions().map_err(|e| codegen(k, e))?;
     let code = module.get_finalized_function(fid);

@@ -15,8 +15,9 @@
 //! JIT gets the runtime's argument block (pointer, row stride, valid rows and columns per
 //! tile).
 //!
-//! The last column is the kernel's compile time (warm median; the process's first compile,
-//! which sets up the host ISA, is printed above the table).
+//! The last columns are the kernel's compile time (warm median; the process's first compile,
+//! which sets up the host ISA, is printed above the table) and the time a fresh JIT takes to
+//! load it from the disk cache (a hit: no Cranelift).
 //!
 //! Then, for the five kernels of `kernels_vs_c.wsp`'s workloads, the whole run: the release
 //! `wsp` runs 64 tiles × 64 sequential passes and 64 tiles × 1 pass, alternately; the
@@ -31,7 +32,7 @@ use std::process::Command;
 use std::time::Instant;
 use wsp_ir::kernel::{Kernel, ParamKind};
 use wsp_ir::{DType, ScalarValue};
-use wsp_jit::{abi::scalar_slot, compile_uncached, CompiledKernel, Scratch};
+use wsp_jit::{abi::scalar_slot, compile_uncached, CompiledKernel, DiskCache, Jit, Scratch};
 
 /// `(file under the repository root, kernel)`; the C function is `k_<kernel>`.
 const KERNELS: [(&str, &str); 25] = [
@@ -251,9 +252,11 @@ fn main() {
         ws.set_file(file, text);
     }
     println!(
-        "{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>11}   (ns per call, medians of {reps}; compile µs)",
-        "kernel", "JIT", "gcc -O2", "-O3 nat", "128-bit", "JIT÷O2", "JIT÷O3nat", "JIT÷128b", "compile"
+        "{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>8}   (ns per call, medians of {reps}; compile and cache hit µs)",
+        "kernel", "JIT", "gcc -O2", "-O3 nat", "128-bit", "JIT÷O2", "JIT÷O3nat", "JIT÷128b", "compile", "hit"
     );
+    let cache_dir = dir.join("kernels_vs_c_jit_cache");
+    let _ = std::fs::remove_dir_all(&cache_dir);
     let mut first = true;
     let mut jit_ns = Vec::new();
     for (file, name) in KERNELS {
@@ -282,6 +285,22 @@ fn main() {
             })
             .collect();
         let mc = median(&mut tc);
+        // A disk cache hit: a fresh JIT (as a new process has) loading the stored kernel.
+        let cache = || Jit::with_disk_cache(Some(DiskCache::new(&cache_dir)));
+        cache()
+            .compile(&k)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut th: Vec<f64> = (0..reps.max(5))
+            .map(|_| {
+                let jit = cache();
+                let t = Instant::now();
+                jit.compile(&k).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let us = t.elapsed().as_nanos() as f64 / 1e3;
+                assert_eq!(jit.counts(), (1, 0), "{name}: not a cache hit");
+                us
+            })
+            .collect();
+        let mh = median(&mut th);
         let mut j = Jitted::new(&k);
         j.time(3);
         let one = j.time(3).max(1.0);
@@ -299,7 +318,7 @@ fn main() {
         let mw = if narrow { median(&mut tw) } else { f64::NAN };
         jit_ns.push((name, mj));
         println!(
-            "{name:<16} {mj:>9.0} {m2:>9.0} {m3:>9.0} {mw:>9.0} {:>8.2} {:>10.2} {:>10.2} {mc:>11.0}",
+            "{name:<16} {mj:>9.0} {m2:>9.0} {m3:>9.0} {mw:>9.0} {:>8.2} {:>10.2} {:>10.2} {mc:>8.0} {mh:>8.0}",
             mj / m2,
             mj / m3,
             mj / mw

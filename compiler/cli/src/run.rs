@@ -395,7 +395,8 @@ pub fn main(a: Args) -> ExitCode {
         opts.progress = Some(progress);
     }
 
-    let jit = wsp_jit::Jit::new();
+    // Compiled kernels are kept across runs (`WSP_CACHE_DIR`, `WSP_JIT_CACHE=off`).
+    let jit = wsp_jit::Jit::with_disk_cache(wsp_jit::DiskCache::from_env());
     let _ = START.set(Instant::now());
     let (result, records) = wsp_sim::run_recorded(&program, &jit, &opts);
     if opts.progress.is_some() && SHOWN.load(std::sync::atomic::Ordering::Relaxed) {
@@ -507,11 +508,14 @@ pub fn main(a: Args) -> ExitCode {
     }
 
     if a.stats.is_some() {
-        println!("{}", stats_json(&run, &opts.arch.name, wall.elapsed()));
+        println!(
+            "{}",
+            stats_json(&run, &opts.arch.name, wall.elapsed(), jit.counts())
+        );
     }
     if !a.quiet {
         // The summary goes to standard output, unless that carries the JSON statistics.
-        let text = summary(&run, &opts, &a, wall.elapsed(), &why);
+        let text = summary(&run, &opts, &a, wall.elapsed(), &why, jit.counts());
         if a.stats.is_some() {
             eprint!("{text}");
         } else {
@@ -800,7 +804,15 @@ fn engine_text(e: &Engine) -> String {
 /// The summary of a run: what ran on which model and why, the modelled time, how busy each
 /// class of cores was (idle ones counted), stalls, channels, engines, and each `expect` with
 /// what it measured.
-fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, why: &str) -> String {
+/// `loaded`: kernels loaded from the JIT's disk cache and compiled by Cranelift.
+fn summary(
+    run: &SimRun,
+    opts: &Options,
+    a: &Args,
+    wall: std::time::Duration,
+    why: &str,
+    loaded: (usize, usize),
+) -> String {
     let s = &run.stats;
     let mut o = String::new();
     let sched = run
@@ -922,8 +934,13 @@ fn summary(run: &SimRun, opts: &Options, a: &Args, wall: std::time::Duration, wh
             ));
         }
     }
+    let cached = match loaded {
+        (0, _) => String::new(),
+        (n, 0) => format!(", all {n} from the cache"),
+        (n, _) => format!(", {n} from the cache"),
+    };
     o.push_str(&format!(
-        "  wall          {:.1} ms (compile {:.1} ms kernels, {:.1} ms orchestration; run {:.1} ms)\n",
+        "  wall          {:.1} ms (compile {:.1} ms kernels{cached}, {:.1} ms orchestration; run {:.1} ms)\n",
         wall.as_secs_f64() * 1e3,
         run.compile_time.as_secs_f64() * 1e3,
         run.orch_compile_time.as_secs_f64() * 1e3,
@@ -988,7 +1005,13 @@ fn modelled_time(secs: f64) -> String {
     }
 }
 
-fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
+/// `loaded`: as [`summary`]'s.
+fn stats_json(
+    run: &SimRun,
+    arch: &str,
+    wall: std::time::Duration,
+    loaded: (usize, usize),
+) -> String {
     let kernels: Vec<serde_json::Value> = run
         .kernels
         .iter()
@@ -1028,6 +1051,7 @@ fn stats_json(run: &SimRun, arch: &str, wall: std::time::Duration) -> String {
         "expects": expects,
         "wall_ms": wall.as_secs_f64() * 1e3,
         "compile_ms": run.compile_time.as_secs_f64() * 1e3,
+        "jit_cache": { "loaded": loaded.0, "compiled": loaded.1 },
         "orchestration": {
             "engine": match &run.orchestration {
                 Engine::Jit => "jit",

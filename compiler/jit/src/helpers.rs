@@ -7,7 +7,7 @@ use crate::kernel_codegen::Helpers;
 use cranelift::codegen::ir::Function;
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module};
 use wsp_ir::tensor::{convert, El};
 use wsp_ir::DType;
 
@@ -161,9 +161,9 @@ pub(crate) fn register(jb: &mut JITBuilder) {
     }
 }
 
-/// Declares every helper in `module` and imports it into `func`.
-pub(crate) fn declare(module: &mut JITModule, func: &mut Function) -> Result<Helpers, String> {
-    let mut refs = Vec::new();
+/// Declares every helper in `module` (imports), in [`symbols`]' order.
+pub(crate) fn declare_ids(module: &mut JITModule) -> Result<Vec<FuncId>, String> {
+    let mut ids = Vec::new();
     for (name, _, params, returns) in symbols() {
         let mut sig = module.make_signature();
         sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
@@ -172,6 +172,15 @@ pub(crate) fn declare(module: &mut JITModule, func: &mut Function) -> Result<Hel
         let id = module
             .declare_function(name, Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Declares every helper in `module` and imports it into `func`.
+pub(crate) fn declare(module: &mut JITModule, func: &mut Function) -> Result<Helpers, String> {
+    let mut refs = Vec::new();
+    for id in declare_ids(module)? {
         refs.push(module.declare_func_in_func(id, func));
     }
     Ok(Helpers {

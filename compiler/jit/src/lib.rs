@@ -22,19 +22,22 @@
 //! [`JitErrorKind::Unsupported`] (the caller falls back to the interpreter).
 
 pub mod abi;
+mod disk;
 mod helpers;
 mod kernel_codegen;
 pub mod orch;
 mod pipes;
 
+pub use disk::DiskCache;
 pub use orch::{compile_orchestration, CompiledOrch, CompiledProc, OrchRefusal};
 
 use abi::{Layout, ParamSlot};
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{default_libcall_names, FuncId, FuncOrDataId, Linkage, Module, ModuleReloc};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use wsp_ir::interp::{tile_arg_mismatch, KernelArg, KernelError};
 use wsp_ir::kernel::*;
@@ -243,15 +246,42 @@ impl CompiledKernel {
     }
 }
 
-/// The JIT: compiles kernels and caches them by content within the process.
+/// The JIT: compiles kernels and caches them by content within the process, and across
+/// processes in a [`DiskCache`] when it has one.
 #[derive(Default)]
 pub struct Jit {
     cache: Mutex<HashMap<String, Arc<CompiledKernel>>>,
+    disk: Option<DiskCache>,
+    /// Kernels loaded from the disk cache, and compiled by Cranelift.
+    loaded: AtomicUsize,
+    compiled: AtomicUsize,
 }
 
 impl Jit {
+    /// A JIT without a disk cache.
     pub fn new() -> Jit {
         Jit::default()
+    }
+
+    /// A JIT that also keeps compiled kernels in `disk` (none: as [`Jit::new`]).
+    pub fn with_disk_cache(disk: Option<DiskCache>) -> Jit {
+        Jit {
+            disk,
+            ..Jit::default()
+        }
+    }
+
+    /// The disk cache, if any.
+    pub fn disk_cache(&self) -> Option<&DiskCache> {
+        self.disk.as_ref()
+    }
+
+    /// How many kernels were loaded from the disk cache and how many compiled by Cranelift.
+    pub fn counts(&self) -> (usize, usize) {
+        (
+            self.loaded.load(Ordering::Relaxed),
+            self.compiled.load(Ordering::Relaxed),
+        )
     }
 
     /// Number of cached kernels.
@@ -268,7 +298,10 @@ impl Jit {
                 return Ok(ck.clone());
             }
         }
-        let ck = Arc::new(compile_uncached(k)?);
+        let (ck, hit) = compile_with(k, self.disk.as_ref().map(|d| (d, key.as_str())))?;
+        let n = if hit { &self.loaded } else { &self.compiled };
+        n.fetch_add(1, Ordering::Relaxed);
+        let ck = Arc::new(ck);
         if let Ok(mut c) = self.cache.lock() {
             c.insert(key, ck.clone());
         }
@@ -311,18 +344,23 @@ fn codegen(k: &Kernel, e: impl fmt::Display) -> JitError {
     )
 }
 
-/// Compiles `k` without the cache.
-pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
-    let body = k.body.as_ref().ok_or_else(|| {
-        JitError::unsupported(k, "a kernel without a `.wsp` body (extern only)".into())
-    })?;
-    wsp_ir::typing::validate(k).map_err(|m| JitError::invalid(k, m))?;
-    kernel_codegen::check_supported(k)?;
-    let queued = pipes::max_queued(k).map_err(|m| {
-        JitError::unsupported(k, format!("{m} (the JIT sizes pipe queues statically)"))
-    })?;
-    let isa = host_isa().map_err(|e| codegen(k, e))?;
-    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
+/// The host in a disk cache key: the target triple and Cranelift's flags (the CPU features the
+/// code is compiled for).
+fn host_key(isa: &dyn cranelift::codegen::isa::TargetIsa) -> String {
+    let mut s = format!("{}\n{}", isa.triple(), isa.flags());
+    for v in isa.isa_flags() {
+        s.push('\n');
+        s.push_str(&v.to_string());
+    }
+    s
+}
+
+/// A fresh module with the helpers' symbols and the kernel's entry declared.
+fn new_module(
+    k: &Kernel,
+    isa: &cranelift::codegen::isa::OwnedTargetIsa,
+) -> Result<(JITModule, FuncId), JitError> {
+    let mut jb = JITBuilder::with_isa(isa.clone(), default_libcall_names());
     helpers::register(&mut jb);
     let mut module = JITModule::new(jb);
     let ptr = module.target_config().pointer_type();
@@ -333,10 +371,84 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
     let fid = module
         .declare_function("wsp_kernel", Linkage::Local, &sig)
         .map_err(|e| codegen(k, e))?;
-    let mut ctx = module.make_context();
-    ctx.func.signature = sig;
-    let mut fctx = FunctionBuilderContext::new();
+    Ok((module, fid))
+}
+
+/// The kernel of a disk cache entry, linked into `module` without Cranelift; `None` when the
+/// entry does not fit the module (then the kernel is compiled).
+fn load_entry(
+    k: &Kernel,
+    mut module: JITModule,
+    fid: FuncId,
+    layout: Layout,
+    e: disk::Entry,
+) -> Option<CompiledKernel> {
+    helpers::declare_ids(&mut module).ok()?;
+    let id_of = |name: &str| match module.get_name(name) {
+        Some(FuncOrDataId::Func(id)) => Some(id.as_u32()),
+        _ => None,
+    };
+    let relocs: Option<Vec<ModuleReloc>> = e
+        .relocs
+        .iter()
+        .map(|r| disk::module_reloc(r, fid, id_of))
+        .collect();
+    module
+        .define_function_bytes(fid, e.alignment, &e.code, &relocs?)
+        .ok()?;
+    module.finalize_definitions().ok()?;
+    let code = module.get_finalized_function(fid);
+    // SAFETY: `code` is the finalised function declared with the `Entry` signature, the code
+    // compiled for this kernel IR, wsp version and host (the entry's key says so).
+    let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+    Some(CompiledKernel {
+        name: k.name.clone(),
+        kernel: k.clone(),
+        layout,
+        errors: e.errors,
+        entry,
+        _module: module,
+    })
+}
+
+/// Compiles `k` without any cache.
+pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
+    compile_with(k, None).map(|(ck, _)| ck)
+}
+
+/// Compiles `k`, or loads it from `disk` (the cache and the kernel's IR as JSON); whether it
+/// was loaded.
+fn compile_with(
+    k: &Kernel,
+    disk: Option<(&DiskCache, &str)>,
+) -> Result<(CompiledKernel, bool), JitError> {
+    let body = k.body.as_ref().ok_or_else(|| {
+        JitError::unsupported(k, "a kernel without a `.wsp` body (extern only)".into())
+    })?;
+    wsp_ir::typing::validate(k).map_err(|m| JitError::invalid(k, m))?;
+    kernel_codegen::check_supported(k)?;
+    let queued = pipes::max_queued(k).map_err(|m| {
+        JitError::unsupported(k, format!("{m} (the JIT sizes pipe queues statically)"))
+    })?;
+    let isa = host_isa().map_err(|e| codegen(k, e))?;
     let layout = Layout::new(k, &queued);
+    let key = disk.map(|(d, ir)| (d, DiskCache::key(ir, &host_key(&*isa))));
+    if let Some((d, key)) = &key {
+        if let Some(e) = d.load(key) {
+            let (module, fid) = new_module(k, &isa)?;
+            if let Some(ck) = load_entry(k, module, fid, layout.clone(), e) {
+                return Ok((ck, true));
+            }
+        }
+    }
+    let (mut module, fid) = new_module(k, &isa)?;
+    let mut ctx = module.make_context();
+    ctx.func.signature = module
+        .declarations()
+        .get_function_decl(fid)
+        .signature
+        .clone();
+    let mut fctx = FunctionBuilderContext::new();
     let mut errors = Vec::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -364,17 +476,55 @@ pub fn compile_uncached(k: &Kernel) -> Result<CompiledKernel, JitError> {
     module
         .define_function(fid, &mut ctx)
         .map_err(|e| codegen(k, format!("{e:?}")))?;
+    if let Some((d, key)) = &key {
+        if let Some(e) = cache_entry(&ctx, &module, fid, &errors) {
+            d.store(key, &e);
+        }
+    }
     module.clear_context(&mut ctx);
     module.finalize_definitions().map_err(|e| codegen(k, e))?;
     let code = module.get_finalized_function(fid);
     // SAFETY: `code` is the finalised function declared with the `Entry` signature.
     let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
-    Ok(CompiledKernel {
-        name: k.name.clone(),
-        kernel: k.clone(),
-        layout,
-        errors,
-        entry,
-        _module: module,
+    Ok((
+        CompiledKernel {
+            name: k.name.clone(),
+            kernel: k.clone(),
+            layout,
+            errors,
+            entry,
+            _module: module,
+        },
+        false,
+    ))
+}
+
+/// The disk cache entry of the function just compiled in `ctx`, or `None` when one of its
+/// relocations cannot be stored.
+fn cache_entry(
+    ctx: &cranelift::codegen::Context,
+    module: &JITModule,
+    fid: FuncId,
+    errors: &[String],
+) -> Option<disk::Entry> {
+    let cc = ctx.compiled_code()?;
+    let name_of = |i: u32| {
+        module
+            .declarations()
+            .get_function_decl(FuncId::from_u32(i))
+            .name
+            .clone()
+    };
+    let relocs = cc
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| disk::relocation(&ModuleReloc::from_mach_reloc(r, &ctx.func, fid), name_of))
+        .collect::<Option<Vec<_>>>()?;
+    Some(disk::Entry {
+        code: cc.code_buffer().to_vec(),
+        alignment: u64::from(cc.buffer.alignment),
+        relocs,
+        errors: errors.to_vec(),
     })
 }

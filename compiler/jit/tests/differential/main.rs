@@ -6,6 +6,7 @@
 //! `errors`; `common` holds the harness.
 
 mod common;
+mod disk_cache;
 mod dtypes;
 mod errors;
 mod f32_ops;

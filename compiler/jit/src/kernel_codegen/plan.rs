@@ -311,23 +311,12 @@ pub(crate) fn read_in_place(k: &Kernel, materialised: &[bool]) -> Vec<bool> {
                             store: whole.then_some(param.index()),
                         },
                     );
-                    if let Some(r) = region {
-                        for v in r.row_start.terms.iter().chain(&r.col_start.terms) {
-                            add(v.0, Use::At { t, store: None });
-                        }
-                    }
                     if let Some(x) = stores.get_mut(param.index()) {
                         x.push((t, region.is_none(), at_top));
                     }
                 }
-                Stmt::Assign { value, region, .. } => {
-                    add(*value, Use::At { t, store: None });
-                    if let Some(r) = region {
-                        for v in r.row_start.terms.iter().chain(&r.col_start.terms) {
-                            add(v.0, Use::At { t, store: None });
-                        }
-                    }
-                }
+                // (Region starts are scalar indices: no tile is read there.)
+                Stmt::Assign { value, .. } => add(*value, Use::At { t, store: None }),
                 Stmt::For { body, .. } | Stmt::Section { body, .. } => {
                     walk(k, body, Some(t), uses, def_at, stores, ops)
                 }

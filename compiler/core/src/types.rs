@@ -65,30 +65,102 @@ pub fn show_partial(dims: &[D], partial: &[bool]) -> String {
     )
 }
 
-/// Folds an integer constant expression.
-pub fn eval_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
-    match &e.kind {
-        ExprKind::Int(v) => i64::try_from(*v).ok(),
-        ExprKind::Name(n) => consts.get(&n.name).copied(),
+/// A folded compile-time constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Const {
+    Int(i64),
+    /// An integer literal past `i64::MAX`.
+    UInt(u64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// Why an expression did not fold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FoldError<'a> {
+    /// Integer arithmetic without a 64-bit value (overflow, division by zero): E0213.
+    NoValue(Span),
+    /// A name that is not a constant.
+    Name(&'a str, Span),
+    /// A negation of something that is not a number.
+    Negation(Span),
+    /// Any other expression (a call, a comparison, float `%`...).
+    Expression(Span),
+}
+
+/// The one constant folder, shared by the checker ([`eval_int`]) and lowering: literals,
+/// constants (`lookup`), negation and `+ - * / %`. Integers fold with checked 64-bit
+/// arithmetic (`-9223372036854775808` is the smallest i64, written as the negation of a literal
+/// one past the largest); anything else with a float folds as f64 (`%` of floats does not).
+pub fn fold<'a>(
+    e: &'a Expr,
+    lookup: &dyn Fn(&str) -> Option<Const>,
+) -> Result<Const, FoldError<'a>> {
+    Ok(match &e.kind {
+        ExprKind::Int(v) => match i64::try_from(*v) {
+            Ok(i) => Const::Int(i),
+            Err(_) => Const::UInt(*v),
+        },
+        ExprKind::Float(f) => Const::Float(f.0),
+        ExprKind::Bool(b) => Const::Bool(*b),
+        ExprKind::Name(n) => lookup(&n.name).ok_or(FoldError::Name(&n.name, e.span))?,
         ExprKind::Unary {
             op: UnOp::Neg,
             expr,
-        } => match &expr.kind {
-            // The smallest 64-bit integer is written as the negation of one past the largest.
-            ExprKind::Int(v) if *v == 1 << 63 => Some(i64::MIN),
-            _ => eval_int(expr, consts)?.checked_neg(),
+        } => match fold(expr, lookup)? {
+            Const::Int(i) => Const::Int(i.checked_neg().ok_or(FoldError::NoValue(e.span))?),
+            Const::UInt(u) if u == 1 << 63 => Const::Int(i64::MIN),
+            Const::Float(f) => Const::Float(-f),
+            _ => return Err(FoldError::Negation(e.span)),
         },
         ExprKind::Binary { op, lhs, rhs } => {
-            let (a, b) = (eval_int(lhs, consts)?, eval_int(rhs, consts)?);
-            match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
-                _ => None,
+            let arith = matches!(
+                op,
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
+            );
+            if !arith {
+                return Err(FoldError::Expression(e.span));
+            }
+            match (fold(lhs, lookup)?, fold(rhs, lookup)?) {
+                (Const::Int(a), Const::Int(b)) => Const::Int(
+                    match op {
+                        BinOp::Add => a.checked_add(b),
+                        BinOp::Sub => a.checked_sub(b),
+                        BinOp::Mul => a.checked_mul(b),
+                        BinOp::Div => a.checked_div(b),
+                        _ => a.checked_rem(b),
+                    }
+                    .ok_or(FoldError::NoValue(e.span))?,
+                ),
+                (a, b) => {
+                    let f = |c: Const| match c {
+                        Const::Int(i) => Some(i as f64),
+                        Const::UInt(u) => Some(u as f64),
+                        Const::Float(f) => Some(f),
+                        Const::Bool(_) => None,
+                    };
+                    let (Some(x), Some(y)) = (f(a), f(b)) else {
+                        return Err(FoldError::Expression(e.span));
+                    };
+                    Const::Float(match op {
+                        BinOp::Add => x + y,
+                        BinOp::Sub => x - y,
+                        BinOp::Mul => x * y,
+                        BinOp::Div => x / y,
+                        _ => return Err(FoldError::Expression(e.span)),
+                    })
+                }
             }
         }
+        _ => return Err(FoldError::Expression(e.span)),
+    })
+}
+
+/// Folds an integer constant expression ([`fold`] with integer constants; `None` when it does
+/// not fold to an i64).
+pub fn eval_int(e: &Expr, consts: &BTreeMap<String, i64>) -> Option<i64> {
+    match fold(e, &|n| consts.get(n).map(|v| Const::Int(*v))) {
+        Ok(Const::Int(i)) => Some(i),
         _ => None,
     }
 }

@@ -1,77 +1,38 @@
-//! Constant evaluation: literals, constants and integer or float arithmetic on them, at
-//! compile time.
+//! Constants as the IR's scalars: literals, constants and integer or float arithmetic on
+//! them, folded by the checker's folder (one folder for checking and lowering).
 
 use crate::{Lowerer, R};
+use wsp_core::types::{fold, Const, FoldError};
 use wsp_ir::dtype::ScalarValue;
-use wsp_syntax::ast::{self, BinOp, ExprKind, UnOp};
+use wsp_syntax::ast;
 
 impl Lowerer {
-    /// A compile-time scalar (literals, constants, arithmetic on them).
+    /// A compile-time scalar (literals, constants, arithmetic on them), folded by the checker's
+    /// own folder ([`wsp_core::types::fold`]).
     pub(super) fn scalar_const(&self, e: &ast::Expr) -> R<ScalarValue> {
-        Ok(match &e.kind {
-            ExprKind::Int(v) => match i64::try_from(*v) {
-                Ok(i) => ScalarValue::Int(i),
-                Err(_) => ScalarValue::UInt(*v),
-            },
-            ExprKind::Float(f) => ScalarValue::Float(f.0),
-            ExprKind::Bool(b) => ScalarValue::Bool(*b),
-            ExprKind::Name(n) => match self.consts.get(&n.name) {
-                Some(v) => *v,
-                None => return Err(self.unsupported(e.span, format!("`{}` as a constant", n.name))),
-            },
-            ExprKind::Unary {
-                op: UnOp::Neg,
-                expr,
-            } => match self.scalar_const(expr)? {
-                // As the checker folds: `-9223372036854775808` is the smallest i64, and a
-                // negation without a 64-bit value is E0213 (reported there first).
-                ScalarValue::Int(i) => match i.checked_neg() {
-                    Some(n) => ScalarValue::Int(n),
-                    None => return Err(self.no_value(e.span)),
-                },
-                ScalarValue::UInt(u) if u == 1 << 63 => ScalarValue::Int(i64::MIN),
-                ScalarValue::Float(f) => ScalarValue::Float(-f),
-                _ => return Err(self.unsupported(e.span, "this negation")),
-            },
-            ExprKind::Binary { op, lhs, rhs } => {
-                let (a, b) = (self.scalar_const(lhs)?, self.scalar_const(rhs)?);
-                match (a, b) {
-                    (ScalarValue::Int(a), ScalarValue::Int(b)) => {
-                        let r = match op {
-                            BinOp::Add => a.checked_add(b),
-                            BinOp::Sub => a.checked_sub(b),
-                            BinOp::Mul => a.checked_mul(b),
-                            BinOp::Div => a.checked_div(b),
-                            BinOp::Rem => a.checked_rem(b),
-                            _ => None,
-                        };
-                        match (r, op) {
-                            (Some(v), _) => ScalarValue::Int(v),
-                            (
-                                None,
-                                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem,
-                            ) => return Err(self.no_value(e.span)),
-                            (None, _) => {
-                                return Err(self.unsupported(e.span, "this constant expression"))
-                            }
-                        }
-                    }
-                    (a, b) => {
-                        let (Some(x), Some(y)) = (as_f64(a), as_f64(b)) else {
-                            return Err(self.unsupported(e.span, "this constant expression"));
-                        };
-                        ScalarValue::Float(match op {
-                            BinOp::Add => x + y,
-                            BinOp::Sub => x - y,
-                            BinOp::Mul => x * y,
-                            BinOp::Div => x / y,
-                            _ => return Err(self.unsupported(e.span, "this constant expression")),
-                        })
-                    }
-                }
+        let lookup = |n: &str| {
+            self.consts.get(n).map(|v| match *v {
+                ScalarValue::Int(i) => Const::Int(i),
+                ScalarValue::UInt(u) => Const::UInt(u),
+                ScalarValue::Float(f) => Const::Float(f),
+                ScalarValue::Bool(b) => Const::Bool(b),
+            })
+        };
+        match fold(e, &lookup) {
+            Ok(Const::Int(i)) => Ok(ScalarValue::Int(i)),
+            Ok(Const::UInt(u)) => Ok(ScalarValue::UInt(u)),
+            Ok(Const::Float(f)) => Ok(ScalarValue::Float(f)),
+            Ok(Const::Bool(b)) => Ok(ScalarValue::Bool(b)),
+            // Reported by the checker first (E0213); lowering stops on it too.
+            Err(FoldError::NoValue(span)) => Err(self.no_value(span)),
+            Err(FoldError::Name(n, span)) => {
+                Err(self.unsupported(span, format!("`{n}` as a constant")))
             }
-            _ => return Err(self.unsupported(e.span, "this constant expression")),
-        })
+            Err(FoldError::Negation(span)) => Err(self.unsupported(span, "this negation")),
+            Err(FoldError::Expression(span)) => {
+                Err(self.unsupported(span, "this constant expression"))
+            }
+        }
     }
 
     pub(super) fn const_int(&self, e: &ast::Expr) -> R<i64> {

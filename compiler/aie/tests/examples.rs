@@ -24,6 +24,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "its attention tiles and intermediates need about 600 KiB per core; a compute tile has 64 KiB",
     ),
     (
+        "split_kv_decode",
+        "bytes of data memory",
+        "its 64×128 f32 key and value tiles (32 KiB each) fill a compute tile's 64 KiB",
+    ),
+    (
         "fa_slots",
         "bytes of data memory",
         "its 256-wide key and value tiles (64 KiB each in f16) pass a compute tile's 64 KiB",

@@ -78,6 +78,7 @@ const NUMERIC_DIFFERENCES: &[(&str, &str)] = &[
     ("pipe_scores", EXP),
     ("residual_tiles", SUM_ORDER),
     ("softmax", NAN_MAX),
+    ("split_kv_decode", SUM_AND_EXP),
     ("std_attention", SUM_ORDER),
     ("std_moe", SUM_ORDER),
     (

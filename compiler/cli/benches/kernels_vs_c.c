@@ -179,6 +179,48 @@ NOINLINE static void k_attn_normalize(float **b) {
         for (int c = 0; c < D; c++) b[2][r * D + c] = b[0][r * D + c] / b[1][r];
 }
 
+NOINLINE static void k_decode_split(float **b) {
+    const float *q = b[0], *kt = b[1], *v = b[2];
+    float *m = b[3], *l = b[4], *o = b[5];
+    float s[TR];
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int j = 0; j < TR; j++) s[j] = 0.0f;
+    for (int d = 0; d < D; d++)
+        for (int j = 0; j < TR; j++) s[j] += q[d] * kt[d * TR + j];
+    float mx = -INFINITY;
+    for (int j = 0; j < TR; j++) {
+        s[j] *= scale;
+        mx = s[j] > mx ? s[j] : mx;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < TR; j++) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+    }
+    m[0] = mx;
+    l[0] = sum;
+    for (int c = 0; c < D; c++) o[c] = 0.0f;
+    for (int j = 0; j < TR; j++)
+        for (int c = 0; c < D; c++) o[c] += s[j] * v[j * D + c];
+}
+
+NOINLINE static void k_decode_merge(float **b) {
+    enum { S = 16 };
+    const float *m = b[0], *l = b[1], *o = b[2];
+    float *out = b[3];
+    float mx = -INFINITY, w[S], sum = 0.0f;
+    for (int i = 0; i < S; i++) mx = m[i] > mx ? m[i] : mx;
+    for (int i = 0; i < S; i++) {
+        w[i] = expf(m[i] - mx);
+        sum += l[i] * w[i];
+    }
+    for (int c = 0; c < D; c++) {
+        float acc = 0.0f;
+        for (int i = 0; i < S; i++) acc += o[i * D + c] * w[i];
+        out[c] = acc / sum;
+    }
+}
+
 NOINLINE static void k_route(float **b) {
     const float *x = b[0], *wg = b[1];
     float *wt = b[2], *logits = b[4];
@@ -268,6 +310,8 @@ static const struct {
     {"attn_softmax", k_attn_softmax},
     {"attn_output", k_attn_output},
     {"attn_normalize", k_attn_normalize},
+    {"decode_split", k_decode_split},
+    {"decode_merge", k_decode_merge},
     {"route", k_route},
     {"expert_up", k_expert_up},
     {"expert_down", k_expert_down},

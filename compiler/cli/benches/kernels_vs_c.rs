@@ -35,7 +35,7 @@ use wsp_ir::{DType, ScalarValue};
 use wsp_jit::{abi::scalar_slot, compile_uncached, CompiledKernel, DiskCache, Jit, Scratch};
 
 /// `(file under the repository root, kernel)`; the C function is `k_<kernel>`.
-const KERNELS: [(&str, &str); 25] = [
+const KERNELS: [(&str, &str); 27] = [
     ("std/nn.wsp", "rmsnorm"),
     ("std/nn.wsp", "layernorm"),
     ("std/nn.wsp", "softmax"),
@@ -53,6 +53,8 @@ const KERNELS: [(&str, &str); 25] = [
     ("std/attention.wsp", "attn_softmax"),
     ("std/attention.wsp", "attn_output"),
     ("std/attention.wsp", "attn_normalize"),
+    ("std/attention.wsp", "decode_split"),
+    ("std/attention.wsp", "decode_merge"),
     ("std/moe.wsp", "route"),
     ("std/moe.wsp", "expert_up"),
     ("std/moe.wsp", "expert_down"),

@@ -105,6 +105,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("deepseek_v3", 9993),
     ("e2e_rmsnorm", 3660),
     ("flashinfer_decode", 2282),
+    ("split_kv_decode", 15678),
     ("lightning_indexer", 13115),
     ("llama", 16338),
     ("softmax", 77581),

@@ -64,6 +64,10 @@ pub struct Args {
     /// Run every kernel and the orchestration in the reference interpreters instead of the JIT.
     #[arg(long)]
     interpret: bool,
+    /// Compile the orchestration even for a small run (by default a run whose loops say it
+    /// submits fewer than 8,192 tasks interprets it: compiling would cost more).
+    #[arg(long, conflicts_with = "interpret")]
+    jit_orchestration: bool,
     /// Host threads running kernels (default 1: the orchestrating thread; at most 256).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
@@ -117,6 +121,7 @@ impl From<GraphArgs> for Args {
             graph: Some(g.output),
             timing_only: true,
             interpret: false,
+            jit_orchestration: false,
             threads: 1,
             max_tasks: g.max_tasks,
             max_cycles: None,
@@ -380,6 +385,7 @@ pub fn main(a: Args) -> ExitCode {
     opts.record = a.trace.is_some() || a.graph.is_some();
     opts.threads = usize::from(a.threads);
     opts.interpret = a.interpret;
+    opts.interpret_below = (!a.jit_orchestration).then_some(wsp_sim::SMALL_RUN_TASKS);
     opts.max_tasks = a.max_tasks;
     opts.max_cycles = a.max_cycles;
     // Pictures of more than a few hundred tasks are grouped (`wsp graph --all` draws them all);

@@ -134,7 +134,7 @@ workload w {
 }
 "#,
     );
-    for engine in [&[][..], &["--interpret"][..]] {
+    for engine in [&[][..], &["--jit-orchestration"][..], &["--interpret"][..]] {
         let o = wsp(
             &d,
             &[&["run", "p.wsp", "--out-dir", "out"], engine].concat(),
@@ -173,7 +173,7 @@ workload w {
 schedule s = w.task_window(4)
 "#,
     );
-    for engine in [&[][..], &["--interpret"][..]] {
+    for engine in [&[][..], &["--jit-orchestration"][..], &["--interpret"][..]] {
         let o = wsp(&d, &[&["run", "p.wsp"], engine].concat());
         assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
         let err = text(&o.stderr);
@@ -291,7 +291,7 @@ fn bad_axis_data_points_at_the_axis() {
     ];
     for (name, src, at, words) in cases {
         let d = program(&format!("badaxis_{name}"), &src);
-        for engine in [&[][..], &["--interpret"][..]] {
+        for engine in [&[][..], &["--jit-orchestration"][..], &["--interpret"][..]] {
             let o = wsp(&d, &[&["run", "p.wsp"][..], engine].concat());
             let err = text(&o.stderr);
             assert_eq!(o.status.code(), Some(1), "{name} {engine:?}: {err}");

@@ -279,3 +279,34 @@ workload w { for i in P(rows) { cp[i](x: X[i], y: Y[i]) } }
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A small run interprets its orchestration (compiling it would cost more than it saves) and
+/// says so; `--jit-orchestration` compiles it anyway; both compute the same.
+#[test]
+fn a_small_run_interprets_its_orchestration_unless_asked_to_compile_it() {
+    let dir = example("softmax");
+    let dir = dir.parent().expect("dir");
+    let json = |extra: &[&str]| {
+        let o = wsp(
+            dir,
+            &[&["run", "softmax.wsp", "--stats", "json", "-q"][..], extra].concat(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON")
+    };
+    let small = json(&[]);
+    assert_eq!(small["orchestration"]["engine"], "interpreter", "{small}");
+    let why = small["orchestration"]["reason"].as_str().unwrap_or("");
+    assert!(why.starts_with("a small run (48 tasks)"), "{why}");
+    let jit = json(&["--jit-orchestration"]);
+    assert_eq!(jit["orchestration"]["engine"], "jit", "{jit}");
+    assert_eq!(small["stats"]["total_cycles"], jit["stats"]["total_cycles"]);
+    assert_eq!(small["stats"]["tasks"], jit["stats"]["tasks"]);
+    // The summary says it too.
+    let o = wsp(dir, &["run", "softmax.wsp"]);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("orchestration interpreter (a small run (48 tasks)"),
+        "{out}"
+    );
+}

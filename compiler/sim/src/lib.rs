@@ -6,9 +6,11 @@
 //!   a runtime value, a Ragged length, a Sparse index) it waits for that tensor's producers
 //!   ([`wsp_runtime::Runtime::wait_tensor`]). Process bodies are resumable state machines the
 //!   runtime steps as its processes. With [`Options::interpret`] or
-//!   [`Options::interpret_orchestration`], or when the compiler refuses the program (the reason
-//!   is in [`SimRun::orchestration`]), the reference workload interpreter ([`wsp_ir::exec`])
-//!   drives the same backend instead; it is the compiled orchestration's oracle.
+//!   [`Options::interpret_orchestration`], for a run that submits fewer tasks than
+//!   [`Options::interpret_below`] (compiling would cost more than it saves), or when the
+//!   compiler refuses the program (the reason is in [`SimRun::orchestration`]), the reference
+//!   workload interpreter ([`wsp_ir::exec`]) drives the same backend instead; it is the
+//!   compiled orchestration's oracle.
 //! * Kernels are Cranelift-compiled ([`wsp_jit`]) when the JIT covers them (f32, f16, bf16,
 //!   i32 and bool tiles); otherwise they run in the reference interpreter, and
 //!   [`KernelInfo::engine`] says why.
@@ -54,7 +56,7 @@ use backend::{site_attrs, take_back, Prepared, RtBackend, Submitter};
 pub use error::SimError;
 use error::{from_runtime, limit_message, schedule_error, setup};
 use kernels::{Compiled, Interpreted};
-pub use options::{Options, PROGRESS_EVERY};
+pub use options::{Options, PROGRESS_EVERY, SMALL_RUN_TASKS};
 pub use placement::kernel_class;
 use placement::{grid_fits, placement_notes, sharded};
 use policies::{policies, schedule_notes};
@@ -269,6 +271,15 @@ fn run_inner(
         (
             None,
             Engine::Interpreter("the interpreted orchestration was requested".into()),
+        )
+    } else if let Some(n) = opts.interpret_below.and_then(|below| {
+        wsp_ir::counts::static_task_total(program, w, &params).filter(|n| *n < below)
+    }) {
+        (
+            None,
+            Engine::Interpreter(format!(
+                "a small run ({n} tasks): interpreting it costs less than compiling it"
+            )),
         )
     } else {
         match wsp_jit::compile_orchestration(program, &params, &tensors) {

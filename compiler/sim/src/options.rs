@@ -32,6 +32,11 @@ pub struct Options {
     pub interpret: bool,
     /// Run the orchestration in the reference workload interpreter (kernels still JIT).
     pub interpret_orchestration: bool,
+    /// Interpret the orchestration, instead of compiling it, when its loops say without data
+    /// that the run submits fewer tasks than this ([`wsp_ir::counts::static_task_total`]):
+    /// compiling costs a few milliseconds, interpreting a fraction of a microsecond more a
+    /// task ([`SMALL_RUN_TASKS`] is where they meet). `None`: always compile.
+    pub interpret_below: Option<u64>,
     /// Stop with E0815 instead of submitting more tasks than this, or of letting semantic
     /// time pass this cycle (a bound for pipelines that never end).
     pub max_tasks: Option<u64>,
@@ -43,6 +48,11 @@ pub struct Options {
     /// ([`wsp_ir::counts::static_task_total`]): a progress display, with an ETA when known.
     pub progress: Option<fn(u64, u64, Option<u64>)>,
 }
+
+/// The task count below which `wsp run` interprets the orchestration
+/// ([`Options::interpret_below`]): compiling the LLaMA layer's orchestration takes about 4 ms,
+/// and the interpreter costs about 0.36 µs more a task (docs/perf.md).
+pub const SMALL_RUN_TASKS: u64 = 8192;
 
 /// How often [`Options::progress`] is called, in tasks.
 pub const PROGRESS_EVERY: u64 = 4096;
@@ -60,6 +70,7 @@ impl Options {
             threads: 1,
             interpret: false,
             interpret_orchestration: false,
+            interpret_below: None,
             max_tasks: None,
             max_cycles: None,
             graph_style: graph::Style::default(),

@@ -20,11 +20,12 @@
 //! load it from the disk cache (a hit: no Cranelift).
 //!
 //! Then, for the five kernels of `kernels_vs_c.wsp`'s workloads, the whole run: the release
-//! `wsp` runs 64 tiles × 64 sequential passes and 64 tiles × 1 pass, alternately; the
-//! difference of the medians over the 4,032 extra tasks is a task's cost in `wsp run`
+//! `wsp` runs 64 tiles × 256 sequential passes and 64 tiles × 1 pass, alternately (the
+//! orchestration compiled, as in large runs); the difference of the medians over the 16,320
+//! extra tasks is a task's cost in `wsp run`
 //! (argument blocks, views, the runtime, the simulator and the kernel, on 64 tiles' data),
 //! printed against the kernel alone (one tile's buffers, hot in the cache); and the same with
-//! one tile (4,096 passes against 64), whose data stays in the cache as the kernel alone's
+//! one tile (16,384 passes against 64), whose data stays in the cache as the kernel alone's
 //! does: the difference of the two is the memory traffic of the larger working set.
 
 use std::path::{Path, PathBuf};
@@ -198,7 +199,8 @@ fn time_run(name: &str, tiles: u32, passes: u32) -> f64 {
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_wsp"))
         .current_dir(root())
-        .args(["run", BENCH_WSP, "-q", "--schedule"])
+        // The orchestration compiled, as in any run of more than 8,192 tasks.
+        .args(["run", BENCH_WSP, "-q", "--jit-orchestration", "--schedule"])
         .arg(format!("on_{name}"))
         .arg("--set")
         .arg(format!("ntiles={tiles}"))
@@ -339,16 +341,18 @@ fn main() {
         "kernel", "kernel alone", "per task", "whole÷kernel", "1 tile", "1 tile÷kernel"
     );
     for (name, alone) in whole {
-        // 64 tiles × 64 passes against × 1 pass; 1 tile × 4,096 passes against × 64.
+        // 64 tiles × 256 passes against × 1 pass; 1 tile × 16,384 passes against × 64: 16,320
+        // tasks more, enough to stand out of the process's own time and its noise.
         let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         for _ in 0..reps {
-            for (i, (tiles, passes)) in [(64, 64), (64, 1), (1, 4096), (1, 64)].iter().enumerate() {
+            for (i, (tiles, passes)) in [(64, 256), (64, 1), (1, 16384), (1, 64)].iter().enumerate()
+            {
                 t[i].push(time_run(name, *tiles, *passes));
             }
         }
         let [a, b, c, d] = t.map(|mut v| median(&mut v));
-        let per = (a - b) / f64::from(64 * 64 - 64);
-        let hot = (c - d) / f64::from(4096 - 64);
+        let per = (a - b) / f64::from(64 * 256 - 64);
+        let hot = (c - d) / f64::from(16384 - 64);
         println!(
             "{name:<16} {alone:>12.0} {per:>12.0} {:>14.2} {hot:>12.0} {:>14.2}",
             per / alone,

@@ -349,29 +349,33 @@ impl<'a, 'b> Lower<'a, 'b> {
             .ok_or_else(|| self.err(format!("value %{} does not exist", v.0)))?;
         let t = shape_of(self.k, v)?;
         let kind = self.kind(v)?;
-        // Broadcast the position into v's shape.
-        let (r, c, col_bcast) = match t {
+        // Broadcast the position into v's shape; the lanes stay apart where v varies along
+        // them (its columns, or its rows for a `down` position).
+        let (r, c, lanes_vary) = match t {
             Some(t) => {
                 let r = if t.rows() == 1 { self.iconst(0) } else { pos.r };
-                let (c, cb) = if t.cols() == 1 {
-                    (self.iconst(0), true)
+                let c = if t.cols() == 1 { self.iconst(0) } else { pos.c };
+                let vary = if pos.down {
+                    t.rows() != 1
                 } else {
-                    (pos.c, false)
+                    t.cols() != 1
                 };
-                (r, c, cb)
+                (r, c, vary)
             }
-            None => (pos.r, pos.c, true),
+            None => (pos.r, pos.c, false),
         };
         let p = Pos {
             r,
             c,
-            vec: pos.vec && !col_bcast,
+            vec: pos.vec && lanes_vary,
+            down: pos.down,
         };
         let x = match slot {
             Slot::Undef => {
                 return Err(self.err(format!("value %{} used before it is defined", v.0)))
             }
             Slot::Scalar(x) => x,
+            Slot::Buf(b) if p.vec && p.down => self.load_rows(b, p.r, p.c)?,
             Slot::Buf(b) => self.load(b, p.r, p.c, p.vec),
             Slot::Lazy => {
                 let op = *self
@@ -432,7 +436,12 @@ impl<'a, 'b> Lower<'a, 'b> {
                 if p.vec {
                     let i32v = self.b.ins().ireduce(types::I32, i);
                     let s = self.b.ins().splat(types::I32X4, i32v);
-                    let lanes = self.lane_ids();
+                    let mut lanes = self.lane_ids();
+                    if p.down {
+                        // Four rows: the index steps by the row length.
+                        let n = self.ci(i64::from(shape[1]), true);
+                        lanes = self.b.ins().imul(lanes, n);
+                    }
                     let s = self.b.ins().iadd(s, lanes);
                     self.cast(s, DType::I32, *dtype, true)
                 } else {
@@ -443,7 +452,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let (r0, c0) = self.region_start(region)?;
                 let r = self.b.ins().iadd(p.r, r0);
                 let c = self.b.ins().iadd(p.c, c0);
-                self.elem(*x, Pos { r, c, vec: p.vec })
+                self.elem(*x, Pos { r, c, ..p })
             }
             _ => Err(self.err(format!("value %{} is not elementwise", v.0))),
         }

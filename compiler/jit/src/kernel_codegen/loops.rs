@@ -68,6 +68,52 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.tile_loop_unrolled(rows, cols, 1, body)
     }
 
+    /// A tile loop for a body that only evaluates elements ([`Self::elem`]) and stores them
+    /// ([`Self::store_at`]): over a `[R, 1]` extent (constant one column) it goes four rows at
+    /// a time (`down` positions), then a scalar tail; otherwise as
+    /// [`Self::tile_loop_unrolled`].
+    pub(super) fn tile_loop_v(
+        &mut self,
+        rows: Value,
+        cols: Value,
+        unroll: i64,
+        body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
+    ) -> R<()> {
+        if self.cval(cols) != Some(1) {
+            return self.tile_loop_unrolled(rows, cols, unroll, body);
+        }
+        let zero = self.iconst(0);
+        let rend = self.band_imm_f(rows, !3i64);
+        self.for_loop(zero, rend, 4, &[], &mut |s, r, _| {
+            s.memo.clear();
+            body(
+                s,
+                Pos {
+                    r,
+                    c: zero,
+                    vec: true,
+                    down: true,
+                },
+            )?;
+            Ok(vec![])
+        })?;
+        self.for_loop(rend, rows, 1, &[], &mut |s, r, _| {
+            s.memo.clear();
+            body(
+                s,
+                Pos {
+                    r,
+                    c: zero,
+                    vec: false,
+                    down: false,
+                },
+            )?;
+            Ok(vec![])
+        })?;
+        self.memo.clear();
+        Ok(())
+    }
+
     /// [`Self::tile_loop`] with its vector loop unrolled `unroll` times (`4·unroll` columns an
     /// iteration, then 4 at a time, then the scalar tail): for cheap bodies, whose loop
     /// overhead would otherwise be a large part of their time.
@@ -102,6 +148,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                             r,
                             c: ck,
                             vec: true,
+                            down: false,
                         },
                     )?;
                 }
@@ -109,12 +156,28 @@ impl<'a, 'b> Lower<'a, 'b> {
             })?;
             s.for_loop(uend, vend, 4, &[], &mut |s, c, _| {
                 s.memo.clear();
-                body(s, Pos { r, c, vec: true })?;
+                body(
+                    s,
+                    Pos {
+                        r,
+                        c,
+                        vec: true,
+                        down: false,
+                    },
+                )?;
                 Ok(vec![])
             })?;
             s.for_loop(vend, cols, 1, &[], &mut |s, c, _| {
                 s.memo.clear();
-                body(s, Pos { r, c, vec: false })?;
+                body(
+                    s,
+                    Pos {
+                        r,
+                        c,
+                        vec: false,
+                        down: false,
+                    },
+                )?;
                 Ok(vec![])
             })?;
             s.leave_row();

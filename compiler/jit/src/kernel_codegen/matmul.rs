@@ -75,7 +75,15 @@ impl<'a, 'b> Lower<'a, 'b> {
             match m.acc {
                 Some(cv) => {
                     s.memo.clear();
-                    s.elem(cv, Pos { r, c, vec })
+                    s.elem(
+                        cv,
+                        Pos {
+                            r,
+                            c,
+                            vec,
+                            down: false,
+                        },
+                    )
                 }
                 None => Ok(if vec { s.vconst(0.0) } else { s.fconst(0.0) }),
             }

@@ -1,7 +1,7 @@
 //! Memory: element addresses, loads and stores of every element layout ([`Elem`]), scratch
 //! buffers of values and their extents.
 
-use super::{le, mf, shape_of, Buf, Elem, Lower, RowBase, RowScope, R};
+use super::{le, mf, shape_of, Buf, Elem, Lower, Pos, RowBase, RowScope, R};
 use crate::JitError;
 use cranelift::codegen::cursor::{Cursor, FuncCursor};
 use cranelift::codegen::ir::{InstructionData, Opcode, ValueDef};
@@ -182,6 +182,55 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let z = self.ci(0, true);
                 self.b.ins().icmp(IntCC::NotEqual, v, z)
             }
+        }
+    }
+
+    /// Elements at rows `r..r + 4` of column `c` in their compute form (a `down` position):
+    /// one vector load when the rows are adjacent in memory (a row stride of 1), else four.
+    pub(super) fn load_rows(&mut self, buf: Buf, r: Value, c: Value) -> R<Value> {
+        if self.cval(buf.stride) == Some(1) {
+            return Ok(self.load(buf, r, c, true));
+        }
+        let mut out: Option<Value> = None;
+        for l in 0..4u8 {
+            let rl = self.iadd_imm_f(r, i64::from(l));
+            let mut x = self.load(buf, rl, c, false);
+            if self.b.func.dfg.value_type(x) == types::I8 {
+                // A bool: its lane mask.
+                let w = self.b.ins().uextend(types::I32, x);
+                x = self.b.ins().ineg(w);
+            }
+            out = Some(match out {
+                None => {
+                    let t = self.b.func.dfg.value_type(x);
+                    let vt = if t == types::F32 {
+                        types::F32X4
+                    } else {
+                        types::I32X4
+                    };
+                    self.b.ins().splat(vt, x)
+                }
+                Some(v) => self.b.ins().insertlane(v, x, l),
+            });
+        }
+        out.ok_or_else(|| self.err("an empty gather".into()))
+    }
+
+    /// Stores the value of position `p` (four lanes when `p.vec`; four rows of a column when
+    /// `p.down`).
+    pub(super) fn store_at(&mut self, buf: Buf, p: Pos, x: Value) {
+        if !(p.vec && p.down) || self.cval(buf.stride) == Some(1) {
+            self.store_el(buf, p.r, p.c, x);
+            return;
+        }
+        let bools = matches!(buf.elem, Elem::Bool8 | Elem::Mask32);
+        for l in 0..4u8 {
+            let rl = self.iadd_imm_f(p.r, i64::from(l));
+            let mut e = self.b.ins().extractlane(x, l);
+            if bools {
+                e = self.b.ins().icmp_imm_s(IntCC::NotEqual, e, 0);
+            }
+            self.store_el(buf, rl, p.c, e);
         }
     }
 

@@ -161,12 +161,14 @@ enum Slot {
     Buf(Buf),
 }
 
-/// Where an element is evaluated: row `r`, column `c`, one lane or four.
+/// Where an element is evaluated: row `r`, column `c`, one lane or four: four columns of row
+/// `r`, or, when `down` (a loop over a `[R, 1]` value), four rows of column `c`.
 #[derive(Clone, Copy)]
 struct Pos {
     r: Value,
     c: Value,
     vec: bool,
+    down: bool,
 }
 
 /// The helper functions imported into the function being built.

@@ -87,6 +87,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                         r: z,
                         c: z,
                         vec: false,
+                        down: false,
                     },
                 )?;
                 self.memo.clear();
@@ -224,9 +225,9 @@ impl<'a, 'b> Lower<'a, 'b> {
             // Materialise into v's own buffer (evaluating v's DAG once).
             let (buf, _) = self.value_buf(v)?;
             let unroll = self.unroll_for(v);
-            self.tile_loop_unrolled(e.0, e.1, unroll, &mut |s, p| {
+            self.tile_loop_v(e.0, e.1, unroll, &mut |s, p| {
                 let x = s.elem(v, p)?;
-                s.store_el(buf, p.r, p.c, x);
+                s.store_at(buf, p, x);
                 Ok(())
             })?;
             self.set_slot(v, Slot::Buf(buf))?;

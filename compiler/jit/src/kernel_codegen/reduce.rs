@@ -47,7 +47,15 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let step4 = |s: &mut Self, lo: Value, init: Value| {
                     s.for_loop(lo, vend, 4, &[init], &mut |s, c, a| {
                         s.memo.clear();
-                        let e = s.elem(x, Pos { r, c, vec: true })?;
+                        let e = s.elem(
+                            x,
+                            Pos {
+                                r,
+                                c,
+                                vec: true,
+                                down: false,
+                            },
+                        )?;
                         Ok(vec![f(&mut s.b, a[0], e)])
                     })
                 };
@@ -59,7 +67,15 @@ impl<'a, 'b> Lower<'a, 'b> {
                     let vend8 = s.band_imm_f(xc, !7i64);
                     let two = s.for_loop(zero, vend8, 8, &[acc0, acc0], &mut |s, c, a| {
                         s.memo.clear();
-                        let e0 = s.elem(x, Pos { r, c, vec: true })?;
+                        let e0 = s.elem(
+                            x,
+                            Pos {
+                                r,
+                                c,
+                                vec: true,
+                                down: false,
+                            },
+                        )?;
                         s.memo.clear();
                         let c4 = s.b.ins().iadd_imm_s(c, 4);
                         let e1 = s.elem(
@@ -68,6 +84,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                                 r,
                                 c: c4,
                                 vec: true,
+                                down: false,
                             },
                         )?;
                         Ok(vec![f(&mut s.b, a[0], e0), f(&mut s.b, a[1], e1)])
@@ -89,7 +106,15 @@ impl<'a, 'b> Lower<'a, 'b> {
                         // A static extent: the tail column exists or not.
                         if cc < n {
                             s.memo.clear();
-                            let e = s.elem(x, Pos { r, c, vec: false })?;
+                            let e = s.elem(
+                                x,
+                                Pos {
+                                    r,
+                                    c,
+                                    vec: false,
+                                    down: false,
+                                },
+                            )?;
                             lanes[l] = f(&mut s.b, lanes[l], e);
                         }
                         continue;
@@ -103,7 +128,15 @@ impl<'a, 'b> Lower<'a, 'b> {
                     s.b.seal_block(then);
                     s.b.switch_to_block(then);
                     s.memo.clear();
-                    let e = s.elem(x, Pos { r, c, vec: false })?;
+                    let e = s.elem(
+                        x,
+                        Pos {
+                            r,
+                            c,
+                            vec: false,
+                            down: false,
+                        },
+                    )?;
                     let nv = f(&mut s.b, lanes[l], e);
                     s.b.ins().jump(join, &[BlockArg::from(nv)]);
                     s.b.seal_block(join);
@@ -131,7 +164,15 @@ impl<'a, 'b> Lower<'a, 'b> {
                     let a0 = s.kconst(kind, init, vec)?;
                     let acc = s.for_loop(zero, xr, 1, &[a0], &mut |s, r, a| {
                         s.memo.clear();
-                        let e = s.elem(x, Pos { r, c, vec })?;
+                        let e = s.elem(
+                            x,
+                            Pos {
+                                r,
+                                c,
+                                vec,
+                                down: false,
+                            },
+                        )?;
                         Ok(vec![f(&mut s.b, a[0], e)])
                     })?;
                     s.store_el(buf, zero, c, acc[0]);

@@ -171,12 +171,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         let from = vt.dtype;
         let convert = from != dt.dtype && !(from.is_float() && dt.dtype.is_float());
         let unroll = self.unroll_for(value);
-        self.tile_loop_unrolled(rows, cols, unroll, &mut |s, p| {
+        self.tile_loop_v(rows, cols, unroll, &mut |s, p| {
             let mut x = s.elem(value, p)?;
             if convert {
                 x = s.cast(x, from, dt.dtype, p.vec)?;
             }
-            s.store_el(d, p.r, p.c, x);
+            s.store_at(d, p, x);
             Ok(())
         })
     }

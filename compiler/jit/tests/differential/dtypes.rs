@@ -396,3 +396,59 @@ fn integer_division_by_zero_fails_and_min_by_minus_one_wraps() {
         }
     }
 }
+
+/// Columns (`[R, 1]` tiles) go four rows at a time: elementwise results, casts, `iota` and
+/// stores of every dtype over column parameters (their rows a stride apart) and scratch
+/// columns, with partial extents and row counts that leave a tail.
+#[test]
+fn columns_of_every_dtype_four_rows_at_a_time() {
+    for d in ALL {
+        for rows in [1u32, 3, 4, 7, 16] {
+            let mut b = KernelBuilder::new("col");
+            // Partial rows; one column always (a partial column has no constant extent).
+            let x = b.partial_tile_param("x", Direction::In, tt(d, rows, 1), [true, false]);
+            let y = b.partial_tile_param("y", Direction::In, tt(d, rows, 1), [true, false]);
+            let o = b.partial_tile_param("out", Direction::Out, tt(d, rows, 1), [true, false]);
+            let f =
+                b.partial_tile_param("f", Direction::Out, tt(DType::F32, rows, 1), [true, false]);
+            let xv = b.load(x).unwrap();
+            let yv = b.load(y).unwrap();
+            let v = match d {
+                DType::Bool => {
+                    let n = b.unary(UnaryOp::Not, xv).unwrap();
+                    b.binary(BinaryOp::Or, n, yv).unwrap()
+                }
+                DType::I32 => {
+                    let i = b
+                        .op(Op::Iota {
+                            shape: [rows, 1],
+                            dtype: DType::I32,
+                        })
+                        .unwrap();
+                    let s = b.binary(BinaryOp::Add, xv, i).unwrap();
+                    b.binary(BinaryOp::Max, s, yv).unwrap()
+                }
+                _ => {
+                    let e = b.unary(UnaryOp::Exp, xv).unwrap();
+                    b.binary(BinaryOp::Sub, e, yv).unwrap()
+                }
+            };
+            b.store(o, v);
+            let c = b
+                .op(Op::Cast {
+                    x: v,
+                    dtype: DType::F32,
+                })
+                .unwrap();
+            let i = b
+                .op(Op::Iota {
+                    shape: [rows, 1],
+                    dtype: DType::F32,
+                })
+                .unwrap();
+            let s = b.binary(BinaryOp::Add, c, i).unwrap();
+            b.store(f, s);
+            check_all(&b.finish().unwrap());
+        }
+    }
+}

@@ -68,6 +68,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.tile_loop_unrolled(rows, cols, 1, body)
     }
 
+    /// Runs `body` at `p` with a fresh memo (each position evaluates its values anew).
+    fn visit(&mut self, body: &mut dyn FnMut(&mut Self, Pos) -> R<()>, p: Pos) -> R<()> {
+        self.memo.clear();
+        body(self, p)
+    }
+
     /// A tile loop for a body that only evaluates elements ([`Self::elem`]) and stores them
     /// ([`Self::store_at`]): over a `[R, 1]` extent (constant one column) it goes four rows at
     /// a time (`down` positions), then a scalar tail; otherwise as
@@ -85,9 +91,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         let zero = self.iconst(0);
         let rend = self.band_imm_f(rows, !3i64);
         self.for_loop(zero, rend, 4, &[], &mut |s, r, _| {
-            s.memo.clear();
-            body(
-                s,
+            s.visit(
+                body,
                 Pos {
                     r,
                     c: zero,
@@ -98,16 +103,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             Ok(vec![])
         })?;
         self.for_loop(rend, rows, 1, &[], &mut |s, r, _| {
-            s.memo.clear();
-            body(
-                s,
-                Pos {
-                    r,
-                    c: zero,
-                    vec: false,
-                    down: false,
-                },
-            )?;
+            s.visit(body, Pos::at(r, zero, false))?;
             Ok(vec![])
         })?;
         self.memo.clear();
@@ -136,48 +132,21 @@ impl<'a, 'b> Lower<'a, 'b> {
             s.enter_row(r);
             s.for_loop(zero, uend, 4 * unroll, &[], &mut |s, c, _| {
                 for k in 0..unroll {
-                    s.memo.clear();
                     let ck = if k == 0 {
                         c
                     } else {
                         s.b.ins().iadd_imm_s(c, 4 * k)
                     };
-                    body(
-                        s,
-                        Pos {
-                            r,
-                            c: ck,
-                            vec: true,
-                            down: false,
-                        },
-                    )?;
+                    s.visit(body, Pos::at(r, ck, true))?;
                 }
                 Ok(vec![])
             })?;
             s.for_loop(uend, vend, 4, &[], &mut |s, c, _| {
-                s.memo.clear();
-                body(
-                    s,
-                    Pos {
-                        r,
-                        c,
-                        vec: true,
-                        down: false,
-                    },
-                )?;
+                s.visit(body, Pos::at(r, c, true))?;
                 Ok(vec![])
             })?;
             s.for_loop(vend, cols, 1, &[], &mut |s, c, _| {
-                s.memo.clear();
-                body(
-                    s,
-                    Pos {
-                        r,
-                        c,
-                        vec: false,
-                        down: false,
-                    },
-                )?;
+                s.visit(body, Pos::at(r, c, false))?;
                 Ok(vec![])
             })?;
             s.leave_row();

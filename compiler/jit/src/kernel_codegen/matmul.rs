@@ -75,15 +75,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             match m.acc {
                 Some(cv) => {
                     s.memo.clear();
-                    s.elem(
-                        cv,
-                        Pos {
-                            r,
-                            c,
-                            vec,
-                            down: false,
-                        },
-                    )
+                    s.elem(cv, Pos::at(r, c, vec))
                 }
                 None => Ok(if vec { s.vconst(0.0) } else { s.fconst(0.0) }),
             }

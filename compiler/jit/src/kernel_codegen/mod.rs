@@ -171,6 +171,18 @@ struct Pos {
     down: bool,
 }
 
+impl Pos {
+    /// One element at `(r, c)`, or four: columns `c..c + 4` of row `r`.
+    fn at(r: Value, c: Value, vec: bool) -> Pos {
+        Pos {
+            r,
+            c,
+            vec,
+            down: false,
+        }
+    }
+}
+
 /// The helper functions imported into the function being built.
 pub(crate) struct Helpers {
     pub sin: FuncRef,

@@ -80,16 +80,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 // Scalar arithmetic, evaluated once here.
                 let z = self.iconst(0);
                 self.memo.clear();
-                let x = self.eval_op(
-                    v,
-                    op,
-                    Pos {
-                        r: z,
-                        c: z,
-                        vec: false,
-                        down: false,
-                    },
-                )?;
+                let x = self.eval_op(v, op, Pos::at(z, z, false))?;
                 self.memo.clear();
                 self.set_slot(v, Slot::Scalar(x))
             }

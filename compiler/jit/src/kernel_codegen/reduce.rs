@@ -47,15 +47,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let step4 = |s: &mut Self, lo: Value, init: Value| {
                     s.for_loop(lo, vend, 4, &[init], &mut |s, c, a| {
                         s.memo.clear();
-                        let e = s.elem(
-                            x,
-                            Pos {
-                                r,
-                                c,
-                                vec: true,
-                                down: false,
-                            },
-                        )?;
+                        let e = s.elem(x, Pos::at(r, c, true))?;
                         Ok(vec![f(&mut s.b, a[0], e)])
                     })
                 };
@@ -67,26 +59,10 @@ impl<'a, 'b> Lower<'a, 'b> {
                     let vend8 = s.band_imm_f(xc, !7i64);
                     let two = s.for_loop(zero, vend8, 8, &[acc0, acc0], &mut |s, c, a| {
                         s.memo.clear();
-                        let e0 = s.elem(
-                            x,
-                            Pos {
-                                r,
-                                c,
-                                vec: true,
-                                down: false,
-                            },
-                        )?;
+                        let e0 = s.elem(x, Pos::at(r, c, true))?;
                         s.memo.clear();
                         let c4 = s.b.ins().iadd_imm_s(c, 4);
-                        let e1 = s.elem(
-                            x,
-                            Pos {
-                                r,
-                                c: c4,
-                                vec: true,
-                                down: false,
-                            },
-                        )?;
+                        let e1 = s.elem(x, Pos::at(r, c4, true))?;
                         Ok(vec![f(&mut s.b, a[0], e0), f(&mut s.b, a[1], e1)])
                     })?;
                     let joined = f(&mut s.b, two[0], two[1]);
@@ -106,15 +82,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                         // A static extent: the tail column exists or not.
                         if cc < n {
                             s.memo.clear();
-                            let e = s.elem(
-                                x,
-                                Pos {
-                                    r,
-                                    c,
-                                    vec: false,
-                                    down: false,
-                                },
-                            )?;
+                            let e = s.elem(x, Pos::at(r, c, false))?;
                             lanes[l] = f(&mut s.b, lanes[l], e);
                         }
                         continue;
@@ -128,15 +96,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     s.b.seal_block(then);
                     s.b.switch_to_block(then);
                     s.memo.clear();
-                    let e = s.elem(
-                        x,
-                        Pos {
-                            r,
-                            c,
-                            vec: false,
-                            down: false,
-                        },
-                    )?;
+                    let e = s.elem(x, Pos::at(r, c, false))?;
                     let nv = f(&mut s.b, lanes[l], e);
                     s.b.ins().jump(join, &[BlockArg::from(nv)]);
                     s.b.seal_block(join);
@@ -164,15 +124,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     let a0 = s.kconst(kind, init, vec)?;
                     let acc = s.for_loop(zero, xr, 1, &[a0], &mut |s, r, a| {
                         s.memo.clear();
-                        let e = s.elem(
-                            x,
-                            Pos {
-                                r,
-                                c,
-                                vec,
-                                down: false,
-                            },
-                        )?;
+                        let e = s.elem(x, Pos::at(r, c, vec))?;
                         Ok(vec![f(&mut s.b, a[0], e)])
                     })?;
                     s.store_el(buf, zero, c, acc[0]);

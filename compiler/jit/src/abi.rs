@@ -61,6 +61,9 @@ pub struct Layout {
     /// The queue of each pipe.
     pub pipes: Vec<PipeLayout>,
     pub scratch_bytes: usize,
+    /// Elementwise values kept in their scratch buffer rather than recomputed by each
+    /// consumer (the JIT's plan, decided once here and read by the lowering).
+    pub kept: Vec<bool>,
 }
 
 /// The queue of one pipe in the scratch frame: a ring of `capacity` slots of `slot_bytes`
@@ -137,8 +140,9 @@ impl Layout {
                 }
             });
         }
-        for (v, keep) in kept(k).into_iter().enumerate() {
-            if keep {
+        let kept = kept(k);
+        for (v, keep) in kept.iter().enumerate() {
+            if *keep {
                 in_memory[v] = true;
             }
         }
@@ -180,6 +184,7 @@ impl Layout {
             var_offsets,
             pipes,
             scratch_bytes: off.max(16),
+            kept,
         }
     }
 }

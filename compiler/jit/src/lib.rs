@@ -345,14 +345,17 @@ fn codegen(k: &Kernel, e: impl fmt::Display) -> JitError {
 }
 
 /// The host in a disk cache key: the target triple and Cranelift's flags (the CPU features the
-/// code is compiled for).
-fn host_key(isa: &dyn cranelift::codegen::isa::TargetIsa) -> String {
-    let mut s = format!("{}\n{}", isa.triple(), isa.flags());
-    for v in isa.isa_flags() {
-        s.push('\n');
-        s.push_str(&v.to_string());
-    }
-    s
+/// code is compiled for), worked out once per process.
+fn host_key(isa: &dyn cranelift::codegen::isa::TargetIsa) -> &'static str {
+    static KEY: OnceLock<String> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut s = format!("{}\n{}", isa.triple(), isa.flags());
+        for v in isa.isa_flags() {
+            s.push('\n');
+            s.push_str(&v.to_string());
+        }
+        s
+    })
 }
 
 /// A fresh module with the helpers' symbols and the kernel's entry declared.
@@ -432,7 +435,7 @@ fn compile_with(
     })?;
     let isa = host_isa().map_err(|e| codegen(k, e))?;
     let layout = Layout::new(k, &queued);
-    let key = disk.map(|(d, ir)| (d, DiskCache::key(ir, &host_key(&*isa))));
+    let key = disk.map(|(d, ir)| (d, DiskCache::key(ir, host_key(&*isa))));
     if let Some((d, key)) = &key {
         if let Some(e) = d.load(key) {
             let (module, fid) = new_module(k, &isa)?;

@@ -61,10 +61,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         };
         needs.retain(|v| !in_place(*v));
         needs.extend(
-            super::kept(k)
-                .into_iter()
+            self.layout
+                .kept
+                .iter()
                 .enumerate()
-                .filter(|(_, keep)| *keep)
+                .filter(|(_, keep)| **keep)
                 .map(|(i, _)| ValueId(i as u32)),
         );
         self.defs = defs;

@@ -264,6 +264,11 @@ fn run_inner(
     };
     let kernel_cores = ids.iter().map(|id| runtime.kernel_cores(*id)).collect();
 
+    // The tasks the run submits, when its loops say so without data: for the small-run tier
+    // and the progress display.
+    let static_total = (opts.interpret_below.is_some() || opts.progress.is_some())
+        .then(|| wsp_ir::counts::static_task_total(program, w, &params))
+        .flatten();
     let t2 = Instant::now();
     let (orch, orchestration) = if opts.interpret {
         (None, Engine::Interpreter("--interpret".into()))
@@ -272,9 +277,10 @@ fn run_inner(
             None,
             Engine::Interpreter("the interpreted orchestration was requested".into()),
         )
-    } else if let Some(n) = opts.interpret_below.and_then(|below| {
-        wsp_ir::counts::static_task_total(program, w, &params).filter(|n| *n < below)
-    }) {
+    } else if let Some(n) = opts
+        .interpret_below
+        .and_then(|below| static_total.filter(|n| *n < below))
+    {
         (
             None,
             Engine::Interpreter(format!(
@@ -351,9 +357,7 @@ fn run_inner(
             channels,
             submitted: 0,
             progress: opts.progress,
-            expected: opts
-                .progress
-                .and_then(|_| wsp_ir::counts::static_task_total(program, w, &params)),
+            expected: opts.progress.and(static_total),
             records: opts.record,
             sites: Vec::new(),
             deferred: opts

@@ -16,7 +16,7 @@
 //! per lane about 40. Users are decided before the values they read, so a kept user counts
 //! one evaluation of its operands per element.
 
-use super::is_int_divrem;
+use super::{is_int_divrem, walk};
 use wsp_ir::kernel::{BinaryOp, Kernel, Op, Stmt, UnaryOp, ValueId};
 use wsp_ir::typing::operands;
 use wsp_ir::DType;
@@ -257,19 +257,10 @@ pub(crate) fn read_in_place(k: &Kernel, materialised: &[bool]) -> Vec<bool> {
     let mut def_at: Vec<Option<(usize, bool)>> = vec![None; n];
     let mut stores: Vec<Vec<(usize, bool, bool)>> = vec![Vec::new(); k.params.len()];
     let mut ops: Vec<Option<&Op>> = vec![None; n];
-    #[allow(clippy::too_many_arguments)]
-    fn walk<'a>(
-        k: &Kernel,
-        stmts: &'a [Stmt],
-        top: Option<usize>,
-        uses: &mut Vec<Vec<Use>>,
-        def_at: &mut Vec<Option<(usize, bool)>>,
-        stores: &mut Vec<Vec<(usize, bool, bool)>>,
-        ops: &mut Vec<Option<&'a Op>>,
-    ) {
-        for (i, s) in stmts.iter().enumerate() {
-            let t = top.unwrap_or(i);
-            let at_top = top.is_none();
+    // Every statement, with the top-level statement `t` it belongs to.
+    for (t, top) in body.iter().enumerate() {
+        walk(std::slice::from_ref(top), &mut |s| {
+            let at_top = std::ptr::eq(s, top);
             let mut add = |v: ValueId, u: Use| {
                 if let Some(x) = uses.get_mut(v.index()) {
                     x.push(u);
@@ -277,7 +268,7 @@ pub(crate) fn read_in_place(k: &Kernel, materialised: &[bool]) -> Vec<bool> {
             };
             match s {
                 Stmt::Op { results, op } => {
-                    let Some(&v) = results.first() else { continue };
+                    let Some(&v) = results.first() else { return };
                     for r in results {
                         if let Some(d) = def_at.get_mut(r.index()) {
                             *d = Some((t, at_top));
@@ -316,16 +307,15 @@ pub(crate) fn read_in_place(k: &Kernel, materialised: &[bool]) -> Vec<bool> {
                     }
                 }
                 // (Region starts are scalar indices: no tile is read there.)
-                Stmt::Assign { value, .. } => add(*value, Use::At { t, store: None }),
-                Stmt::For { body, .. } | Stmt::Section { body, .. } => {
-                    walk(k, body, Some(t), uses, def_at, stores, ops)
+                Stmt::Assign { value, .. } | Stmt::TFree { value, .. } => {
+                    add(*value, Use::At { t, store: None })
                 }
-                Stmt::TFree { value, .. } => add(*value, Use::At { t, store: None }),
+                // Their bodies are walked too.
+                Stmt::For { .. } | Stmt::Section { .. } => {}
                 Stmt::TAlloc { .. } | Stmt::TPush { .. } => {}
             }
-        }
+        });
     }
-    walk(k, body, None, &mut uses, &mut def_at, &mut stores, &mut ops);
     for (i, info) in k.values.iter().enumerate() {
         let v = ValueId(i as u32);
         let Some(Op::Param { param }) = ops[i] else {

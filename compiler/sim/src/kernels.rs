@@ -21,6 +21,27 @@ struct TileArg<'a> {
     cols: usize,
 }
 
+/// Copies the strided region of `a` (elements of `es` bytes) into the dense row-major `v`
+/// (`gather`), or `v` back into the region.
+fn copy_region(a: &TileArg, es: usize, v: &mut [u8], gather: bool) {
+    for r in 0..a.rows {
+        for c in 0..a.cols {
+            let e = a.origin + r * a.row_stride + c * a.col_stride;
+            let d = &mut v[(r * a.cols + c) * es..][..es];
+            // SAFETY: element `e` is inside the task's region of the tensor buffer (a view the
+            // runtime resolved), and a written region is touched by no other running task.
+            unsafe {
+                let t = a.raw.base.add(e * es);
+                if gather {
+                    std::ptr::copy_nonoverlapping(t, d.as_mut_ptr(), es)
+                } else {
+                    std::ptr::copy_nonoverlapping(d.as_ptr(), t, es)
+                }
+            };
+        }
+    }
+}
+
 fn tile_args<'a>(k: &Kernel, task: &'a RawTask) -> Result<(Vec<TileArg<'a>>, Vec<i64>), String> {
     // SAFETY: the runtime passes `nargs` valid arguments and `nscalars` scalars.
     let raws = unsafe { std::slice::from_raw_parts(task.args, task.nargs as usize) };
@@ -197,20 +218,7 @@ impl Compiled {
                         block[s + 1] = a.row_stride as u64;
                     } else {
                         let mut v = vec![0u8; a.rows * a.cols * es];
-                        for r in 0..a.rows {
-                            for c in 0..a.cols {
-                                let e = a.origin + r * a.row_stride + c * a.col_stride;
-                                let d = (r * a.cols + c) * es;
-                                // SAFETY: element `e` is inside the region.
-                                unsafe {
-                                    std::ptr::copy_nonoverlapping(
-                                        a.raw.base.add(e * es),
-                                        v[d..d + es].as_mut_ptr(),
-                                        es,
-                                    )
-                                };
-                            }
-                        }
+                        copy_region(a, es, &mut v, true);
                         block[*s] = v.as_ptr() as u64;
                         block[s + 1] = a.cols as u64;
                         copies.push((ti - 1, v));
@@ -239,23 +247,8 @@ impl Compiled {
             if !dir.writes() {
                 continue;
             }
-            if let Some((_, v)) = copies.iter().find(|(i, _)| *i == this) {
-                let a = &tiles[this];
-                let es = tile.dtype.size_bytes();
-                for r in 0..a.rows {
-                    for c in 0..a.cols {
-                        let e = a.origin + r * a.row_stride + c * a.col_stride;
-                        let d = (r * a.cols + c) * es;
-                        // SAFETY: element `e` is inside the written region.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                v[d..d + es].as_ptr(),
-                                a.raw.base.add(e * es),
-                                es,
-                            )
-                        };
-                    }
-                }
+            if let Some((_, v)) = copies.iter_mut().find(|(i, _)| *i == this) {
+                copy_region(&tiles[this], tile.dtype.size_bytes(), v, false);
             }
         }
         Ok(())

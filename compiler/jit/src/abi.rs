@@ -23,7 +23,7 @@
 //! error message `i` of the kernel (an out-of-range extent or region), detected before any
 //! out-of-range access.
 
-use crate::kernel_codegen::{is_int_divrem, kept};
+use crate::kernel_codegen::{is_int_divrem, kept, walk};
 use wsp_ir::kernel::*;
 use wsp_ir::tensor::El;
 use wsp_ir::{DType, ScalarValue};
@@ -80,16 +80,6 @@ pub struct PipeLayout {
 
 fn align16(n: usize) -> usize {
     (n + 15) & !15
-}
-
-fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
-    for s in stmts {
-        f(s);
-        match s {
-            Stmt::For { body, .. } | Stmt::Section { body, .. } => walk(body, f),
-            _ => {}
-        }
-    }
 }
 
 impl Layout {

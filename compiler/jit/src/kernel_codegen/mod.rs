@@ -306,7 +306,8 @@ pub(crate) fn check_supported(k: &Kernel) -> R<()> {
     Ok(())
 }
 
-fn walk<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+/// Calls `f` on every statement of `stmts`, loop and section bodies included, in order.
+pub(crate) fn walk<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for s in stmts {
         f(s);
         match s {

@@ -44,6 +44,16 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "each block's page is tensor data (a page table)",
     ),
     (
+        "planned_decode",
+        "cannot place this task: a view's position is read from a tensor at run time",
+        "its chunks are work descriptors a `plan` task writes at run time",
+    ),
+    (
+        "planned_decode_naive",
+        "cannot place a loop over axis `work`: its size is read from a tensor at run time",
+        "`wsp emit` lowers the file's `main` schedule: the planned one (the naive one loops over Ragged KV lengths)",
+    ),
+    (
         "moe_routing",
         "cannot place a loop over the Sparse axis `routing`",
         "the experts a token visits are tensor data (CSR routing)",

@@ -106,6 +106,8 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("e2e_rmsnorm", 3660),
     ("flashinfer_decode", 2282),
     ("split_kv_decode", 15678),
+    ("planned_decode", 55023),
+    ("planned_decode_naive", 140744),
     ("lightning_indexer", 13115),
     ("llama", 16338),
     ("softmax", 77581),

@@ -424,6 +424,12 @@ impl Cg<'_> {
         if d == DType::Bool || (rop == ReduceOp::RowMean && !d.is_float()) {
             return Err(self.err(format!("{rop:?} on {d} tiles").to_lowercase()));
         }
+        if let Some((inst, takes)) = pto_reduce_refuses(rop, d) {
+            return Err(self.err(format!(
+                "`{}` on {d} tiles has no PTO-ISA instruction: {inst} takes {takes}",
+                format!("{rop:?}").to_lowercase()
+            )));
+        }
         let src0 = self.tile_of(x)?;
         let acc = d.accumulator();
         let src = if acc != d {
@@ -674,5 +680,21 @@ fn cmp_mode(op: CmpOp) -> &'static str {
         CmpOp::Le => "LE",
         CmpOp::Gt => "GT",
         CmpOp::Ge => "GE",
+    }
+}
+
+/// The PTO-ISA reductions that refuse a dtype wsp has (their static assertions): the
+/// instruction and what it takes. f64 tiles are emitted although PTO-ISA has no f64 at all
+/// (docs/backends.md).
+fn pto_reduce_refuses(rop: ReduceOp, d: DType) -> Option<(&'static str, &'static str)> {
+    match rop {
+        ReduceOp::ColSum if !d.is_float() => Some(("TCOLSUM", "float tiles")),
+        ReduceOp::ColMax if !d.is_float() && !matches!(d, DType::I8 | DType::U8) => {
+            Some(("TCOLMAX", "float, i8 and u8 tiles"))
+        }
+        ReduceOp::RowSum if !d.is_float() && !matches!(d, DType::I16 | DType::I32) => {
+            Some(("TROWSUM", "float, i16 and i32 tiles"))
+        }
+        _ => None,
     }
 }

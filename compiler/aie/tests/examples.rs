@@ -44,6 +44,16 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "each block's page is tensor data (a page table)",
     ),
     (
+        "binary_expansion",
+        "bytes of data memory",
+        "its 128-row query tiles with their scores and state need about 400 KiB per core; a compute tile has 64 KiB",
+    ),
+    (
+        "binary_expansion_naive",
+        "bytes of data memory",
+        "`wsp emit` lowers the file's `main` schedule, the expanded one (128-row tiles)",
+    ),
+    (
         "planned_decode",
         "cannot place this task: a view's position is read from a tensor at run time",
         "its chunks are work descriptors a `plan` task writes at run time",

@@ -453,12 +453,15 @@ fn source<'a>(
 /// dtype's kind), after the same checks short of reading data: for runs that compute no
 /// results (timing-only), whose orchestration may read a few tensors (fill those with
 /// [`materialise_tensor`] first) and needs the rest only by shape. A tensor may be larger
-/// than host tensors can be.
+/// than host tensors can be. With `open_files` false, `.npy` sources are not opened here
+/// ([`materialise_tensor`] checks a file when its tensor is read): a timing-only run at
+/// another size than its data files' needs none of the files it never reads.
 pub fn declare_tensors(
     program: &Program,
     params: &[ScalarValue],
     base_dir: &Path,
     inputs: &[(String, PathBuf)],
+    open_files: bool,
 ) -> Result<Vec<HostTensor>, DataError> {
     check_input_names(program, inputs)?;
     program
@@ -467,12 +470,12 @@ pub fn declare_tensors(
         .map(|decl| {
             let shape = tensor_shape(decl, params)?;
             match source(decl, inputs)? {
-                Source::Input(path) => npy::check_npy_as(path, decl.dtype, &shape)?,
-                Source::Init(Init::Load { path }) => {
+                Source::Input(path) if open_files => npy::check_npy_as(path, decl.dtype, &shape)?,
+                Source::Init(Init::Load { path }) if open_files => {
                     npy::check_npy_as(&base_dir.join(path), decl.dtype, &shape)
                         .map_err(|e| DataError::from(e).at_decl(decl))?
                 }
-                Source::Init(_) | Source::Zeros => {}
+                _ => {}
             }
             Ok(HostTensor {
                 dtype: decl.dtype,
@@ -952,7 +955,7 @@ mod tests {
         let p = prog();
         let params = resolve_params(&p, &[]).unwrap();
         let full = init_tensors(&p, &params, Path::new("."), &[]).unwrap();
-        let ts = declare_tensors(&p, &params, Path::new("."), &[]).unwrap();
+        let ts = declare_tensors(&p, &params, Path::new("."), &[], true).unwrap();
         for (i, (d, f)) in ts.iter().zip(&full).enumerate() {
             assert_eq!((d.dtype, &d.shape), (f.dtype, &f.shape));
             assert!(d.data.is_empty());
@@ -963,7 +966,7 @@ mod tests {
         // A tensor beyond the host limit is declared; it is refused when it must be made.
         let mut big = prog();
         big.tensors[2].shape = vec![Affine::constant(1 << 20), Affine::constant(1 << 12)];
-        let ts = declare_tensors(&big, &params, Path::new("."), &[]).unwrap();
+        let ts = declare_tensors(&big, &params, Path::new("."), &[], true).unwrap();
         assert_eq!(ts[2].shape, [1 << 20, 1 << 12]);
         let e = materialise_tensor(&big, &params, Path::new("."), &[], 2).unwrap_err();
         assert!(e.message.contains("the limit of host tensors"), "{e}");
@@ -973,7 +976,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("x.npy");
         let code = |inputs: &[(String, PathBuf)]| {
-            declare_tensors(&p, &params, Path::new("."), inputs).map_err(|e| e.code)
+            declare_tensors(&p, &params, Path::new("."), inputs, true).map_err(|e| e.code)
         };
         let x = |f: &Path| vec![("X".to_string(), f.to_path_buf())];
         assert_eq!(code(&x(&dir.join("none.npy"))).unwrap_err(), "E0806");
@@ -988,11 +991,16 @@ mod tests {
         assert_eq!(code(&x(&f)).unwrap_err(), "E0804");
         std::fs::write(&f, b"not npy").unwrap();
         assert_eq!(code(&x(&f)).unwrap_err(), "E0801");
+        // Unopened, the file is checked only when its tensor is made.
+        assert!(declare_tensors(&p, &params, Path::new("."), &x(&f), false).is_ok());
+        let i = p.tensors.iter().position(|t| t.name == "X").unwrap();
+        let e = materialise_tensor(&p, &params, Path::new("."), &x(&f), i).unwrap_err();
+        assert_eq!(e.code, "E0801");
         assert_eq!(code(&[("Y".into(), f.clone())]).unwrap_err(), "E0809");
         std::fs::remove_dir_all(&dir).unwrap();
         let mut p2 = prog();
         p2.tensors[1].init = None;
-        let e = declare_tensors(&p2, &params, Path::new("."), &[]).unwrap_err();
+        let e = declare_tensors(&p2, &params, Path::new("."), &[], false).unwrap_err();
         assert_eq!(e.code, "E0807");
     }
 

@@ -108,6 +108,8 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("split_kv_decode", 15678),
     ("planned_decode", 55023),
     ("planned_decode_naive", 140744),
+    ("binary_expansion", 81530),
+    ("binary_expansion_naive", 228104),
     ("lightning_indexer", 13115),
     ("llama", 16338),
     ("softmax", 77581),

@@ -133,6 +133,42 @@ schedule main = w.dispatch(round_robin(4))
 }
 
 #[test]
+fn timing_only_opens_only_the_data_files_its_orchestration_reads() {
+    // `X.npy` holds 8 rows, the program at `n = 16` declares 16: a full run refuses it, a
+    // timing-only run never opens it (no task's placement reads `X`) — unless its control
+    // flow reads `X`, which makes it and then refuses the file.
+    let dir = std::env::temp_dir().join(format!("wsp-sim-timing-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let eight =
+        wsp_ir::tensor::HostTensor::from_f64(wsp_ir::DType::F32, vec![8, 1, 16], &[1.0; 128]);
+    std::fs::write(dir.join("x.npy"), wsp_ir::npy::encode_npy(&eight)).expect("write");
+    let src = r#"
+param n: i64 = 16
+axis rows = DenseDyn(n)
+input  X: f32[n, 1, 16] = load("x.npy")
+output Y: f32[n, 1, 16]
+kernel cp(x: in f32[1, 16], y: out f32[1, 16]) { y = x }
+workload w { for i in P(rows) { cp[i](x: X[i], y: Y[i]) } }
+schedule main = w.dispatch(round_robin(4))
+"#;
+    let mut o = Options::new(wsp_arch::Arch::builtin("ascend910b").expect("arch"), &dir);
+    let e = run(src, &o).expect_err("a full run reads X");
+    assert!(e.to_string().contains("x.npy"), "{e}");
+    o.timing_only = true;
+    assert_eq!(run(src, &o).expect("runs").stats.tasks, 16);
+    let reads = src.replace(
+        "cp[i](x: X[i], y: Y[i])",
+        "when X[i, 0, 0] > 0.0 { cp[i](x: X[i], y: Y[i]) }",
+    );
+    let e = run(&reads, &o).expect_err("the control flow reads X");
+    assert!(
+        e.to_string().contains("x.npy") && e.to_string().contains("shape"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn timing_only_takes_tensors_larger_than_host_memory() {
     // `Y` has 2^33 elements (32 GiB of f32): a timing-only run needs only its shape.
     let src = r#"

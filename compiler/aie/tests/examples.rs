@@ -44,6 +44,21 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "each block's page is tensor data (a page table)",
     ),
     (
+        "tests_std_nn",
+        "bytes of data memory",
+        "std.nn's 64×128 f32 tiles: a kernel with three of them and its temporaries passes 64 KiB",
+    ),
+    (
+        "tests_std_attention",
+        "bytes of data memory",
+        "std.attention's 64×128 f32 query, key and value tiles",
+    ),
+    (
+        "tests_std_moe",
+        "cannot place a loop over the Sparse axis `routing`",
+        "the experts a tile uses are tensor data, made at run time by `routing_csr`",
+    ),
+    (
         "binary_expansion",
         "bytes of data memory",
         "its 128-row query tiles with their scores and state need about 400 KiB per core; a compute tile has 64 KiB",

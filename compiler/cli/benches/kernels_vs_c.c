@@ -289,6 +289,48 @@ NOINLINE static void k_matmul_f16(float **b) {
     }
 }
 
+NOINLINE static void k_linear_gelu(float **b) {
+    mm(b[0], b[1], b[2], TR, D, D, 0);
+    for (int i = 0; i < TR * D; i++) {
+        float x = b[2][i];
+        b[2][i] = 0.5f * x * (1.0f + tanhf(0.7978846f * (x + 0.044715f * x * x * x)));
+    }
+}
+
+NOINLINE static void k_softmax_stats(float **b) {
+    const float *x = b[0];
+    float *m = b[1], *l = b[2];
+    for (int r = 0; r < TR; r++) {
+        float mx = m[r];
+        for (int c = 0; c < D; c++) mx = x[r * D + c] > mx ? x[r * D + c] : mx;
+        float s = 0.0f;
+        for (int c = 0; c < D; c++) s += expf(x[r * D + c] - mx);
+        l[r] = l[r] * expf(m[r] - mx) + s;
+        m[r] = mx;
+    }
+}
+
+NOINLINE static void k_softmax_apply(float **b) {
+    const float *x = b[0], *m = b[1], *l = b[2];
+    float *out = b[3];
+    for (int r = 0; r < TR; r++)
+        for (int c = 0; c < D; c++) out[r * D + c] = expf(x[r * D + c] - m[r]) / l[r];
+}
+
+NOINLINE static void k_attn_score_causal(float **b) {
+    const float *q = b[0], *k = b[1];
+    float *s = b[2];
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int i = 0; i < TR; i++) {
+        for (int j = 0; j <= i; j++) {
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++) acc += q[i * D + d] * k[j * D + d];
+            s[i * TR + j] = acc * scale;
+        }
+        for (int j = i + 1; j < TR; j++) s[i * TR + j] = -1e30f;
+    }
+}
+
 static const struct {
     const char *name;
     void (*f)(float **);
@@ -304,9 +346,13 @@ static const struct {
     {"relu_tile", k_relu_tile},
     {"swiglu", k_swiglu},
     {"rope", k_rope},
+    {"linear_gelu", k_linear_gelu},
+    {"softmax_stats", k_softmax_stats},
+    {"softmax_apply", k_softmax_apply},
     {"attention_tile", k_attention_tile},
     {"attn_init", k_attn_init},
     {"attn_score", k_attn_score},
+    {"attn_score_causal", k_attn_score_causal},
     {"attn_softmax", k_attn_softmax},
     {"attn_output", k_attn_output},
     {"attn_normalize", k_attn_normalize},

@@ -1,5 +1,6 @@
-//! Every std kernel (and the kernels of `kernels_vs_c.wsp`) as JIT code against the same loop
-//! in C, side by side:
+//! The std kernels over f32 tiles (and the kernels of `kernels_vs_c.wsp`) as JIT code against
+//! the same loop in C, side by side (the f16/bf16 forms of std.nn and std.moe's integer
+//! `routing_csr` and `moe_combine` are not here yet):
 //!
 //! ```text
 //! cargo bench -p wsp --bench kernels_vs_c [-- NAME_FILTER]
@@ -48,9 +49,13 @@ const KERNELS: [(&str, &str); 27] = [
     ("std/nn.wsp", "relu_tile"),
     ("std/nn.wsp", "swiglu"),
     ("std/nn.wsp", "rope"),
+    ("std/nn.wsp", "linear_gelu"),
+    ("std/nn.wsp", "softmax_stats"),
+    ("std/nn.wsp", "softmax_apply"),
     ("std/attention.wsp", "attention_tile"),
     ("std/attention.wsp", "attn_init"),
     ("std/attention.wsp", "attn_score"),
+    ("std/attention.wsp", "attn_score_causal"),
     ("std/attention.wsp", "attn_softmax"),
     ("std/attention.wsp", "attn_output"),
     ("std/attention.wsp", "attn_normalize"),

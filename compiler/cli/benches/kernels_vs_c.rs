@@ -37,7 +37,7 @@ use wsp_ir::{DType, ScalarValue};
 use wsp_jit::{abi::scalar_slot, compile_uncached, CompiledKernel, DiskCache, Jit, Scratch};
 
 /// `(file under the repository root, kernel)`; the C function is `k_<kernel>`.
-const KERNELS: [(&str, &str); 27] = [
+const KERNELS: [(&str, &str); 31] = [
     ("std/nn.wsp", "rmsnorm"),
     ("std/nn.wsp", "layernorm"),
     ("std/nn.wsp", "softmax"),

@@ -1,7 +1,10 @@
 //! The standard library against NumPy: each module `std/M.wsp` has a program
-//! `tests/std/M/M.wsp` that calls every kernel of the module on NumPy-generated data and
-//! compares each result with a NumPy golden (`gen.py` beside it). Every such program must run
-//! with its expectations holding, and every std kernel must be called by its module's program.
+//! `tests/std/M/M.wsp` that calls every kernel of the module (or, for a module of workloads
+//! such as std.llama, runs them) on NumPy-generated data and compares each result with a NumPy
+//! golden (`gen.py` beside it, or the example whose data it takes). Every such program must run
+//! with its expectations holding — with the arguments of an `args` file beside it, if any
+//! (`--input NAME=PATH`, relative to its directory) — and every std kernel must be called by
+//! its module's program.
 
 mod common;
 
@@ -50,7 +53,10 @@ fn every_std_kernel_is_checked_against_numpy() {
         let module =
             std::fs::read_to_string(repo().join("std").join(format!("{m}.wsp"))).expect("module");
         let ks = kernels(&module);
-        assert!(!ks.is_empty(), "std.{m} declares no kernel");
+        assert!(
+            !ks.is_empty() || module.lines().any(|l| l.starts_with("workload ")),
+            "std.{m} declares neither a kernel nor a workload"
+        );
         for k in &ks {
             assert!(
                 source.contains(&format!("{k}[")),
@@ -60,7 +66,11 @@ fn every_std_kernel_is_checked_against_numpy() {
         }
         assert!(source.contains("expect close"), "{}", program.display());
         let dir = program.parent().expect("dir");
-        let o = wsp(dir, &["run", "-q", &format!("{m}.wsp")]);
+        let file = format!("{m}.wsp");
+        let extra = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
+        let mut args = vec!["run", "-q", file.as_str()];
+        args.extend(extra.split_whitespace());
+        let o = wsp(dir, &args);
         assert_eq!(
             o.status.code(),
             Some(0),

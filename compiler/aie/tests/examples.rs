@@ -59,6 +59,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "the experts a tile uses are tensor data, made at run time by `routing_csr`",
     ),
     (
+        "tests_std_deepseek",
+        "cannot place a loop over the Sparse axis `routing`",
+        "the experts a tile uses are tensor data, made at run time by `routing_csr`",
+    ),
+    (
         "binary_expansion",
         "bytes of data memory",
         "its 128-row query tiles with their scores and state need about 400 KiB per core; a compute tile has 64 KiB",

@@ -82,6 +82,7 @@ const NUMERIC_DIFFERENCES: &[(&str, &str)] = &[
     ("softmax", NAN_MAX),
     ("split_kv_decode", SUM_AND_EXP),
     ("std_attention", SUM_EXP_AND_MASKS),
+    ("std_deepseek", SUM_EXP_AND_MASKS),
     ("std_moe", SUM_EXP_AND_MASKS),
     (
         "std_nn",

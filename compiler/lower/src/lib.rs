@@ -90,20 +90,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         return Err(diags);
     }
     let files = wsp_core::resolve::program_files(db, root);
-    // For each file, the file (by index) each imported name comes from.
-    let from: Vec<BTreeMap<String, u32>> = files
-        .iter()
-        .map(|f| {
-            wsp_core::resolve::scope(db, *f)
-                .iter()
-                .filter_map(|(name, sc)| {
-                    let path = sc.from.as_ref()?;
-                    let i = files.iter().position(|g| g.path(db) == path)?;
-                    Some((name.clone(), i as u32))
-                })
-                .collect()
-        })
-        .collect();
+    let from = import_sources(db, &files);
     // The names the root imports by name (`import m.{a, b}`), with the file they come from: a
     // module imported whole brings no schedule or entry workload of its own.
     let named: BTreeMap<String, u32> = wsp_core::db::parse_file(db, root)
@@ -169,30 +156,9 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         },
     ];
     for (k, pass) in passes.iter().enumerate() {
-        let mut todo: Vec<&(ItemId, ast::Item)> =
+        let todo: Vec<&(ItemId, ast::Item)> =
             items.iter().filter(|(_, it)| pass(&it.kind)).collect();
-        loop {
-            let mut failed = Vec::new();
-            let mut failures = Vec::new();
-            for x in &todo {
-                let (id, it) = x;
-                l.file = FileName::new(id.file(db).path(db).as_str());
-                l.offset = item_offset(db, *id);
-                cur.set(file_index(*id));
-                if let Err(d) = l.item(it) {
-                    failed.push(*x);
-                    failures.push(d);
-                }
-            }
-            // Constants may use constants of modules that come later in program order (a
-            // module's constant from an imported one): those go again once the others have
-            // values, until no more of them lower.
-            if k > 0 || failed.is_empty() || failed.len() == todo.len() {
-                errs.extend(failures);
-                break;
-            }
-            todo = failed;
-        }
+        errs.extend(l.lower_items(db, &files, todo, k == 0));
     }
     if !errs.is_empty() {
         return Err(errs);
@@ -233,15 +199,23 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
 /// rest of the program does not lower. `None` when the kernel is not in the file or does not
 /// lower.
 pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
-    let mut l = Lowerer::new(FileName::new(file.path(db).as_str()), Rc::default());
+    // The constants and params of the file and of the modules it imports (a kernel's shapes
+    // may use an imported constant); one that does not lower leaves its uses unlowerable.
+    let files = wsp_core::resolve::program_files(db, file);
+    let mut l = Lowerer::new(
+        FileName::new(file.path(db).as_str()),
+        Rc::new(import_sources(db, &files)),
+    );
+    let consts: Vec<(ItemId, ast::Item)> = wsp_core::program::lowering_input(db, file)
+        .items
+        .iter()
+        .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
+        .filter(|(_, it)| matches!(it.kind, ItemKind::Const(_) | ItemKind::Param(_)))
+        .collect();
+    let _ = l.lower_items(db, &files, consts.iter().collect(), true);
+    l.cur.set(0);
+    l.file = FileName::new(file.path(db).as_str());
     let nodes = &wsp_core::db::parse_file(db, file).file.items;
-    for n in nodes {
-        if matches!(n.item.kind, ItemKind::Const(_) | ItemKind::Param(_)) {
-            l.offset = n.range.start;
-            // A constant that does not lower leaves its uses unlowerable, nothing more.
-            let _ = l.item(&n.item);
-        }
-    }
     nodes.iter().find_map(|n| match &n.item.kind {
         ItemKind::Kernel(kd) if kd.name.name == name => {
             l.offset = n.range.start;
@@ -249,6 +223,23 @@ pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
         }
         _ => None,
     })
+}
+
+/// For each file of a program, the file (by index in `files`) each imported name comes from.
+fn import_sources(db: &dyn Db, files: &[File]) -> Vec<BTreeMap<String, u32>> {
+    files
+        .iter()
+        .map(|f| {
+            wsp_core::resolve::scope(db, *f)
+                .iter()
+                .filter_map(|(name, sc)| {
+                    let path = sc.from.as_ref()?;
+                    let i = files.iter().position(|g| g.path(db) == path)?;
+                    Some((name.clone(), i as u32))
+                })
+                .collect()
+        })
+        .collect()
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -279,6 +270,39 @@ struct Lowerer {
 }
 
 impl Lowerer {
+    /// Lowers `todo` (items of the program whose files are `files`), each in its file's scope;
+    /// returns the diagnostics of those that did not lower. With `retry`, the ones that failed
+    /// go again while others succeed: constants may use constants of modules that come later
+    /// in program order (a module's constant from an imported one).
+    fn lower_items(
+        &mut self,
+        db: &dyn Db,
+        files: &[File],
+        mut todo: Vec<&(ItemId, ast::Item)>,
+        retry: bool,
+    ) -> Vec<Diagnostic> {
+        loop {
+            let mut failed = Vec::new();
+            let mut failures = Vec::new();
+            for x in &todo {
+                let (id, it) = x;
+                let f = id.file(db);
+                self.file = FileName::new(f.path(db).as_str());
+                self.offset = item_offset(db, *id);
+                self.cur
+                    .set(files.iter().position(|g| *g == f).unwrap_or(0) as u32);
+                if let Err(d) = self.item(it) {
+                    failed.push(*x);
+                    failures.push(d);
+                }
+            }
+            if !retry || failed.is_empty() || failed.len() == todo.len() {
+                return failures;
+            }
+            todo = failed;
+        }
+    }
+
     fn new(file: FileName, from: Rc<Vec<BTreeMap<String, u32>>>) -> Lowerer {
         let cur = Rc::new(Cell::new(0));
         Lowerer {

@@ -117,3 +117,31 @@ fn the_smallest_integer_constant_lowers() {
         4
     );
 }
+
+/// A kernel lowers on its own (`kernel_ir`: the language server prices it on hover) when its
+/// shapes use constants of a module it imports, as std.deepseek's do std.moe's.
+#[test]
+fn a_kernel_lowers_on_its_own_with_imported_constants() {
+    let mut ws = wsp_core::Workspace::new();
+    ws.set_file(
+        "sizes.wsp",
+        "const ROWS = 8\nconst COLS = ROWS * 2\n".into(),
+    );
+    ws.set_file(
+        "k.wsp",
+        "import sizes.{ ROWS, COLS }\nconst HALF = COLS / 2\nkernel twice(x: in f32[ROWS, HALF], y: out f32[ROWS, HALF]) { y = x * 2.0 }\n"
+            .into(),
+    );
+    let file = ws.file_handle("k.wsp").expect("loaded");
+    let k = wsp_lower::kernel_ir(ws.db(), file, "twice").expect("lowers on its own");
+    assert_eq!(k.params.len(), 2);
+    let std_deepseek = wsp_core::std_lib::STD_MODULES
+        .iter()
+        .find(|(n, _)| *n == "deepseek")
+        .expect("std.deepseek")
+        .1;
+    ws.set_file("deepseek_copy.wsp", std_deepseek.to_string());
+    let file = ws.file_handle("deepseek_copy.wsp").expect("loaded");
+    assert!(wsp_lower::kernel_ir(ws.db(), file, "route_sigmoid").is_some());
+    assert!(wsp_lower::kernel_ir(ws.db(), file, "no_such_kernel").is_none());
+}

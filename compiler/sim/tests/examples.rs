@@ -113,6 +113,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("tests_std_nn", 48618),
     ("tests_std_attention", 54240),
     ("tests_std_moe", 110214),
+    ("tests_std_deepseek", 172969),
     ("lightning_indexer", 13115),
     ("llama", 16338),
     ("softmax", 77581),

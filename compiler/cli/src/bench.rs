@@ -53,10 +53,22 @@ struct Row {
     peak_rss_bytes: Option<u64>,
     bytes_per_task: Option<f64>,
     total_cycles: u64,
-    /// Per class of cores: busy cycles over all its cores' cycles.
-    utilisation: Vec<(String, f64)>,
+    /// Per class of cores that ran tasks: busy cycles over all its cores' cycles, and how the
+    /// work spread over the cores.
+    utilisation: Vec<ClassUse>,
     /// Per ring that stalled: (name, stalls, stalled cycles).
     stalls: Vec<(String, u64, u64)>,
+}
+
+/// A class of cores in one run: its utilisation over all its cores, the cores that ran tasks,
+/// and the busiest core's utilisation.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+struct ClassUse {
+    class: String,
+    utilisation: f64,
+    used: u64,
+    cores: u64,
+    busiest: f64,
 }
 
 pub fn main(a: Args) -> ExitCode {
@@ -181,17 +193,28 @@ fn row(value: i64, j: &serde_json::Value, process_ms: f64) -> Result<Row, String
     let total_cycles = s["total_cycles"].as_u64().unwrap_or(0);
     let run_ms = j["run_ms"].as_f64().unwrap_or(0.0);
     let peak = j["peak_rss_bytes"].as_u64();
-    // Each class's busy share over all its cores, the idle ones counted, as the run says.
+    // Each class's busy share over all its cores, the idle ones counted, as the run says; and
+    // its busiest core (the per-core figures of the run's `stats.cores`).
+    let cores = s["cores"].as_array().cloned().unwrap_or_default();
     let utilisation = j["classes"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| c["used"].as_u64().is_some_and(|u| u > 0))
         .map(|c| {
-            (
-                c["class"].as_str().unwrap_or("?").to_string(),
-                c["utilization"].as_f64().unwrap_or(0.0),
-            )
+            let class = c["class"].as_str().unwrap_or("?").to_string();
+            let busiest = cores
+                .iter()
+                .filter(|k| k["class"].as_str() == Some(class.as_str()))
+                .filter_map(|k| k["utilization"].as_f64())
+                .fold(0.0, f64::max);
+            ClassUse {
+                utilisation: c["utilization"].as_f64().unwrap_or(0.0),
+                used: c["used"].as_u64().unwrap_or(0),
+                cores: c["cores"].as_u64().unwrap_or(0),
+                busiest,
+                class,
+            }
         })
         .collect();
     let stalls = s["rings"]
@@ -240,7 +263,16 @@ fn line(r: &Row) -> String {
     let util: Vec<String> = r
         .utilisation
         .iter()
-        .map(|(c, u)| format!("{c} {:.1}%", u * 100.0))
+        .map(|c| {
+            format!(
+                "{} {:.1}% ({}/{} cores, busiest {:.1}%)",
+                c.class,
+                c.utilisation * 100.0,
+                c.used,
+                c.cores,
+                c.busiest * 100.0
+            )
+        })
         .collect();
     let stalls = if r.stalls.is_empty() {
         "no stalls".to_string()
@@ -284,6 +316,11 @@ mod tests {
             ],
             "stats": {
                 "tasks": 8, "total_cycles": 100,
+                "cores": [
+                    {"class": "vector", "index": 0, "utilization": 0.25},
+                    {"class": "vector", "index": 1, "utilization": 0.5},
+                    {"class": "cube", "index": 0, "utilization": 0.0},
+                ],
                 "rings": [{"name": "task_ring", "stalls": 2, "stalled_cycles": 30},
                           {"name": "heap_arena", "stalls": 0, "stalled_cycles": 0}],
             }
@@ -292,7 +329,21 @@ mod tests {
         assert_eq!(r.tasks, 8);
         assert_eq!(r.tasks_per_ms, 4.0);
         assert_eq!(r.bytes_per_task, Some(512.0));
-        assert_eq!(r.utilisation, vec![("vector".to_string(), 0.125)]);
+        assert_eq!(
+            r.utilisation,
+            vec![ClassUse {
+                class: "vector".into(),
+                utilisation: 0.125,
+                used: 1,
+                cores: 4,
+                busiest: 0.5
+            }]
+        );
+        assert!(
+            line(&r).contains("vector 12.5% (1/4 cores, busiest 50.0%)"),
+            "{}",
+            line(&r)
+        );
         assert_eq!(r.stalls, vec![("task_ring".to_string(), 2, 30)]);
     }
 }

@@ -20,6 +20,33 @@ def attend(q, k, v, causal=False):
     return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
 
 
+# Paged KV: two requests decode against caches of 3 and 2 pages of 64 tokens, kept in a
+# pool of 6 pages in the order the page table gives (the decode kernels take kᵀ pages).
+table = np.array([[4, 0, 2], [5, 1, 0]], dtype=np.int32)
+npages = np.array([3, 2], dtype=np.int32)
+kpool = rng.standard_normal((6, TS, D)).astype(np.float32)
+vpool = rng.standard_normal((6, TS, D)).astype(np.float32)
+qd = rng.standard_normal((2, D)).astype(np.float32)
+for n, a in [("table", table), ("npages", npages), ("kt_pool", np.ascontiguousarray(kpool.transpose(0, 2, 1))),
+             ("v_pool", vpool), ("qd", qd)]:
+    np.save(os.path.join(here, n + ".npy"), a)
+paged = np.stack([attend(qd[b:b + 1], np.concatenate([kpool[p] for p in table[b, :npages[b]]]),
+                         np.concatenate([vpool[p] for p in table[b, :npages[b]]]))[0] for b in range(2)])
+np.save(os.path.join(here, "paged_golden.npy"), paged.astype(np.float32))
+# Variable lengths: two sequences of 64 and 128 tokens, each padded to 128 rows, attention
+# within each sequence (the padding rows of the output stay zero).
+lens = np.array([64, 128], dtype=np.int32)
+qv = rng.standard_normal((2, 128, D)).astype(np.float32)
+kv = rng.standard_normal((2, 128, D)).astype(np.float32)
+vv = rng.standard_normal((2, 128, D)).astype(np.float32)
+for n, a in [("lens", lens), ("qv", qv), ("kv", kv), ("vv", vv)]:
+    np.save(os.path.join(here, n + ".npy"), a)
+varlen = np.zeros((2, 128, D))
+for b in range(2):
+    n = lens[b]
+    varlen[b, :n] = attend(qv[b, :n], kv[b, :n], vv[b, :n])
+np.save(os.path.join(here, "varlen_golden.npy"), varlen.astype(np.float32))
+
 for n, a in [("tile", attend(q[:TS], k[:TS], v[:TS])), ("flash", attend(q, k, v)),
              ("causal", attend(q, k, v, causal=True)), ("decode", attend(q[:1], k, v))]:
     np.save(os.path.join(here, n + "_golden.npy"), a.astype(np.float32))

@@ -111,7 +111,7 @@ const ASCEND910B_CYCLES: &[(&str, u64)] = &[
     ("binary_expansion", 81530),
     ("binary_expansion_naive", 228104),
     ("tests_std_nn", 48618),
-    ("tests_std_attention", 108716),
+    ("tests_std_attention", 139306),
     ("tests_std_moe", 110214),
     ("tests_std_deepseek", 172969),
     ("lightning_indexer", 13115),

@@ -47,6 +47,13 @@ for b in range(2):
     varlen[b, :n] = attend(qv[b, :n], kv[b, :n], vv[b, :n])
 np.save(os.path.join(here, "varlen_golden.npy"), varlen.astype(np.float32))
 
+# Half precision: the same q, k, v rounded to f16 (the golden from the rounded values).
+h = lambda a: a.astype(np.float16)
+for n, a in [("q_h", h(q)), ("k_h", h(k)), ("v_h", h(v)), ("kt_h", np.ascontiguousarray(h(k).T))]:
+    np.save(os.path.join(here, n + ".npy"), a)
+np.save(os.path.join(here, "flash_h_golden.npy"), attend(h(q), h(k), h(v)).astype(np.float32))
+np.save(os.path.join(here, "decode_h_golden.npy"), attend(h(q)[:1], h(k), h(v)).astype(np.float32))
+
 for n, a in [("tile", attend(q[:TS], k[:TS], v[:TS])), ("flash", attend(q, k, v)),
              ("causal", attend(q, k, v, causal=True)), ("decode", attend(q[:1], k, v))]:
     np.save(os.path.join(here, n + "_golden.npy"), a.astype(np.float32))

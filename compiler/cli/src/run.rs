@@ -57,9 +57,9 @@ pub struct Args {
     /// Write the task graph (Graphviz dot).
     #[arg(long, value_name = "FILE")]
     graph: Option<PathBuf>,
-    /// Model time only: kernels do not run, outputs are not computed, data files are opened
-    /// only for the tensors the orchestration reads; only expectations on `total_cycles` and
-    /// `tasks` are checked.
+    /// Model time only: kernels do not run, outputs are not computed, data files' shapes are
+    /// checked only for the tensors the orchestration reads; only expectations on
+    /// `total_cycles` and `tasks` are checked.
     #[arg(long)]
     timing_only: bool,
     /// Run every kernel and the orchestration in the reference interpreters instead of the JIT.

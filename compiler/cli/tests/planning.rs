@@ -97,7 +97,8 @@ fn binary_expansion_takes_a_quarter_of_the_naive_steps() {
     assert_eq!(naive_tasks, 132);
     assert!(cycles * 2 < naive_cycles, "{cycles} against {naive_cycles}");
 
-    // At 8K, timing only (the data files hold 704 tokens and are not needed): 75% fewer steps.
+    // At 8K, timing only (the data files hold 704 tokens; a timing run reads none): 75% fewer
+    // steps.
     let at = |schedule: &str| {
         stats(
             "binary_expansion",

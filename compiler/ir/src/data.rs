@@ -453,15 +453,16 @@ fn source<'a>(
 /// dtype's kind), after the same checks short of reading data: for runs that compute no
 /// results (timing-only), whose orchestration may read a few tensors (fill those with
 /// [`materialise_tensor`] first) and needs the rest only by shape. A tensor may be larger
-/// than host tensors can be. With `open_files` false, `.npy` sources are not opened here
-/// ([`materialise_tensor`] checks a file when its tensor is read): a timing-only run at
-/// another size than its data files' needs none of the files it never reads.
+/// than host tensors can be. With `check_shapes` false, a `.npy` source must still exist and
+/// hold the dtype in full, but its shape is checked only when its tensor is read
+/// ([`materialise_tensor`]): a timing-only run at another `--set` size than its data files'
+/// needs no files of that size for the tensors it never reads.
 pub fn declare_tensors(
     program: &Program,
     params: &[ScalarValue],
     base_dir: &Path,
     inputs: &[(String, PathBuf)],
-    open_files: bool,
+    check_shapes: bool,
 ) -> Result<Vec<HostTensor>, DataError> {
     check_input_names(program, inputs)?;
     program
@@ -469,13 +470,14 @@ pub fn declare_tensors(
         .iter()
         .map(|decl| {
             let shape = tensor_shape(decl, params)?;
+            let want = check_shapes.then_some(shape.as_slice());
             match source(decl, inputs)? {
-                Source::Input(path) if open_files => npy::check_npy_as(path, decl.dtype, &shape)?,
-                Source::Init(Init::Load { path }) if open_files => {
-                    npy::check_npy_as(&base_dir.join(path), decl.dtype, &shape)
+                Source::Input(path) => npy::check_npy_as(path, decl.dtype, want)?,
+                Source::Init(Init::Load { path }) => {
+                    npy::check_npy_as(&base_dir.join(path), decl.dtype, want)
                         .map_err(|e| DataError::from(e).at_decl(decl))?
                 }
-                _ => {}
+                Source::Init(_) | Source::Zeros => {}
             }
             Ok(HostTensor {
                 dtype: decl.dtype,
@@ -982,6 +984,10 @@ mod tests {
         assert_eq!(code(&x(&dir.join("none.npy"))).unwrap_err(), "E0806");
         write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 3], &[1.0; 6])).unwrap();
         assert_eq!(code(&x(&f)).unwrap_err(), "E0803");
+        assert!(declare_tensors(&p, &params, Path::new("."), &x(&f), false).is_ok());
+        let i = p.tensors.iter().position(|t| t.name == "X").unwrap();
+        let e = materialise_tensor(&p, &params, Path::new("."), &x(&f), i).unwrap_err();
+        assert_eq!(e.code, "E0803");
         write_npy(&f, &HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0; 4])).unwrap();
         assert_eq!(code(&x(&f)).unwrap_err(), "E0802");
         write_npy(&f, &HostTensor::from_f64(DType::F16, vec![2, 2], &[1.0; 4])).unwrap();
@@ -991,11 +997,12 @@ mod tests {
         assert_eq!(code(&x(&f)).unwrap_err(), "E0804");
         std::fs::write(&f, b"not npy").unwrap();
         assert_eq!(code(&x(&f)).unwrap_err(), "E0801");
-        // Unopened, the file is checked only when its tensor is made.
-        assert!(declare_tensors(&p, &params, Path::new("."), &x(&f), false).is_ok());
-        let i = p.tensors.iter().position(|t| t.name == "X").unwrap();
-        let e = materialise_tensor(&p, &params, Path::new("."), &x(&f), i).unwrap_err();
-        assert_eq!(e.code, "E0801");
+        // Without shapes, a bad file is still refused; a file of another shape is checked
+        // only when its tensor is made.
+        assert_eq!(
+            declare_tensors(&p, &params, Path::new("."), &x(&f), false).map_err(|e| e.code),
+            Err("E0801")
+        );
         assert_eq!(code(&[("Y".into(), f.clone())]).unwrap_err(), "E0809");
         std::fs::remove_dir_all(&dir).unwrap();
         let mut p2 = prog();

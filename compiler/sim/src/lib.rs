@@ -178,8 +178,8 @@ fn run_inner(
     // A timing-only run computes no results: its tensors are declared (shapes, checked
     // sources) and only those its orchestration reads get data, when it reads them.
     // The tensors are declared (shapes, checked sources). A timing-only run computes no
-    // results: only those its orchestration reads get data (and have their files opened),
-    // when it reads them. Otherwise
+    // results: only those its orchestration reads get data (and have their files' shapes
+    // checked), when it reads them. Otherwise
     // each is made when its runtime buffer is, and its host values go at once (the
     // orchestration reads them back when it needs them, and the results are read at the end):
     // the run never holds every tensor twice.

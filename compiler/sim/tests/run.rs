@@ -133,10 +133,11 @@ schedule main = w.dispatch(round_robin(4))
 }
 
 #[test]
-fn timing_only_opens_only_the_data_files_its_orchestration_reads() {
+fn timing_only_checks_the_shapes_of_only_the_data_its_orchestration_reads() {
     // `X.npy` holds 8 rows, the program at `n = 16` declares 16: a full run refuses it, a
-    // timing-only run never opens it (no task's placement reads `X`) — unless its control
-    // flow reads `X`, which makes it and then refuses the file.
+    // timing-only run never reads it (no task's placement reads `X`), so its shape does not
+    // matter there — unless its control flow reads `X`, which makes it and then refuses the
+    // file. A file that is missing or not an `.npy` is refused either way.
     let dir = std::env::temp_dir().join(format!("wsp-sim-timing-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let eight =
@@ -165,6 +166,9 @@ schedule main = w.dispatch(round_robin(4))
         e.to_string().contains("x.npy") && e.to_string().contains("shape"),
         "{e}"
     );
+    std::fs::write(dir.join("x.npy"), b"not npy").expect("write");
+    let e = run(src, &o).expect_err("not an .npy file");
+    assert!(e.to_string().contains("x.npy"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

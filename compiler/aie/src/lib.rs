@@ -29,10 +29,20 @@ pub struct AieBackend;
 pub const ARCH: &str = "aie-ml";
 
 impl AieBackend {
-    /// The placement alone (for tests and tools), with the warnings it produced.
+    /// The placement alone (for tests and tools), with the warnings it produced: of the
+    /// schedule `wsp run` runs by default.
     pub fn plan(
         &self,
         program: &Program,
+    ) -> Result<(plan::Plan, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>> {
+        self.plan_schedule(program, None)
+    }
+
+    /// The placement of the schedule named `schedule` (`None`: the default one).
+    pub fn plan_schedule(
+        &self,
+        program: &Program,
+        schedule: Option<&str>,
     ) -> Result<(plan::Plan, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>> {
         let arch = wsp_arch::Arch::builtin(ARCH).map_err(|e| {
             vec![BackendDiagnostic::error(
@@ -47,7 +57,7 @@ impl AieBackend {
             )]
         })?;
         let mut warnings = Vec::new();
-        let p = plan::plan(program, dm, &mut warnings)?;
+        let p = plan::plan(program, dm, schedule, &mut warnings)?;
         Ok((p, warnings))
     }
 }
@@ -75,13 +85,20 @@ impl Backend for AieBackend {
                 .with_help(format!("use --arch {ARCH}"))]);
             }
         }
-        if let Some((k, _)) = opts.options.first() {
-            return Err(vec![BackendDiagnostic::error(
-                format!("the AIE target has no option `{k}`"),
-                None,
-            )]);
+        let mut schedule = None;
+        for (k, v) in &opts.options {
+            match k.as_str() {
+                "schedule" => schedule = Some(v.as_str()),
+                other => {
+                    return Err(vec![BackendDiagnostic::error(
+                        format!("the AIE target has no option `{other}`"),
+                        None,
+                    )
+                    .with_help("options: schedule=NAME")])
+                }
+            }
         }
-        let (plan, warnings) = self.plan(program)?;
+        let (plan, warnings) = self.plan_schedule(program, schedule)?;
         let mut tree = FileTree::new();
         let mut extern_files = Vec::new();
         let add = |tree: &mut FileTree, path: &str, text: String| {

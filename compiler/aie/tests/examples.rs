@@ -71,7 +71,7 @@ const REFUSED: &[(&str, &str, &str)] = &[
     (
         "binary_expansion_naive",
         "bytes of data memory",
-        "`wsp emit` lowers the file's `main` schedule, the expanded one (128-row tiles)",
+        "its 64×64 steps with their scores and state need about 140 KiB per compute tile",
     ),
     (
         "planned_decode",
@@ -80,8 +80,8 @@ const REFUSED: &[(&str, &str, &str)] = &[
     ),
     (
         "planned_decode_naive",
-        "cannot place a loop over axis `work`: its size is read from a tensor at run time",
-        "`wsp emit` lowers the file's `main` schedule: the planned one (the naive one loops over Ragged KV lengths)",
+        "cannot place a loop over the Ragged axis `tiles`",
+        "the requests' KV lengths are tensor data",
     ),
     (
         "moe_routing",
@@ -99,7 +99,8 @@ fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-fn manifest() -> Vec<(String, PathBuf)> {
+/// The manifest's entries: name, program, schedule.
+fn manifest() -> Vec<(String, PathBuf, Option<String>)> {
     let text = std::fs::read_to_string(examples_dir().join("manifest.toml")).expect("manifest");
     let table: toml::Table = text.parse().expect("manifest parses");
     table
@@ -108,6 +109,7 @@ fn manifest() -> Vec<(String, PathBuf)> {
             (
                 name.clone(),
                 examples_dir().join(v["program"].as_str().expect("program")),
+                v.get("schedule").and_then(|s| s.as_str()).map(String::from),
             )
         })
         .collect()
@@ -119,8 +121,8 @@ fn every_example_emits_and_matches_wsp_run_or_is_refused_with_a_reason() {
     let mut emitted = 0;
     let mut summary: Vec<String> = Vec::new();
     let mut failures = Vec::new();
-    for (name, path) in manifest() {
-        let r = std::panic::catch_unwind(|| check(&base, &name, &path));
+    for (name, path, schedule) in manifest() {
+        let r = std::panic::catch_unwind(|| check(&base, &name, &path, schedule.as_deref()));
         match r {
             Ok(Some(line)) => {
                 emitted += 1;
@@ -148,11 +150,12 @@ fn every_example_emits_and_matches_wsp_run_or_is_refused_with_a_reason() {
     assert!(emitted >= 10, "only {emitted} examples emitted");
 }
 
-/// One example: `Some(summary)` when it emitted and matched, `None` when refused as expected.
-fn check(base: &Path, name: &str, path: &Path) -> Option<String> {
+/// One example (its manifest schedule, emitted with `--option schedule=NAME`): `Some(summary)`
+/// when it emitted and matched, `None` when refused as expected.
+fn check(base: &Path, name: &str, path: &Path, schedule: Option<&str>) -> Option<String> {
     let program = common::lower(path);
     let expected = REFUSED.iter().find(|(n, _, _)| *n == name);
-    match (common::emit(&program), expected) {
+    match (common::emit_schedule(&program, schedule), expected) {
         (Err(diags), Some((_, want, _))) => {
             assert!(
                 diags
@@ -169,7 +172,13 @@ fn check(base: &Path, name: &str, path: &Path) -> Option<String> {
             panic!("{name}: expected a refusal (`{want}`), but it emitted")
         }
         (Ok(_), None) => {
-            let n = common::run_and_compare(name, &program, &wsp_sim::base_dir_of(path), base);
+            let n = common::run_and_compare_schedule(
+                name,
+                &program,
+                schedule,
+                &wsp_sim::base_dir_of(path),
+                base,
+            );
             Some(format!(
                 "{name}: emitted, {n} outputs bit-identical to wsp run"
             ))

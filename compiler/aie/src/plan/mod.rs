@@ -242,9 +242,14 @@ fn align4(n: u64) -> u64 {
 }
 
 /// Builds the plan, or the diagnostics that prevent it. Warnings go to `warnings`.
-pub fn plan(program: &Program, tile_memory: u64, warnings: &mut Diags) -> Result<Plan, Diags> {
+pub fn plan(
+    program: &Program,
+    tile_memory: u64,
+    schedule: Option<&str>,
+    warnings: &mut Diags,
+) -> Result<Plan, Diags> {
     let mut diags = Diags::new();
-    let (sched, w) = program.select_run(None).map_err(|m| {
+    let (sched, w) = program.select_run(schedule).map_err(|m| {
         vec![error(
             m,
             None,

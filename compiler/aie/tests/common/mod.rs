@@ -18,11 +18,22 @@ pub fn lower_text(key: &str, text: String) -> wsp_ir::Program {
 pub fn emit(
     program: &wsp_ir::Program,
 ) -> Result<(FileTree, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>> {
+    emit_schedule(program, None)
+}
+
+/// [`emit`] of the schedule named `schedule` (`--option schedule=NAME`).
+pub fn emit_schedule(
+    program: &wsp_ir::Program,
+    schedule: Option<&str>,
+) -> Result<(FileTree, Vec<BackendDiagnostic>), Vec<BackendDiagnostic>> {
     AieBackend.emit(
         program,
         &EmitOptions {
             arch: Some("aie-ml".into()),
-            options: Vec::new(),
+            options: schedule
+                .map(|s| ("schedule".to_string(), s.to_string()))
+                .into_iter()
+                .collect(),
             ..Default::default()
         },
     )
@@ -181,10 +192,24 @@ pub fn run_and_compare(
     data_dir: &Path,
     work: &Path,
 ) -> usize {
+    run_and_compare_schedule(name, program, None, data_dir, work)
+}
+
+/// [`run_and_compare`] of the schedule named `schedule` (the emitted tree's and `wsp run`'s).
+pub fn run_and_compare_schedule(
+    name: &str,
+    program: &wsp_ir::Program,
+    schedule: Option<&str>,
+    data_dir: &Path,
+    work: &Path,
+) -> usize {
     let opts = EmitOptions {
         arch: Some("aie-ml".into()),
+        options: schedule
+            .map(|s| ("schedule".to_string(), s.to_string()))
+            .into_iter()
+            .collect(),
         extern_sources: extern_sources(program, data_dir),
-        ..Default::default()
     };
     let (tree, _) = AieBackend
         .emit(program, &opts)
@@ -193,7 +218,7 @@ pub fn run_and_compare(
     write_tree(&tree, &dir);
     let design = String::from_utf8_lossy(tree.get("aie.mlir").expect("aie.mlir")).to_string();
     mlir_opt_check(name, &design, &dir);
-    let (plan, _) = AieBackend.plan(program).expect("plans");
+    let (plan, _) = AieBackend.plan_schedule(program, schedule).expect("plans");
     let exe = build(&dir, &wsp_aie::cpu::sources(program, &plan));
     let res = dir.join("res");
     std::fs::create_dir_all(&res).expect("mkdir");
@@ -211,10 +236,11 @@ pub fn run_and_compare(
         String::from_utf8_lossy(&out.stderr)
     );
     // `wsp run` in process; outputs do not depend on the cost model (its default one).
-    let o = wsp_sim::Options::new(
+    let mut o = wsp_sim::Options::new(
         wsp_arch::Arch::builtin("ascend910b").expect("arch"),
         data_dir.to_path_buf(),
     );
+    o.schedule = schedule.map(str::to_string);
     let jit = wsp_jit::Jit::new();
     let run = wsp_sim::run(program, &jit, &o).unwrap_or_else(|e| panic!("{name}: wsp run: {e}"));
     let mut outputs = 0;

@@ -13,12 +13,25 @@ use cpu_tree::*;
 use wsp_backend::EmitOptions;
 use wsp_ir::workload::{Expect, TensorKind};
 
-fn manifest_programs() -> Vec<String> {
+/// The manifest's programs, each with the schedule its entry names (the line after it).
+fn manifest_programs() -> Vec<(String, Option<String>)> {
     let text = std::fs::read_to_string(repo().join("examples/manifest.toml")).expect("manifest");
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("program = \""))
-        .filter_map(|l| l.strip_suffix('"'))
-        .map(str::to_string)
+    let value = |l: &str, key: &str| {
+        l.trim()
+            .strip_prefix(key)
+            .and_then(|r| r.strip_prefix(" = \""))
+            .and_then(|r| r.strip_suffix('"'))
+            .map(str::to_string)
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let program = value(l, "program")?;
+            let schedule = lines.get(i + 1).and_then(|n| value(n, "schedule"));
+            Some((program, schedule))
+        })
         .collect()
 }
 
@@ -62,20 +75,29 @@ fn compare(p: &wsp_ir::Program, t: usize, got: &Path, want: &Path) -> Option<Str
 }
 
 fn run_example(rel: &str, arch: &str) -> Result<(), String> {
-    run_example_with(rel, arch, &[])
+    run_example_with(rel, None, arch, &[])
 }
 
-fn run_example_with(rel: &str, arch: &str, cmake: &[String]) -> Result<(), String> {
+fn run_example_with(
+    rel: &str,
+    schedule: Option<&str>,
+    arch: &str,
+    cmake: &[String],
+) -> Result<(), String> {
     let file = repo().join("examples").join(rel);
     let program = lowered(&file);
-    let name = file
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("x")
-        .to_string();
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("x");
+    let name = match schedule {
+        Some(s) if s != "main" => format!("{stem}_{s}"),
+        _ => stem.to_string(),
+    };
+    let mut options = vec![("runtime_lib".into(), built().1.display().to_string())];
+    if let Some(s) = schedule {
+        options.push(("schedule".into(), s.to_string()));
+    }
     let opts = EmitOptions {
         arch: Some(arch.to_string()),
-        options: vec![("runtime_lib".into(), built().1.display().to_string())],
+        options,
         ..Default::default()
     };
     let tree = match wsp_ascend::emit(&program, &opts) {
@@ -96,7 +118,7 @@ fn run_example_with(rel: &str, arch: &str, cmake: &[String]) -> Result<(), Strin
     write_tree(&tree, &dir.join("tree"));
     let host = build_tree_with(&dir.join("tree"), cmake);
     let got = run_host(&host, file.parent().expect("a directory"), &dir.join("res"));
-    let want = reference(&file, arch, &dir.join("ref"));
+    let want = reference_schedule(&file, arch, schedule, &dir.join("ref"));
     if got != want {
         return Err(format!(
             "{name} on {arch}: (tasks, edges, total_cycles) {got:?}, wsp run {want:?}"
@@ -127,8 +149,8 @@ fn every_example_builds_runs_and_matches_wsp_run() {
     let programs = manifest_programs();
     assert!(programs.len() >= 10, "the manifest lists {programs:?}");
     let mut failures = Vec::new();
-    for p in &programs {
-        if let Err(m) = run_example(p, "ascend910b") {
+    for (p, schedule) in &programs {
+        if let Err(m) = run_example_with(p, schedule.as_deref(), "ascend910b", &[]) {
             failures.push(m);
         }
     }
@@ -163,6 +185,6 @@ fn trees_build_against_pto_isa_s_own_cpu_headers() {
         "csp_pipeline/csp_pipeline.wsp",
         "bgemm/bgemm.wsp",
     ] {
-        run_example_with(p, "ascend910b", &args).unwrap_or_else(|m| panic!("{m}"));
+        run_example_with(p, None, "ascend910b", &args).unwrap_or_else(|m| panic!("{m}"));
     }
 }

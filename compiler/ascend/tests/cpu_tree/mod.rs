@@ -61,10 +61,21 @@ pub fn lowered(file: &Path) -> Program {
 
 /// `wsp run FILE --arch ARCH --out-dir DIR --stats json`: (tasks, edges, total_cycles).
 pub fn reference(file: &Path, arch: &str, out: &Path) -> (u64, u64, u64) {
+    reference_schedule(file, arch, None, out)
+}
+
+/// [`reference`] of the schedule named `schedule` (`--schedule`).
+pub fn reference_schedule(
+    file: &Path,
+    arch: &str,
+    schedule: Option<&str>,
+    out: &Path,
+) -> (u64, u64, u64) {
     let o = Command::new(wsp())
         .arg("run")
         .arg(file)
         .args(["--arch", arch])
+        .args(schedule.map(|s| ["--schedule", s]).into_iter().flatten())
         .arg("--out-dir")
         .arg(out)
         .args(["--stats", "json", "-q"])

@@ -741,6 +741,15 @@ fn what_cannot_be_lowered_is_a_diagnostic_naming_it_with_the_kernel_span() {
         }
     }
 
+    // Masks stay a byte per element: no PTO-ISA compare or select instruction (their packed
+    // bit masks disagree with each other across rows; docs/backends.md).
+    for k in compare_select() {
+        let src = emit_kernel(&k, Arch::Ascend910b).expect("emits").code;
+        for inst in ["TCMP(", "TCMPS(", "TSEL("] {
+            assert!(!src.contains(inst), "{}: {inst}", k.name);
+        }
+    }
+
     // Tiles that do not fit the unified buffer.
     let mut k = k2(
         "huge".into(),

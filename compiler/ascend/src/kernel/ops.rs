@@ -87,14 +87,10 @@ impl Cg<'_> {
                 let a = self.bcast(*lhs, rt.shape, &vr, &vc)?;
                 let b = self.bcast(*rhs, rt.shape, &vr, &vc)?;
                 let t = self.def_tile(res, rt, &vr, &vc)?;
-                self.on_pipe("PIPE_V");
-                self.line(format!(
-                    "TCMP({}, {}, {}, CmpMode::{});",
-                    t.name,
-                    a.name,
-                    b.name,
-                    cmp_mode(*cop)
-                ));
+                let sym = cmp_symbol(*cop);
+                self.scalar_elementwise(&t, &[&a, &b], |x| {
+                    format!("(uint8_t)({} {sym} {})", x[0], x[1])
+                });
                 Ok(())
             }
             Op::Select {
@@ -107,13 +103,10 @@ impl Cg<'_> {
                 let c = self.bcast(*cond, rt.shape, &vr, &vc)?;
                 let a = self.bcast(*on_true, rt.shape, &vr, &vc)?;
                 let b = self.bcast(*on_false, rt.shape, &vr, &vc)?;
-                let tmp = self.temp(Loc::Vec, rt, &vr, &vc);
                 let t = self.def_tile(res, rt, &vr, &vc)?;
-                self.on_pipe("PIPE_V");
-                self.line(format!(
-                    "TSEL({}, {}, {}, {}, {});",
-                    t.name, c.name, a.name, b.name, tmp.name
-                ));
+                self.scalar_elementwise(&t, &[&c, &a, &b], |x| {
+                    format!("{} ? {} : {}", x[0], x[1], x[2])
+                });
                 Ok(())
             }
             Op::Unary { op: uop, x } => {
@@ -266,15 +259,13 @@ impl Cg<'_> {
 
     /// `dst = cast(src)` from dtype `from` to `to` over dst's valid region.
     pub(super) fn convert(&mut self, dst: &CTile, src: &CTile, from: DType, to: DType) {
-        self.on_pipe("PIPE_V");
         if to == DType::Bool && from != DType::Bool {
-            self.line(format!(
-                "TCMPS({}, {}, ({})0, CmpMode::NE);",
-                dst.name,
-                src.name,
-                elem_ty(from)
-            ));
-        } else if from == to {
+            let zero = if from.is_float() { "0.0" } else { "0" };
+            self.scalar_elementwise(dst, &[src], |x| format!("(uint8_t)({} != {zero})", x[0]));
+            return;
+        }
+        self.on_pipe("PIPE_V");
+        if from == to {
             self.line(format!("TMOV({}, {});", dst.name, src.name));
         } else {
             let mode = if from.is_float() && !to.is_float() {
@@ -312,11 +303,7 @@ impl Cg<'_> {
                 return Err(self.err(format!("`not` on {d} tiles")));
             }
             let t = self.def_tile(res, rt, &vr, &vc)?;
-            self.on_pipe("PIPE_V");
-            self.line(format!(
-                "TCMPS({}, {}, (uint8_t)0, CmpMode::EQ);",
-                t.name, src.name
-            ));
+            self.scalar_elementwise(&t, &[&src], |x| format!("(uint8_t)({} == 0)", x[0]));
             return Ok(());
         }
         if let Some(inst) = direct {
@@ -393,6 +380,39 @@ impl Cg<'_> {
             self.convert(&t, &y, p, d);
         }
         Ok(())
+    }
+
+    /// `dst[r, c] = f(src₀[r, c], …)` on the scalar unit over dst's valid region, `f` given
+    /// each source element as a C++ expression (f16 and bf16 read as float: exact). For wsp's
+    /// bool tiles, which hold a byte per element: PTO-ISA's compare and select instructions
+    /// use packed bit masks instead (`TCMP`/`TCMPS` pack each row's bits into bytes of its own,
+    /// `TSEL` reads the bits in one run across the rows), so comparisons, selects, `not` and
+    /// casts to bool run here, correct on every PTO-ISA implementation, at scalar speed.
+    fn scalar_elementwise(
+        &mut self,
+        dst: &CTile,
+        srcs: &[&CTile],
+        f: impl Fn(&[String]) -> String,
+    ) {
+        self.on_pipe("PIPE_S");
+        let reads: Vec<String> = srcs
+            .iter()
+            .map(|s| {
+                let v = format!("{}.GetValue({})", s.name, s.st.offset_expr("r_", "c_"));
+                match s.st.dtype {
+                    DType::F16 | DType::Bf16 => format!("(float){v}"),
+                    _ => v,
+                }
+            })
+            .collect();
+        self.line(format!(
+            "for (unsigned r_ = 0; r_ < {}; r_++) for (unsigned c_ = 0; c_ < {}; c_++) {}.SetValue({}, {});",
+            dst.vr(),
+            dst.vc(),
+            dst.name,
+            dst.st.offset_expr("r_", "c_"),
+            f(&reads)
+        ));
     }
 
     /// `dst = f(src)` element by element on the scalar unit (PTO-ISA has no tanh/sin/cos
@@ -672,14 +692,14 @@ impl Cg<'_> {
     }
 }
 
-fn cmp_mode(op: CmpOp) -> &'static str {
+fn cmp_symbol(op: CmpOp) -> &'static str {
     match op {
-        CmpOp::Eq => "EQ",
-        CmpOp::Ne => "NE",
-        CmpOp::Lt => "LT",
-        CmpOp::Le => "LE",
-        CmpOp::Gt => "GT",
-        CmpOp::Ge => "GE",
+        CmpOp::Eq => "==",
+        CmpOp::Ne => "!=",
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
     }
 }
 

@@ -14,8 +14,6 @@
  *    (s0 + s1) + (s2 + s3); TCOLSUM adds rows in increasing order; both start at +0.0;
  *  - TMAX/TMIN/TROWMAX/... follow IEEE 754-2019 maximum/minimum (NaN wins, -0 < +0);
  *  - TMATMUL accumulates in increasing k by fused multiply-adds (std::fma, one rounding);
- *  - TCMP/TCMPS write one byte per element (1 where the comparison holds, else 0) and
- *    TSEL reads such a byte mask;
  *  - TCVT float->int truncates and saturates (NaN -> 0); int->int wraps.
  *
  * Tiles address per-location arenas (Vec = UB, Mat = L1, Left = L0A, Right = L0B,
@@ -46,7 +44,6 @@ enum class TileType { Vec, Mat, Left, Right, Acc };
 enum class BLayout { RowMajor = 0, ColMajor = 1 };
 enum class SLayout { NoneBox = 0, RowMajor = 1, ColMajor = 2 };
 enum class Layout { ND, DN, NZ };
-enum class CmpMode : uint8_t { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 };
 enum class RoundMode : uint8_t {
     CAST_NONE = 0,
     CAST_RINT = 1,
@@ -461,40 +458,6 @@ template <typename D, typename T, int descending = 0> inline void TCI(D &dst, T 
     static_assert(std::is_same<typename D::DType, T>::value, "TCI counts in the tile's type");
     for (unsigned c = 0; c < dst.GetValidCol(); c++)
         dst.at(0, c) = descending ? standin::sub(start, (T)c) : standin::add(start, (T)c);
-}
-
-namespace standin {
-template <typename T> inline bool cmp(T x, T y, CmpMode m) {
-    auto a = up(x);
-    auto b = up(y);
-    switch (m) {
-    case CmpMode::EQ: return a == b;
-    case CmpMode::NE: return a != b;
-    case CmpMode::LT: return a < b;
-    case CmpMode::LE: return a <= b;
-    case CmpMode::GT: return a > b;
-    case CmpMode::GE: return a >= b;
-    }
-    return false;
-}
-} // namespace standin
-
-/* Byte mask: 1 where `a op b` holds. */
-template <typename D, typename S0, typename S1> inline void TCMP(D &dst, S0 &a, S1 &b, CmpMode m) {
-    standin::each(dst, [&](unsigned r, unsigned c) {
-        return (typename D::DType)standin::cmp(a.at(r, c), b.at(r, c), m);
-    });
-}
-template <typename D, typename S> inline void TCMPS(D &dst, S &a, typename S::DType s, CmpMode m) {
-    standin::each(dst, [&](unsigned r, unsigned c) {
-        return (typename D::DType)standin::cmp(a.at(r, c), s, m);
-    });
-}
-
-/* dst = mask ? a : b, with a byte mask. */
-template <typename D, typename M, typename S0, typename S1, typename Tmp>
-inline void TSEL(D &dst, M &mask, S0 &a, S1 &b, Tmp &) {
-    standin::each(dst, [&](unsigned r, unsigned c) { return mask.at(r, c) ? a.at(r, c) : b.at(r, c); });
 }
 
 /* ------------------------------------------------------------------ conversion */

@@ -41,6 +41,10 @@ pub struct Args {
     /// names an architecture model, resources are checked against it too.
     #[arg(long)]
     arch: Option<String>,
+    /// The schedule to emit (default: the one `wsp run` runs); the backend gets it as the
+    /// option `schedule=NAME`, which both built-ins take.
+    #[arg(long, value_name = "NAME")]
+    schedule: Option<String>,
     /// A backend-specific option `KEY=VALUE` (repeatable, passed on in order).
     #[arg(long = "option", value_name = "KEY=VALUE")]
     options: Vec<String>,
@@ -98,12 +102,18 @@ pub fn main(a: Args) -> ExitCode {
             _ => return usage(format!("`--option {o}`: write `--option KEY=VALUE`")),
         }
     }
+    let name = a.target.as_str();
+    if let Some(s) = &a.schedule {
+        if name == "ir" {
+            return usage("`--schedule` with `--target ir`: the Program IR holds every schedule");
+        }
+        options.push(("schedule".to_string(), s.clone()));
+    }
     let mut opts = EmitOptions {
         arch: a.arch.clone(),
         options,
         ..Default::default()
     };
-    let name = a.target.as_str();
     // Everything the request itself gets wrong is said before any work is done.
     if let Err(e) = registry.can_emit(name) {
         return usage(e);

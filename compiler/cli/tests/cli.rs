@@ -448,3 +448,89 @@ fn warn_turns_on_an_opt_in_lint() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("known: narrowing"));
 }
+
+/// `wsp emit --schedule NAME` emits that schedule on both built-ins (the backends' option
+/// `schedule=NAME`); an unknown one is the backend's error and nothing is written.
+#[test]
+fn emit_takes_the_schedule_to_emit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/planned_decode");
+    let d = tempdir("emit-schedule");
+    let out = d.join("tree");
+    let o = wsp(
+        &root,
+        &[
+            "emit",
+            "--target",
+            "ascend",
+            "--schedule",
+            "naive",
+            "planned_decode.wsp",
+            "-o",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "-o needs its directory");
+    let o = Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .args([
+            "emit",
+            "--target",
+            "ascend",
+            "--schedule",
+            "naive",
+            "planned_decode.wsp",
+            "-o",
+        ])
+        .arg(&out)
+        .current_dir(&root)
+        .output()
+        .expect("run wsp");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let plan = std::fs::read_to_string(out.join("plan.json")).expect("plan.json");
+    assert!(plan.contains("\"schedule\": \"naive\""), "{plan}");
+    // AIE: the naive schedule's Ragged loop is what it refuses (not the planned one's axis).
+    let o = Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .args([
+            "emit",
+            "--target",
+            "aie",
+            "--schedule",
+            "naive",
+            "planned_decode.wsp",
+            "-o",
+        ])
+        .arg(d.join("aie"))
+        .current_dir(&root)
+        .output()
+        .expect("run wsp");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Ragged axis `tiles`") && !err.contains("axis `work`"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_wsp"))
+        .args([
+            "emit",
+            "--target",
+            "ascend",
+            "--schedule",
+            "nope",
+            "planned_decode.wsp",
+            "-o",
+        ])
+        .arg(d.join("none"))
+        .current_dir(&root)
+        .output()
+        .expect("run wsp");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no schedule `nope`"));
+    assert!(!d.join("none").exists());
+    let o = wsp(
+        &root,
+        &["emit", "--schedule", "naive", "planned_decode.wsp"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

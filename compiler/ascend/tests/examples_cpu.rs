@@ -13,24 +13,17 @@ use cpu_tree::*;
 use wsp_backend::EmitOptions;
 use wsp_ir::workload::{Expect, TensorKind};
 
-/// The manifest's programs, each with the schedule its entry names (the line after it).
+/// The manifest's programs, each with the schedule its entry names.
 fn manifest_programs() -> Vec<(String, Option<String>)> {
     let text = std::fs::read_to_string(repo().join("examples/manifest.toml")).expect("manifest");
-    let value = |l: &str, key: &str| {
-        l.trim()
-            .strip_prefix(key)
-            .and_then(|r| r.strip_prefix(" = \""))
-            .and_then(|r| r.strip_suffix('"'))
-            .map(str::to_string)
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    lines
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let program = value(l, "program")?;
-            let schedule = lines.get(i + 1).and_then(|n| value(n, "schedule"));
-            Some((program, schedule))
+    let table: toml::Table = text.parse().expect("manifest parses");
+    table
+        .values()
+        .map(|v| {
+            (
+                v["program"].as_str().expect("program").to_string(),
+                v.get("schedule").and_then(|s| s.as_str()).map(String::from),
+            )
         })
         .collect()
 }

@@ -577,14 +577,7 @@ impl Gen<'_> {
                 );
             }
             Op::Cmp { op, lhs, rhs } => {
-                let sym = match op {
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                };
+                let sym = op.symbol();
                 self.elementwise(
                     res,
                     &[*lhs, *rhs],

@@ -770,14 +770,7 @@ pub fn check_expects_where(
                     Stat::TotalCycles => "total_cycles",
                     Stat::Tasks => "tasks",
                 };
-                let opname = match op {
-                    crate::kernel::CmpOp::Eq => "==",
-                    crate::kernel::CmpOp::Ne => "!=",
-                    crate::kernel::CmpOp::Lt => "<",
-                    crate::kernel::CmpOp::Le => "<=",
-                    crate::kernel::CmpOp::Gt => ">",
-                    crate::kernel::CmpOp::Ge => ">=",
-                };
+                let opname = op.symbol();
                 let description = format!("{sname} {opname} {value}");
                 let measured = match stat(*s) {
                     None => format!("{sname} was not measured in this run"),

@@ -303,6 +303,20 @@ pub enum CmpOp {
     Ge,
 }
 
+impl CmpOp {
+    /// The operator as `.wsp`, C and C++ write it.
+    pub const fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
 /// An operation producing values. Serialized with a `"kind"` tag.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]

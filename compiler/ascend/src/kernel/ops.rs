@@ -87,7 +87,7 @@ impl Cg<'_> {
                 let a = self.bcast(*lhs, rt.shape, &vr, &vc)?;
                 let b = self.bcast(*rhs, rt.shape, &vr, &vc)?;
                 let t = self.def_tile(res, rt, &vr, &vc)?;
-                let sym = cmp_symbol(*cop);
+                let sym = cop.symbol();
                 self.scalar_elementwise(&t, &[&a, &b], |x| {
                     format!("(uint8_t)({} {sym} {})", x[0], x[1])
                 });
@@ -689,17 +689,6 @@ impl Cg<'_> {
             self.line(l);
         }
         Ok(())
-    }
-}
-
-fn cmp_symbol(op: CmpOp) -> &'static str {
-    match op {
-        CmpOp::Eq => "==",
-        CmpOp::Ne => "!=",
-        CmpOp::Lt => "<",
-        CmpOp::Le => "<=",
-        CmpOp::Gt => ">",
-        CmpOp::Ge => ">=",
     }
 }
 

@@ -24,15 +24,7 @@ impl Cg<'_> {
             }
             Op::Cmp { op: cop, lhs, rhs } => {
                 let (a, b) = (self.scalar_of(*lhs)?, self.scalar_of(*rhs)?);
-                let o = match cop {
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                };
-                format!("({a} {o} {b})")
+                format!("({a} {} {b})", cop.symbol())
             }
             Op::Select {
                 cond,

@@ -455,76 +455,32 @@ fn warn_turns_on_an_opt_in_lint() {
 fn emit_takes_the_schedule_to_emit() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/planned_decode");
     let d = tempdir("emit-schedule");
-    let out = d.join("tree");
-    let o = wsp(
-        &root,
-        &[
-            "emit",
-            "--target",
-            "ascend",
-            "--schedule",
-            "naive",
-            "planned_decode.wsp",
-            "-o",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "-o needs its directory");
-    let o = Command::new(env!("CARGO_BIN_EXE_wsp"))
-        .args([
-            "emit",
-            "--target",
-            "ascend",
-            "--schedule",
-            "naive",
-            "planned_decode.wsp",
-            "-o",
-        ])
-        .arg(&out)
-        .current_dir(&root)
-        .output()
-        .expect("run wsp");
+    let emit = |target: &str, schedule: &str, out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_wsp"))
+            .args(["emit", "--target", target, "--schedule", schedule])
+            .args(["planned_decode.wsp", "-o"])
+            .arg(out)
+            .current_dir(&root)
+            .output()
+            .expect("run wsp")
+    };
+    let o = emit("ascend", "naive", &d.join("tree"));
     assert_eq!(
         o.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let plan = std::fs::read_to_string(out.join("plan.json")).expect("plan.json");
+    let plan = std::fs::read_to_string(d.join("tree/plan.json")).expect("plan.json");
     assert!(plan.contains("\"schedule\": \"naive\""), "{plan}");
     // AIE: the naive schedule's Ragged loop is what it refuses (not the planned one's axis).
-    let o = Command::new(env!("CARGO_BIN_EXE_wsp"))
-        .args([
-            "emit",
-            "--target",
-            "aie",
-            "--schedule",
-            "naive",
-            "planned_decode.wsp",
-            "-o",
-        ])
-        .arg(d.join("aie"))
-        .current_dir(&root)
-        .output()
-        .expect("run wsp");
+    let o = emit("aie", "naive", &d.join("aie"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("Ragged axis `tiles`") && !err.contains("axis `work`"),
         "{err}"
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_wsp"))
-        .args([
-            "emit",
-            "--target",
-            "ascend",
-            "--schedule",
-            "nope",
-            "planned_decode.wsp",
-            "-o",
-        ])
-        .arg(d.join("none"))
-        .current_dir(&root)
-        .output()
-        .expect("run wsp");
+    let o = emit("ascend", "nope", &d.join("none"));
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no schedule `nope`"));
     assert!(!d.join("none").exists());

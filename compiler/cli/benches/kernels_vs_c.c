@@ -331,6 +331,58 @@ NOINLINE static void k_attn_score_causal(float **b) {
     }
 }
 
+/* std.nn's f16 forms: f16 tiles, every sum and product in f32, one rounding on the store. */
+NOINLINE static void k_rmsnorm_f16(float **b) {
+    const _Float16 *x = (const _Float16 *)b[0], *w = (const _Float16 *)b[1];
+    _Float16 *out = (_Float16 *)b[2];
+    for (int r = 0; r < TR; r++) {
+        float ss = 0.0f;
+        for (int c = 0; c < D; c++) {
+            float v = (float)x[r * D + c];
+            ss += v * v;
+        }
+        float inv = 1.0f / sqrtf(ss / D + 1e-6f);
+        for (int c = 0; c < D; c++) out[r * D + c] = (_Float16)((float)x[r * D + c] * inv * (float)w[c]);
+    }
+}
+
+NOINLINE static void k_softmax_f16(float **b) {
+    const _Float16 *x = (const _Float16 *)b[0];
+    _Float16 *y = (_Float16 *)b[1];
+    float e[D];
+    for (int r = 0; r < TR; r++) {
+        float m = -INFINITY;
+        for (int c = 0; c < D; c++) m = (float)x[r * D + c] > m ? (float)x[r * D + c] : m;
+        float s = 0.0f;
+        for (int c = 0; c < D; c++) {
+            e[c] = expf((float)x[r * D + c] - m);
+            s += e[c];
+        }
+        for (int c = 0; c < D; c++) y[r * D + c] = (_Float16)(e[c] / s);
+    }
+}
+
+/* c += a · b with f16 operands, accumulated in f32. */
+static inline void mm_f16(const _Float16 *a, const _Float16 *bb, float *c, int m, int k, int n) {
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++) {
+            float av = (float)a[i * k + p];
+            for (int j = 0; j < n; j++) c[i * n + j] += av * (float)bb[p * n + j];
+        }
+}
+
+NOINLINE static void k_linear_f16(float **b) {
+    static float acc[TR * D];
+    for (int i = 0; i < TR * D; i++) acc[i] = 0.0f;
+    mm_f16((const _Float16 *)b[0], (const _Float16 *)b[1], acc, TR, D, D);
+    _Float16 *out = (_Float16 *)b[2];
+    for (int i = 0; i < TR * D; i++) out[i] = (_Float16)acc[i];
+}
+
+NOINLINE static void k_linear_acc_f16(float **b) {
+    mm_f16((const _Float16 *)b[0], (const _Float16 *)b[1], b[2], TR, D, D);
+}
+
 static const struct {
     const char *name;
     void (*f)(float **);
@@ -366,6 +418,10 @@ static const struct {
     {"softmax_wide", k_softmax_wide},
     {"matmul_64", k_matmul_64},
     {"matmul_f16", k_matmul_f16},
+    {"rmsnorm_f16", k_rmsnorm_f16},
+    {"softmax_f16", k_softmax_f16},
+    {"linear_f16", k_linear_f16},
+    {"linear_acc_f16", k_linear_acc_f16},
 };
 
 int main(int argc, char **argv) {
@@ -390,11 +446,21 @@ int main(int argc, char **argv) {
             bufs[k][i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
         }
     }
-    if (strcmp(argv[1], "matmul_f16") == 0)
-        for (int k = 0; k < 2; k++) {
-            _Float16 *h = (_Float16 *)bufs[k];
-            for (int i = 0; i < 128 * 128; i++) h[i] = (_Float16)bufs[k][BUFLEN / 2 + i];
-        }
+    /* The kernels' f16 buffers (a bit per argument), filled from the upper half's values. */
+    static const struct {
+        const char *name;
+        unsigned f16;
+    } HALF[] = {
+        {"matmul_f16", 3}, {"rmsnorm_f16", 7}, {"softmax_f16", 3},
+        {"linear_f16", 7}, {"linear_acc_f16", 3},
+    };
+    for (size_t i = 0; i < sizeof HALF / sizeof HALF[0]; i++)
+        if (strcmp(argv[1], HALF[i].name) == 0)
+            for (int k = 0; k < NBUF; k++)
+                if (HALF[i].f16 >> k & 1) {
+                    _Float16 *h = (_Float16 *)bufs[k];
+                    for (int j = 0; j < BUFLEN / 2; j++) h[j] = (_Float16)bufs[k][BUFLEN / 2 + j];
+                }
     for (long i = 0; i < calls / 10 + 1; i++) {
         f(ptrs);
         __asm__ volatile("" ::: "memory");

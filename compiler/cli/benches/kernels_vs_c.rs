@@ -1,6 +1,6 @@
-//! The std kernels over f32 tiles (and the kernels of `kernels_vs_c.wsp`) as JIT code against
-//! the same loop in C, side by side (the f16/bf16 forms of std.nn and std.moe's integer
-//! `routing_csr` and `moe_combine` are not here yet):
+//! The std kernels (and the kernels of `kernels_vs_c.wsp`) as JIT code against the same loop
+//! in C, side by side (not here yet: std.nn's bf16 and f16 layernorm/add/rope/swiglu forms,
+//! the f16 attention forms, std.moe's integer `routing_csr` and `moe_combine`, std.deepseek):
 //!
 //! ```text
 //! cargo bench -p wsp --bench kernels_vs_c [-- NAME_FILTER]
@@ -37,7 +37,7 @@ use wsp_ir::{DType, ScalarValue};
 use wsp_jit::{abi::scalar_slot, compile_uncached, CompiledKernel, DiskCache, Jit, Scratch};
 
 /// `(file under the repository root, kernel)`; the C function is `k_<kernel>`.
-const KERNELS: [(&str, &str); 31] = [
+const KERNELS: [(&str, &str); 35] = [
     ("std/nn.wsp", "rmsnorm"),
     ("std/nn.wsp", "layernorm"),
     ("std/nn.wsp", "softmax"),
@@ -52,6 +52,10 @@ const KERNELS: [(&str, &str); 31] = [
     ("std/nn.wsp", "linear_gelu"),
     ("std/nn.wsp", "softmax_stats"),
     ("std/nn.wsp", "softmax_apply"),
+    ("std/nn.wsp", "rmsnorm_f16"),
+    ("std/nn.wsp", "softmax_f16"),
+    ("std/nn.wsp", "linear_f16"),
+    ("std/nn.wsp", "linear_acc_f16"),
     ("std/attention.wsp", "attention_tile"),
     ("std/attention.wsp", "attn_init"),
     ("std/attention.wsp", "attn_score"),

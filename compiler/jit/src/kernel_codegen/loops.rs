@@ -74,6 +74,22 @@ impl<'a, 'b> Lower<'a, 'b> {
         body(self, p)
     }
 
+    /// A loop over `start..end` by `step` that visits `body` at `at(i)`.
+    fn visit_loop(
+        &mut self,
+        start: Value,
+        end: Value,
+        step: i64,
+        body: &mut dyn FnMut(&mut Self, Pos) -> R<()>,
+        at: impl Fn(Value) -> Pos,
+    ) -> R<()> {
+        self.for_loop(start, end, step, &[], &mut |s, i, _| {
+            s.visit(body, at(i))?;
+            Ok(vec![])
+        })?;
+        Ok(())
+    }
+
     /// A tile loop for a body that only evaluates elements ([`Self::elem`]) and stores them
     /// ([`Self::store_at`]): over a `[R, 1]` extent (constant one column) it goes four rows at
     /// a time (`down` positions), then a scalar tail; otherwise as
@@ -90,22 +106,13 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         let zero = self.iconst(0);
         let rend = self.band_imm_f(rows, !3i64);
-        self.for_loop(zero, rend, 4, &[], &mut |s, r, _| {
-            s.visit(
-                body,
-                Pos {
-                    r,
-                    c: zero,
-                    vec: true,
-                    down: true,
-                },
-            )?;
-            Ok(vec![])
+        self.visit_loop(zero, rend, 4, body, |r| Pos {
+            r,
+            c: zero,
+            vec: true,
+            down: true,
         })?;
-        self.for_loop(rend, rows, 1, &[], &mut |s, r, _| {
-            s.visit(body, Pos::at(r, zero, false))?;
-            Ok(vec![])
-        })?;
+        self.visit_loop(rend, rows, 1, body, |r| Pos::at(r, zero, false))?;
         self.memo.clear();
         Ok(())
     }
@@ -141,14 +148,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 }
                 Ok(vec![])
             })?;
-            s.for_loop(uend, vend, 4, &[], &mut |s, c, _| {
-                s.visit(body, Pos::at(r, c, true))?;
-                Ok(vec![])
-            })?;
-            s.for_loop(vend, cols, 1, &[], &mut |s, c, _| {
-                s.visit(body, Pos::at(r, c, false))?;
-                Ok(vec![])
-            })?;
+            s.visit_loop(uend, vend, 4, body, |c| Pos::at(r, c, true))?;
+            s.visit_loop(vend, cols, 1, body, |c| Pos::at(r, c, false))?;
             s.leave_row();
             Ok(vec![])
         })?;

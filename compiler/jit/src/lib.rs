@@ -400,18 +400,30 @@ fn load_entry(
         .define_function_bytes(fid, e.alignment, &e.code, &relocs?)
         .ok()?;
     module.finalize_definitions().ok()?;
+    Some(finished(k, module, fid, layout, e.errors))
+}
+
+/// The kernel whose code is `module`'s finalised function `fid`.
+fn finished(
+    k: &Kernel,
+    module: JITModule,
+    fid: FuncId,
+    layout: Layout,
+    errors: Vec<String>,
+) -> CompiledKernel {
     let code = module.get_finalized_function(fid);
-    // SAFETY: `code` is the finalised function declared with the `Entry` signature, the code
-    // compiled for this kernel IR, wsp version and host (the entry's key says so).
+    // SAFETY: `code` is the finalised function declared with the `Entry` signature: compiled
+    // for this kernel, or loaded from a disk cache entry keyed by its IR, the wsp build and
+    // the host.
     let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
-    Some(CompiledKernel {
+    CompiledKernel {
         name: k.name.clone(),
         kernel: k.clone(),
         layout,
-        errors: e.errors,
+        errors,
         entry,
         _module: module,
-    })
+    }
 }
 
 /// Compiles `k` without any cache.
@@ -486,20 +498,7 @@ fn compile_with(
     }
     module.clear_context(&mut ctx);
     module.finalize_definitions().map_err(|e| codegen(k, e))?;
-    let code = module.get_finalized_function(fid);
-    // SAFETY: `code` is the finalised function declared with the `Entry` signature.
-    let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
-    Ok((
-        CompiledKernel {
-            name: k.name.clone(),
-            kernel: k.clone(),
-            layout,
-            errors,
-            entry,
-            _module: module,
-        },
-        false,
-    ))
+    Ok((finished(k, module, fid, layout, errors), false))
 }
 
 /// The disk cache entry of the function just compiled in `ctx`, or `None` when one of its

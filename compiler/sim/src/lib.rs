@@ -175,14 +175,11 @@ fn run_inner(
         at: e.at,
     };
     let params = data::resolve_params(program, &opts.set).map_err(data_err)?;
-    // A timing-only run computes no results: its tensors are declared (shapes, checked
-    // sources) and only those its orchestration reads get data, when it reads them.
     // The tensors are declared (shapes, checked sources). A timing-only run computes no
     // results: only those its orchestration reads get data (and have their files' shapes
-    // checked), when it reads them. Otherwise
-    // each is made when its runtime buffer is, and its host values go at once (the
-    // orchestration reads them back when it needs them, and the results are read at the end):
-    // the run never holds every tensor twice.
+    // checked), when it reads them. Otherwise each is made when its runtime buffer is, and its
+    // host values go at once (the orchestration reads them back when it needs them, and the
+    // results are read at the end): the run never holds every tensor twice.
     let mut tensors = data::declare_tensors(
         program,
         &params,

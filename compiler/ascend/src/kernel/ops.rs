@@ -416,7 +416,7 @@ impl Cg<'_> {
     }
 
     /// `dst = f(src)` element by element on the scalar unit (PTO-ISA has no tanh/sin/cos
-    /// instruction); both tiles of one storage.
+    /// instruction), on f32 or f64 tiles.
     fn elementwise_libm(&mut self, dst: &CTile, src: &CTile, f: &str) {
         // tanh is wsp's own (`wsp_math.h`, as `wsp run` computes it), sin and cos the C
         // library's.
@@ -424,15 +424,7 @@ impl Cg<'_> {
             "tanh" => "wsp_math_tanh".to_string(),
             other => format!("std::{other}"),
         };
-        self.on_pipe("PIPE_S");
-        let off = src.st.offset_expr("r_", "c_");
-        self.line(format!(
-            "for (unsigned r_ = 0; r_ < {}; r_++) for (unsigned c_ = 0; c_ < {}; c_++) {}.SetValue({off}, {f}({}.GetValue({off})));",
-            dst.vr(),
-            dst.vc(),
-            dst.name,
-            src.name
-        ));
+        self.scalar_elementwise(dst, &[src], |x| format!("{f}({})", x[0]));
     }
 
     fn reduce(&mut self, res: ValueId, rt: TileType, rop: ReduceOp, x: ValueId) -> R<()> {

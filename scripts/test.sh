@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# A one-shot run from a clean clone gains nothing from incremental caches, and they would take
+# gigabytes of the target directory's disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export WSP_TOOLS_DIR="${WSP_TOOLS_DIR:-$(pwd)/.tools}"
 export PATH="$WSP_TOOLS_DIR/bin:$PATH"
 step() { echo; echo "== $*"; }

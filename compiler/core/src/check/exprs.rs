@@ -129,6 +129,29 @@ impl Checker<'_> {
                     args.iter().for_each(|a| self.expr(&a.value));
                     return;
                 }
+                if let ExprKind::Name(f) = &callee.kind {
+                    if self.builtins != KERNEL_CTX
+                        && self.local(&f.name).is_none()
+                        && matches!(
+                            self.scope.get(&f.name).map(|s| &s.symbol),
+                            Some(Symbol::Kernel(_))
+                        )
+                    {
+                        self.diags.push(
+                            Diagnostic::new(
+                                codes::E0109,
+                                format!("kernel `{}` is called without task coordinates", f.name),
+                                self.label(callee.span, "a kernel runs as a task: `[coords]` missing"),
+                            )
+                            .with_help(format!(
+                                "a task is written `{0}[coords](param: view, ...)`: give the \
+                                 loop variables that tell its instances apart (`{0}[i](..)`), or \
+                                 `{0}[](..)` for a task that runs once",
+                                f.name
+                            )),
+                        );
+                    }
+                }
                 self.expr(callee);
                 for a in args {
                     self.expr(&a.value);

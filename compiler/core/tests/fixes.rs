@@ -292,3 +292,22 @@ fn a_narrowing_store_gets_its_cast_written() {
     ws.set_file("n.wsp", fixed);
     assert!(codes(&ws, "n.wsp").is_empty());
 }
+
+/// A kernel called like a function in a workload (E0109) becomes a task that runs once.
+#[test]
+fn a_kernel_called_like_a_function_becomes_a_task() {
+    let mut ws = Workspace::new();
+    let text = "input X: f32[8, 8] = random(seed: 1)\noutput Y: f32[8, 8]\n\
+                kernel copy(src: in f32[8, 8], dst: out f32[8, 8]) { dst = src }\n\
+                workload w { copy(src: X, dst: Y) }\n";
+    ws.set_file("t.wsp", text.to_string());
+    let diags = ws.check("t.wsp");
+    let d = diags.iter().find(|d| d.code == "E0109").expect("E0109");
+    let fixed = apply(text, d);
+    assert!(
+        fixed.contains("workload w { copy[](src: X, dst: Y) }"),
+        "{fixed}"
+    );
+    ws.set_file("t.wsp", fixed);
+    assert!(codes(&ws, "t.wsp").is_empty());
+}

@@ -130,7 +130,7 @@ impl Checker<'_> {
                     return;
                 }
                 if let ExprKind::Name(f) = &callee.kind {
-                    if self.builtins != KERNEL_CTX
+                    if self.builtins == WORKLOAD_CTX
                         && self.local(&f.name).is_none()
                         && matches!(
                             self.scope.get(&f.name).map(|s| &s.symbol),
@@ -141,14 +141,25 @@ impl Checker<'_> {
                             Diagnostic::new(
                                 codes::E0109,
                                 format!("kernel `{}` is called without task coordinates", f.name),
-                                self.label(callee.span, "a kernel runs as a task: `[coords]` missing"),
+                                self.label(
+                                    callee.span,
+                                    "a kernel runs as a task: `[coords]` missing",
+                                ),
                             )
                             .with_help(format!(
                                 "a task is written `{0}[coords](param: view, ...)`: give the \
                                  loop variables that tell its instances apart (`{0}[i](..)`), or \
                                  `{0}[](..)` for a task that runs once",
                                 f.name
-                            )),
+                            ))
+                            .with_fix(Fix {
+                                title: format!("run `{}` as a task without coordinates", f.name),
+                                edits: vec![Edit {
+                                    file: self.file.clone(),
+                                    span: Span::new(callee.span.end, callee.span.end),
+                                    replacement: "[]".to_string(),
+                                }],
+                            }),
                         );
                     }
                 }

@@ -20,9 +20,13 @@ const SEQS: [i64; 6] = [1024, 2048, 4096, 8192, 16384, 131072];
 pub struct Args {
     /// The program (a .wsp file); default: the built-in LLaMA-7B layer (`examples/llama7b`).
     program: Option<PathBuf>,
-    /// The param each row sets.
+    /// The param (or integer constant) each row sets.
     #[arg(long, default_value = "seq")]
     param: String,
+    /// A value every row runs with (`--set NAME=VALUE`, repeatable; as for `wsp run`): a
+    /// param, a `DenseDyn` size or an integer constant such as a tile size.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
     /// The param's values, one row each (comma-separated); default 1024 to 131072 tokens.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     values: Vec<i64>,
@@ -163,6 +167,9 @@ fn run_once(exe: &Path, program: &Path, a: &Args, v: i64) -> Result<Row, String>
         .arg(program)
         .args(["--timing-only", "-q", "--stats", "json", "--set"])
         .arg(format!("{}={v}", a.param));
+    for kv in &a.set {
+        c.args(["--set", kv]);
+    }
     if let Some(arch) = &a.arch {
         c.args(["--arch", arch]);
     }

@@ -45,6 +45,11 @@ pub struct Args {
     /// option `schedule=NAME`, which both built-ins take.
     #[arg(long, value_name = "NAME")]
     schedule: Option<String>,
+    /// Emit with a value set: `--set NAME=VALUE` (repeatable). An integer constant is set
+    /// before checking and lowering (as `wsp check --set` does); a param's value replaces its
+    /// default in the Program IR, which the backends build in.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
     /// A backend-specific option `KEY=VALUE` (repeatable, passed on in order).
     #[arg(long = "option", value_name = "KEY=VALUE")]
     options: Vec<String>,
@@ -149,6 +154,17 @@ pub fn main(a: Args) -> ExitCode {
     let Some(root) = roots.first().cloned() else {
         return usage("nothing to emit");
     };
+    let mut set = Vec::new();
+    for s in &a.set {
+        match crate::run::split_kv("--set", s) {
+            Ok(kv) => set.push(kv),
+            Err(e) => return usage(e),
+        }
+    }
+    let params = match crate::set_consts(&mut ws, &roots, &set) {
+        Ok(rest) => rest,
+        Err(e) => return usage(e),
+    };
     // The checks of `wsp check --target NAME [--arch A]`.
     if let Some(arch) = &a.arch {
         // An arch that is not an architecture model is the backend's own name for a target.
@@ -169,17 +185,26 @@ pub fn main(a: Args) -> ExitCode {
         .count();
     if errors > 0 {
         return failure(format!(
-            "`{root}` has {errors} error{} for the `{name}` backend; nothing was emitted",
+            "`{root}`{} has {errors} error{} for the `{name}` backend; nothing was emitted",
+            crate::consts_note(&ws),
             if errors == 1 { "" } else { "s" }
         ));
     }
-    let program = match wsp_lower::lower(&ws, &root) {
+    let mut program = match wsp_lower::lower(&ws, &root) {
         Ok(p) => p,
         Err(diags) => {
             eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
             return failure(format!("`{root}` was not lowered"));
         }
     };
+    match wsp_ir::data::resolve_params(&program, &params) {
+        Ok(values) => {
+            for (p, v) in program.params.iter_mut().zip(values) {
+                p.default = v;
+            }
+        }
+        Err(e) => return usage(e),
+    }
     match extern_sources(&program, name) {
         Ok(sources) => opts.extern_sources = sources,
         Err(d) => {

@@ -43,6 +43,10 @@ enum Command {
         /// `out`/`inout` tile whose dtype cannot hold every value stored (W0201).
         #[arg(long = "warn", value_name = "LINT")]
         warn: Vec<String>,
+        /// Check with an integer constant set to another value: `--set NAME=VALUE`
+        /// (repeatable; every constant of that name, in the files and the modules they import).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
         /// Print the type of every workload.
         #[arg(long)]
         explain_types: bool,
@@ -137,6 +141,7 @@ fn main() -> ExitCode {
             format,
             deny,
             warn,
+            set,
             explain_types,
             explain_memory,
             arch,
@@ -146,7 +151,7 @@ fn main() -> ExitCode {
         } => check(
             paths,
             format,
-            (deny, warn),
+            (deny, warn, set),
             explain_types,
             explain_memory,
             arch,
@@ -208,7 +213,7 @@ fn explain(code: Option<String>, list: bool, markdown: bool) -> ExitCode {
 fn check(
     paths: Vec<PathBuf>,
     format: Format,
-    (deny, warn): (Option<String>, Vec<String>),
+    (deny, warn, set): (Option<String>, Vec<String>, Vec<String>),
     explain_types: bool,
     explain_memory: bool,
     arch: Option<String>,
@@ -272,6 +277,31 @@ fn check(
         }
     }
     ws.set_target_table(table, strict);
+    let mut pairs = Vec::new();
+    for s in &set {
+        match run::split_kv("--set", s) {
+            Ok(kv) => pairs.push(kv),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match set_consts(&mut ws, &roots, &pairs) {
+        Ok(rest) => {
+            if let Some((name, _)) = rest.first() {
+                eprintln!(
+                    "error: --set {name}: no integer constant `{name}` in the checked programs \
+                     (`wsp check` sets constants; `wsp run --set` binds params and DenseDyn sizes)"
+                );
+                return ExitCode::from(2);
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let lints: Vec<&str> = warn.iter().map(String::as_str).collect();
     if let Err(e) = ws.set_lints(&lints) {
         eprintln!("error: --warn: {e}");
@@ -283,6 +313,8 @@ fn check(
     for p in &all {
         diags.extend(ws.check(p));
     }
+    // Errors of the std modules they import (with `--set`, a module can be wrong), each once.
+    diags.extend(ws.std_errors(&roots));
     let errors = diags
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -315,9 +347,10 @@ fn check(
         }
     }
     eprintln!(
-        "checked {} file{}: {errors} error{}, {warnings} warning{}",
+        "checked {} file{}{}: {errors} error{}, {warnings} warning{}",
         all.len(),
         if all.len() == 1 { "" } else { "s" },
+        consts_note(&ws),
         if errors == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" }
     );
@@ -328,8 +361,47 @@ fn check(
     }
 }
 
-/// Checks resources against `--arch NAME` (a built-in model, in either spelling) or
-/// `--arch FILE.toml`, read once; returns the model.
+/// Splits `--set NAME=VALUE` pairs for the programs rooted at `roots`: a name of one of their
+/// integer constants sets that constant on `ws` (the programs are checked and lowered with it;
+/// a value that is not an integer is an error), the others (params, `DenseDyn` sizes) are
+/// returned for the run to bind. A name given twice is an error.
+pub(crate) fn set_consts(
+    ws: &mut Workspace,
+    roots: &[String],
+    set: &[(String, String)],
+) -> Result<Vec<(String, String)>, String> {
+    let consts: std::collections::BTreeSet<String> =
+        roots.iter().flat_map(|r| ws.int_consts(r)).collect();
+    let mut values = std::collections::BTreeMap::new();
+    let mut rest = Vec::new();
+    for (i, (name, text)) in set.iter().enumerate() {
+        if set[..i].iter().any(|(n, _)| n == name) {
+            return Err(format!("--set gives `{name}` twice; give each name once"));
+        }
+        if consts.contains(name) {
+            let v = text.parse::<i64>().map_err(|_| {
+                format!("--set {name}={text}: `{name}` is an integer constant; give an integer")
+            })?;
+            values.insert(name.clone(), v);
+        } else {
+            rest.push((name.clone(), text.clone()));
+        }
+    }
+    ws.set_consts(values);
+    Ok(rest)
+}
+
+/// How the constants set by `--set` read after a summary (" with rows = 32, D = 64"); empty
+/// when none are.
+pub(crate) fn consts_note(ws: &Workspace) -> String {
+    let set = ws.consts_set();
+    if set.is_empty() {
+        return String::new();
+    }
+    let vals: Vec<String> = set.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    format!(" with {}", vals.join(", "))
+}
+
 /// A label at a source range the IR carries (a task call, a kernel), for run- and emit-time
 /// diagnostics.
 pub(crate) fn label_at(
@@ -343,6 +415,8 @@ pub(crate) fn label_at(
     )
 }
 
+/// Checks resources against `--arch NAME` (a built-in model, in either spelling) or
+/// `--arch FILE.toml`, read once; returns the model.
 pub(crate) fn set_arch(ws: &mut wsp_core::Workspace, name: &str) -> Result<wsp_arch::Arch, String> {
     let path = std::path::Path::new(name);
     if name.ends_with(".toml") || path.is_file() {

@@ -190,7 +190,8 @@ fn graph_bytes(path: &Path, dot: &str) -> Result<Vec<u8>, String> {
     Ok(out.stdout)
 }
 
-fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
+/// `NAME=VALUE` of option `what` (`--set`, `--input`), trimmed; an error naming the option.
+pub(crate) fn split_kv(what: &str, s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
         _ => Err(format!("{what} `{s}` is not NAME=VALUE")),
@@ -298,12 +299,21 @@ pub fn main(a: Args) -> ExitCode {
     let Some(root) = roots.first() else {
         return usage("nothing to run");
     };
+    // Integer constants named by `--set` are set before checking and lowering; the rest bind
+    // params and `DenseDyn` sizes at run time.
+    let set = match crate::set_consts(&mut ws, &roots, &set) {
+        Ok(rest) => rest,
+        Err(m) => return usage(m),
+    };
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let program = match wsp_lower::lower(&ws, root) {
         Ok(p) => p,
         Err(diags) => {
             eprint!("{}", render_human(&diags, &crate::WsSources(&ws), color));
-            eprintln!("error: `{root}` does not run: fix the errors above");
+            eprintln!(
+                "error: `{root}`{} does not run: fix the errors above",
+                crate::consts_note(&ws)
+            );
             return ExitCode::from(1);
         }
     };
@@ -522,7 +532,15 @@ pub fn main(a: Args) -> ExitCode {
     }
     if !a.quiet {
         // The summary goes to standard output, unless that carries the JSON statistics.
-        let text = summary(&run, &opts, &a, wall.elapsed(), &why, jit.counts());
+        let consts = crate::consts_note(&ws);
+        let text = summary(
+            &run,
+            &opts,
+            &a,
+            wall.elapsed(),
+            (&why, &consts),
+            jit.counts(),
+        );
         if a.stats.is_some() {
             eprint!("{text}");
         } else {
@@ -811,13 +829,14 @@ fn engine_text(e: &Engine) -> String {
 /// The summary of a run: what ran on which model and why, the modelled time, how busy each
 /// class of cores was (idle ones counted), stalls, channels, engines, and each `expect` with
 /// what it measured.
+/// `header`: why this model, and how the constants `--set` set read (" with rows = 32");
 /// `loaded`: kernels loaded from the JIT's disk cache and compiled by Cranelift.
 fn summary(
     run: &SimRun,
     opts: &Options,
     a: &Args,
     wall: std::time::Duration,
-    why: &str,
+    (why, consts): (&str, &str),
     loaded: (usize, usize),
 ) -> String {
     let s = &run.stats;
@@ -825,8 +844,8 @@ fn summary(
     let sched = run
         .schedule
         .as_deref()
-        .map(|n| format!("schedule `{n}`"))
-        .unwrap_or_else(|| format!("workload `{}`", run.workload));
+        .map(|n| format!("schedule `{n}`{consts}"))
+        .unwrap_or_else(|| format!("workload `{}`{consts}", run.workload));
     o.push_str(&format!(
         "ran {} ({}) on {} ({why}) [{} timing]\n",
         a.program.path.display(),

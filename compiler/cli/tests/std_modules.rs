@@ -89,3 +89,20 @@ fn the_test_sees_a_kernel_left_out() {
     );
     assert_eq!(ks, ["a_1", "b"]);
 }
+
+/// std.llama is parameterised by its tile rows and head dim as well as its length: at 192
+/// tokens in 32 × 64 tiles (`tests/std/llama/tiles_32x64`, whose `args` set them) it runs
+/// 16T + 3T² tasks for T = 6 and matches NumPy at those sizes.
+#[test]
+fn std_llama_runs_at_other_tile_sizes() {
+    let dir = repo().join("tests/std/llama/tiles_32x64");
+    let extra = std::fs::read_to_string(dir.join("args")).expect("args");
+    assert!(extra.contains("TILE_ROWS=32") && extra.contains("HEAD_DIM=64"));
+    let mut args = vec!["run", "tiles_32x64.wsp", "--stats", "json"];
+    args.extend(extra.split_whitespace());
+    let o = wsp(&dir, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats");
+    assert_eq!(stats["stats"]["tasks"], 16 * 6 + 3 * 36);
+    assert!(text(&o.stderr).contains("1/1 hold"), "{}", text(&o.stderr));
+}

@@ -422,7 +422,11 @@ pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
         ItemKind::Kernel(k) => {
             kernel(&mut c, k);
             c.diags.extend(kernel_types(db, item).iter().cloned());
-            if c.diags.is_empty() {
+            // A std kernel's tiles are checked where it is imported, against the importing
+            // file's target (`ImportedKernels::memory`), not here: a std module holds kernels
+            // of several sizes and dtypes, and one that does not fit a target (or a `--set`
+            // tile size) must not stop a program that does not import it.
+            if c.diags.is_empty() && !crate::resolve::is_std(file.path(db)) {
                 if let Some(fp) = crate::memory::kernel_footprint(db, item) {
                     let more = crate::memory::memory_diagnostics(&c.file, &k.name.name, fp);
                     c.diags.extend(more);

@@ -45,6 +45,11 @@ pub struct FileSet {
     /// ([`wsp_vocab::words::LINTS`]).
     #[returns(ref)]
     pub lints: Vec<String>,
+    /// Integer constants the driver sets by name (`wsp run --set TILE_ROWS=32`): every
+    /// integer `const` of that name, in any file, takes the value instead of its declared one,
+    /// before anything is checked or lowered (see [`const_values`]).
+    #[returns(ref)]
+    pub consts: BTreeMap<String, i64>,
 }
 
 /// The database trait every query takes.
@@ -346,6 +351,9 @@ pub fn axis_kind(ctor: &ast::Expr) -> String {
 /// constant of a module imported whole; the first import of a name wins) and its own (in order;
 /// a constant may use earlier ones and imported ones; its own shadow imported ones).
 ///
+/// A constant the driver sets ([`FileSet::consts`]) takes that value where its declared one
+/// folds to an integer: the program is checked and lowered as if it were declared so.
+///
 /// Modules may import each other, so this does not ask the same query of the modules it
 /// imports (a cycle of queries): it folds the constants of every file the import graph
 /// reaches from `file`, over and over, until no more of them fold.
@@ -353,6 +361,7 @@ pub fn axis_kind(ctor: &ast::Expr) -> String {
 pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
     use crate::resolve::{imports_of, ImportTarget};
     let files = crate::resolve::program_files(db, file);
+    let set = db.file_set().consts(db);
     let index = |f: File| files.iter().position(|g| *g == f);
     // Each file's imports as (the module's index, the names it takes; `None`: all).
     let imports: Vec<Vec<(usize, Option<Vec<String>>)>> = files
@@ -420,6 +429,7 @@ pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
             let mut mine = BTreeMap::new();
             for c in consts {
                 if let Some(v) = crate::types::eval_int(&c.value, &env) {
+                    let v = set.get(&c.name.name).copied().unwrap_or(v);
                     env.insert(c.name.name.clone(), v);
                     mine.insert(c.name.name.clone(), v);
                 }

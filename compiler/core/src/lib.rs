@@ -69,7 +69,16 @@ impl Workspace {
                 .new(&db);
             map.insert(path, f);
         }
-        let files = FileSet::new(&db, map, BTreeMap::new(), None, None, None, Vec::new());
+        let files = FileSet::new(
+            &db,
+            map,
+            BTreeMap::new(),
+            None,
+            None,
+            None,
+            Vec::new(),
+            BTreeMap::new(),
+        );
         db.set_file_set_handle(files);
         Workspace { db, files }
     }
@@ -215,6 +224,49 @@ impl Workspace {
         Ok(())
     }
 
+    /// Sets integer constants by name, for checking and lowering (`--set TILE_ROWS=32`):
+    /// every integer `const` of that name in any loaded file takes the value (see
+    /// [`db::const_values`]); the ones set before and not named here go back to their
+    /// declared values.
+    pub fn set_consts(&mut self, values: BTreeMap<String, i64>) {
+        if *self.files.consts(&self.db) != values {
+            self.files.set_consts(&mut self.db).to(values);
+        }
+    }
+
+    /// The integer constants set by [`Workspace::set_consts`].
+    pub fn consts_set(&self) -> &BTreeMap<String, i64> {
+        self.files.consts(&self.db)
+    }
+
+    /// The names of the integer constants declared in the program rooted at `root` (its own
+    /// file and the modules it imports): those [`Workspace::set_consts`] can set.
+    pub fn int_consts(&self, root: &str) -> std::collections::BTreeSet<String> {
+        let Some(file) = self.file_handle(root) else {
+            return Default::default();
+        };
+        let db: &dyn db::Db = &self.db;
+        resolve::program_files(db, file)
+            .into_iter()
+            .flat_map(|f| {
+                let values = db::const_values(db, f);
+                db::parse_file(db, f)
+                    .file
+                    .items
+                    .iter()
+                    .filter_map(|n| match &n.item.kind {
+                        wsp_syntax::ast::ItemKind::Const(c)
+                            if values.contains_key(&c.name.name) =>
+                        {
+                            Some(c.name.name.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     pub fn set_arch_file(&mut self, path: &str, text: &str) -> Result<(), String> {
         wsp_arch::Arch::parse(text, path).map_err(|e| e.to_string())?;
         let model = Some((path.to_string(), Arc::from(text)));
@@ -281,6 +333,22 @@ impl Workspace {
             return Vec::new();
         };
         check_file(&self.db, file)
+    }
+
+    /// The errors of the standard-library modules the programs rooted at `roots` import, each
+    /// module once: they stop a program from lowering like its own. std's diagnostics are not
+    /// shown otherwise (its modules are clean as shipped), but a constant set by
+    /// [`Workspace::set_consts`] can make one wrong (`--set HEAD_DIM=63`: RoPE's halves differ).
+    pub fn std_errors(&self, roots: &[String]) -> Vec<Diagnostic> {
+        let mut seen = std::collections::BTreeSet::new();
+        roots
+            .iter()
+            .filter_map(|r| self.file(r))
+            .flat_map(|f| resolve::program_files(&self.db, f))
+            .filter(|f| resolve::is_std(f.path(&self.db)) && seen.insert(f.path(&self.db).clone()))
+            .flat_map(|f| check_file(&self.db, f))
+            .filter(program::blocks_lowering)
+            .collect()
     }
 
     /// The static deadlock analysis of the file's pipelines in the workloads named `only`,

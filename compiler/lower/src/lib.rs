@@ -105,6 +105,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         .filter_map(|n| Some((n.name.clone(), *from.first()?.get(&n.name)?)))
         .collect();
     let mut l = Lowerer::new(FileName::new(root.path(db).as_str()), Rc::new(from));
+    l.set_consts = db.file_set().consts(db).clone();
     l.root_named = named;
     let cur = l.cur.clone();
     let file_index = |id: ItemId| {
@@ -206,6 +207,7 @@ pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
         FileName::new(file.path(db).as_str()),
         Rc::new(import_sources(db, &files)),
     );
+    l.set_consts = db.file_set().consts(db).clone();
     let consts: Vec<(ItemId, ast::Item)> = wsp_core::program::lowering_input(db, file)
         .items
         .iter()
@@ -247,6 +249,10 @@ type R<T> = Result<T, Diagnostic>;
 struct Lowerer {
     p: wsp_ir::Program,
     consts: Scoped<ScalarValue>,
+    /// Integer constants the driver set by name (`--set TILE_ROWS=32`), which replace the
+    /// declared values of integer constants of that name (as the checker's
+    /// [`wsp_core::db::const_values`] does).
+    set_consts: BTreeMap<String, i64>,
     params: Scoped<w::ProgParamId>,
     axes: Scoped<w::AxisId>,
     tensors: Scoped<w::TensorId>,
@@ -308,6 +314,7 @@ impl Lowerer {
         Lowerer {
             p: wsp_ir::Program::new(),
             consts: Scoped::new(&cur, &from),
+            set_consts: BTreeMap::new(),
             params: Scoped::new(&cur, &from),
             axes: Scoped::new(&cur, &from),
             tensors: Scoped::new(&cur, &from),
@@ -433,7 +440,13 @@ impl Lowerer {
         match &it.kind {
             ItemKind::Import(_) | ItemKind::Error => Ok(()),
             ItemKind::Const(c) => {
-                let v = self.scalar_const(&c.value)?;
+                let v = match (
+                    self.scalar_const(&c.value)?,
+                    self.set_consts.get(&c.name.name),
+                ) {
+                    (ScalarValue::Int(_), Some(set)) => ScalarValue::Int(*set),
+                    (v, _) => v,
+                };
                 self.consts.insert(c.name.name.clone(), v);
                 Ok(())
             }

@@ -241,7 +241,9 @@ impl ImportedKernels<'_> {
                     at.clone(),
                 )
                 .with_help(format!(
-                    "the module's tiles are sized for other targets; on {here}, use a kernel of your own with smaller tiles"
+                    "the module's tiles are sized for other targets or tile sizes; on {here}, use \
+                     a kernel of your own with smaller tiles, or smaller sizes of the module's \
+                     constants (`--set TILE_ROWS=32`)"
                 ))
             })
             .collect()

@@ -105,7 +105,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         .filter_map(|n| Some((n.name.clone(), *from.first()?.get(&n.name)?)))
         .collect();
     let mut l = Lowerer::new(FileName::new(root.path(db).as_str()), Rc::new(from));
-    l.set_consts = db.file_set().consts(db).clone();
+    l.int_consts = int_consts(db, &files);
     l.root_named = named;
     let cur = l.cur.clone();
     let file_index = |id: ItemId| {
@@ -207,7 +207,7 @@ pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
         FileName::new(file.path(db).as_str()),
         Rc::new(import_sources(db, &files)),
     );
-    l.set_consts = db.file_set().consts(db).clone();
+    l.int_consts = int_consts(db, &files);
     let consts: Vec<(ItemId, ast::Item)> = wsp_core::program::lowering_input(db, file)
         .items
         .iter()
@@ -225,6 +225,15 @@ pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
         }
         _ => None,
     })
+}
+
+/// For each file of a program, the values of the integer constants it sees, as the checker
+/// folded them ([`wsp_core::db::const_values`], with the constants the driver set).
+fn int_consts(db: &dyn Db, files: &[File]) -> Vec<BTreeMap<String, i64>> {
+    files
+        .iter()
+        .map(|f| wsp_core::db::const_values(db, *f).clone())
+        .collect()
 }
 
 /// For each file of a program, the file (by index in `files`) each imported name comes from.
@@ -249,10 +258,10 @@ type R<T> = Result<T, Diagnostic>;
 struct Lowerer {
     p: wsp_ir::Program,
     consts: Scoped<ScalarValue>,
-    /// Integer constants the driver set by name (`--set TILE_ROWS=32`), which replace the
-    /// declared values of integer constants of that name (as the checker's
-    /// [`wsp_core::db::const_values`] does).
-    set_consts: BTreeMap<String, i64>,
+    /// Per file (by index in program order), the integer constants as the checker folded them
+    /// (with any `--set`): a constant lowers to that value, so checking and lowering agree;
+    /// other constants (floats, booleans) fold here.
+    int_consts: Vec<BTreeMap<String, i64>>,
     params: Scoped<w::ProgParamId>,
     axes: Scoped<w::AxisId>,
     tensors: Scoped<w::TensorId>,
@@ -314,7 +323,7 @@ impl Lowerer {
         Lowerer {
             p: wsp_ir::Program::new(),
             consts: Scoped::new(&cur, &from),
-            set_consts: BTreeMap::new(),
+            int_consts: Vec::new(),
             params: Scoped::new(&cur, &from),
             axes: Scoped::new(&cur, &from),
             tensors: Scoped::new(&cur, &from),
@@ -440,12 +449,13 @@ impl Lowerer {
         match &it.kind {
             ItemKind::Import(_) | ItemKind::Error => Ok(()),
             ItemKind::Const(c) => {
-                let v = match (
-                    self.scalar_const(&c.value)?,
-                    self.set_consts.get(&c.name.name),
-                ) {
-                    (ScalarValue::Int(_), Some(set)) => ScalarValue::Int(*set),
-                    (v, _) => v,
+                let checked = self
+                    .int_consts
+                    .get(self.cur.get() as usize)
+                    .and_then(|m| m.get(&c.name.name));
+                let v = match checked {
+                    Some(i) => ScalarValue::Int(*i),
+                    None => self.scalar_const(&c.value)?,
                 };
                 self.consts.insert(c.name.name.clone(), v);
                 Ok(())

@@ -157,7 +157,8 @@ pub fn ident_at(text: &str, offset: usize) -> Option<(String, usize, usize)> {
 /// A named item of some loaded file.
 pub struct Decl {
     pub path: String,
-    pub item: Item,
+    /// The item (the database's own node, shared).
+    pub item: std::sync::Arc<Item>,
     /// Absolute byte range of the item and of its name.
     pub range: (usize, usize),
     pub name: (usize, usize),

@@ -108,5 +108,76 @@ fn kernel_lets(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, const_chains, kernel_lets);
+/// A one-line edit inside the middle kernel of one file, undone by the next edit: the
+/// workspace holding that file alone, checked again.
+struct OneFile {
+    ws: Workspace,
+    variants: [String; 2],
+    flip: usize,
+}
+
+impl OneFile {
+    fn new(lines: usize) -> OneFile {
+        const LINE: &str = "acc = acc + e / s";
+        let text = module(0, lines);
+        let middle = text.match_indices(LINE).count() / 2;
+        let (at, _) = text.match_indices(LINE).nth(middle).expect("a kernel");
+        let mut edited = text.clone();
+        edited.insert_str(at + LINE.len(), " * 1.0");
+        let mut ws = Workspace::new();
+        ws.set_file("m.wsp", text.clone());
+        assert!(ws.check("m.wsp").is_empty());
+        OneFile {
+            ws,
+            variants: [edited, text],
+            flip: 0,
+        }
+    }
+
+    fn edit(&mut self) -> usize {
+        self.flip ^= 1;
+        self.ws.set_file("m.wsp", self.variants[self.flip].clone());
+        self.ws.check("m.wsp").len()
+    }
+}
+
+/// Editing a large file (issue 27 item 5): a one-line edit re-parses only the items it
+/// touches, so the re-check of one 10,000-line file is within 2× of the same edit in one
+/// 1,000-line file. Criterion times each; then the two are alternated side by side, seven
+/// rounds of 200 edits, and the medians' ratio printed.
+fn edit_one_file(c: &mut Criterion) {
+    let mut g = c.benchmark_group("edit_one_file");
+    for lines in [1_000usize, 10_000] {
+        let mut f = OneFile::new(lines);
+        g.bench_function(BenchmarkId::from_parameter(lines), |b| b.iter(|| f.edit()));
+    }
+    g.finish();
+    let mut small = OneFile::new(1_000);
+    let mut large = OneFile::new(10_000);
+    let round = |f: &mut OneFile| {
+        let t = std::time::Instant::now();
+        for _ in 0..200 {
+            std::hint::black_box(f.edit());
+        }
+        t.elapsed().as_secs_f64() / 200.0
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        a.push(round(&mut small));
+        b.push(round(&mut large));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(&mut a), median(&mut b));
+    println!(
+        "edit_one_file side by side: 1,000 lines {:.1} µs, 10,000 lines {:.1} µs, ratio {:.2}",
+        a * 1e6,
+        b * 1e6,
+        b / a
+    );
+}
+
+criterion_group!(benches, bench, const_chains, kernel_lets, edit_one_file);
 criterion_main!(benches);

@@ -256,7 +256,7 @@ pub fn kernel_types<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> 
     let Some(Item {
         kind: ItemKind::Kernel(k),
         ..
-    }) = item_ast(db, item)
+    }) = item_ast(db, item).as_deref()
     else {
         return Vec::new();
     };

@@ -121,10 +121,35 @@ impl Db for Database {
     }
 }
 
-/// The parse of a file (tree, errors with absolute spans, tokens).
+/// The parse of a file (tree, errors with absolute spans, tokens): the file is lexed and cut
+/// into items, and each item's text is parsed by [`parse_item`], memoised by that text, so an
+/// edit re-parses only the items it touches (the same result as [`wsp_syntax::parse`]).
 #[salsa::tracked(returns(ref))]
 pub fn parse_file(db: &dyn Db, file: File) -> wsp_syntax::Parse {
-    wsp_syntax::parse(file.text(db))
+    let src = file.text(db);
+    let split = wsp_syntax::split(src);
+    let items = split
+        .items
+        .iter()
+        .map(|r| {
+            let text = ItemText::new(db, src.get(r.clone()).unwrap_or("").to_string());
+            (r.start as u32, parse_item(db, text).clone())
+        })
+        .collect();
+    wsp_syntax::assemble(src, split, items)
+}
+
+/// The text of one item, as its file's split cut it: the key its parse is memoised by.
+#[salsa::interned(debug)]
+pub struct ItemText<'db> {
+    #[returns(ref)]
+    pub text: String,
+}
+
+/// One item's parse ([`wsp_syntax::parse_item`]), with spans relative to its text.
+#[salsa::tracked(returns(ref))]
+pub fn parse_item<'db>(db: &'db dyn Db, text: ItemText<'db>) -> wsp_syntax::ItemParse {
+    wsp_syntax::parse_item(text.text(db))
 }
 
 /// What kind of item an [`ItemId`] names.
@@ -214,9 +239,10 @@ pub fn item_positions<'db>(
         .collect()
 }
 
-/// The AST of one item, with item-relative spans. Equal across edits to other items.
+/// The AST of one item, with item-relative spans. Equal across edits to other items (the same
+/// shared node: comparing and copying it costs nothing).
 #[salsa::tracked(returns(ref))]
-pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Item> {
+pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Arc<Item>> {
     let file = item.file(db);
     let i = *item_positions(db, file).get(&item)?;
     parse_file(db, file)

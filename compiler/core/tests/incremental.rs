@@ -60,6 +60,37 @@ fn editing_one_kernel_body_rechecks_only_that_kernel() {
     // The scope of the file (signatures) was recomputed but is unchanged, and no other item's
     // AST-dependent query re-ran.
     assert!(ran.iter().any(|q| q.contains("parse_file")));
+    // Only the edited item was parsed again (issue 27 item 5: an edit re-parses the items it
+    // touches), and the file's parse is the one a whole-file parse gives.
+    let parsed: Vec<&String> = ran.iter().filter(|q| q.contains("parse_item")).collect();
+    assert_eq!(parsed.len(), 1, "items parsed again: {parsed:#?}");
+    let file = ws.file_handle("p.wsp").expect("loaded");
+    let edited = PROGRAM.replace("y = x * 2.0", "y = x * 2.0 + x * 0.5");
+    assert_eq!(
+        *wsp_core::db::parse_file(ws.db(), file),
+        wsp_syntax::parse(&edited)
+    );
+}
+
+#[test]
+fn an_edit_that_splits_an_item_parses_both_halves_and_no_other() {
+    let (mut ws, log) = Workspace::with_query_log();
+    ws.set_file("p.wsp", PROGRAM.to_string());
+    let _ = ws.check("p.wsp");
+    log.lock().unwrap().clear();
+    // A new item keyword at a line start inside `square`'s body cuts it in two.
+    let edited = PROGRAM.replace("    y = x * x\n", "const BROKEN = 1\n    y = x * x\n");
+    ws.set_file("p.wsp", edited.clone());
+    let diags = ws.check("p.wsp");
+    assert!(!diags.is_empty());
+    let ran = log.lock().unwrap().clone();
+    let parsed = ran.iter().filter(|q| q.contains("parse_item")).count();
+    assert_eq!(parsed, 2, "{ran:#?}");
+    let file = ws.file_handle("p.wsp").expect("loaded");
+    assert_eq!(
+        *wsp_core::db::parse_file(ws.db(), file),
+        wsp_syntax::parse(&edited)
+    );
 }
 
 #[test]

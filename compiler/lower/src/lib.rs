@@ -31,6 +31,7 @@ mod workload;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use wsp_core::db::{item_ast, item_offset, Db, File, ItemId};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
@@ -113,7 +114,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         files.iter().position(|g| *g == f).unwrap_or(0) as u32
     };
     l.p.source = Some(root.path(db).clone());
-    let items: Vec<(ItemId, ast::Item)> = input
+    let items: Vec<(ItemId, Arc<ast::Item>)> = input
         .items
         .iter()
         .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
@@ -157,7 +158,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
         },
     ];
     for (k, pass) in passes.iter().enumerate() {
-        let todo: Vec<&(ItemId, ast::Item)> =
+        let todo: Vec<&(ItemId, Arc<ast::Item>)> =
             items.iter().filter(|(_, it)| pass(&it.kind)).collect();
         errs.extend(l.lower_items(db, &files, todo, k == 0));
     }
@@ -208,7 +209,7 @@ pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
         Rc::new(import_sources(db, &files)),
     );
     l.int_consts = int_consts(db, &files);
-    let consts: Vec<(ItemId, ast::Item)> = wsp_core::program::lowering_input(db, file)
+    let consts: Vec<(ItemId, Arc<ast::Item>)> = wsp_core::program::lowering_input(db, file)
         .items
         .iter()
         .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
@@ -293,7 +294,7 @@ impl Lowerer {
         &mut self,
         db: &dyn Db,
         files: &[File],
-        mut todo: Vec<&(ItemId, ast::Item)>,
+        mut todo: Vec<&(ItemId, Arc<ast::Item>)>,
         retry: bool,
     ) -> Vec<Diagnostic> {
         loop {

@@ -30,8 +30,10 @@ pub struct SourceFile {
 pub struct ItemNode {
     /// Absolute byte range of the item (including its doc comment).
     pub range: Span,
-    /// The item; spans inside are relative to `range.start`.
-    pub item: Item,
+    /// The item; spans inside are relative to `range.start`. Shared: the database keeps each
+    /// item's parse and a file's parse holds the same items, so an edit copies, compares and
+    /// frees only the items it touched.
+    pub item: std::sync::Arc<Item>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -11,7 +11,7 @@ pub mod visit;
 
 pub use ast::SourceFile;
 pub use lexer::{lex, Token, TokenInfo};
-pub use parser::parse;
+pub use parser::{assemble, parse, parse_item, split, ItemParse, Split};
 pub use span::Span;
 
 /// The result of parsing one file.

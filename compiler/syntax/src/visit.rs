@@ -184,8 +184,8 @@ mod tests {
         p.file
             .items
             .into_iter()
-            .find_map(|i| match i.item.kind {
-                ItemKind::Process(p) => Some(p.body),
+            .find_map(|i| match &i.item.kind {
+                ItemKind::Process(p) => Some(p.body.clone()),
                 _ => None,
             })
             .expect("a process")

@@ -41,7 +41,7 @@ pub(super) fn combine_races(
                         ..
                     }),
                 ..
-            }) = item_ast(db, *id)
+            }) = item_ast(db, *id).as_deref()
             {
                 asts.push((n, b));
             }

@@ -81,7 +81,43 @@ pub mod codes {
 }
 
 /// Parses a whole file. Never fails and never panics.
+///
+/// The same as [`split`], [`parse_item`] on the text of each item range, then [`assemble`]:
+/// what the salsa database does item by item, so that an edit re-parses only the items whose
+/// text changed.
 pub fn parse(src: &str) -> Parse {
+    let split = split(src);
+    let items: Vec<(u32, ItemParse)> = split
+        .items
+        .iter()
+        .map(|r| (r.start as u32, parse_item(src.get(r.clone()).unwrap_or(""))))
+        .collect();
+    assemble(src, split, items)
+}
+
+/// A file cut into items: the first step of [`parse`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// The byte range of each item: from its first token (its doc comment, or its keyword)
+    /// to the next item's first token, or the end of the file.
+    pub items: Vec<std::ops::Range<usize>>,
+    /// The errors of the whole file's tokens (unknown characters, unterminated strings) and
+    /// of the text before the first item (absolute spans).
+    errors: Vec<SyntaxError>,
+    /// Every significant token with its absolute span.
+    tokens: Vec<TokenInfo>,
+}
+
+/// One item parsed on its own, from the text of one of its file's [`Split::items`]: its node
+/// and its syntax errors, with spans relative to the start of that text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ItemParse {
+    pub node: ItemNode,
+    pub errors: Vec<SyntaxError>,
+}
+
+/// Lexes a file and cuts it into items (see the module documentation, step 2).
+pub fn split(src: &str) -> Split {
     let all = lex(src);
     let mut errors = Vec::new();
     let mut tokens = Vec::with_capacity(all.len());
@@ -110,85 +146,114 @@ pub fn parse(src: &str) -> Parse {
             _ => tokens.push(*t),
         }
     }
-    let significant: Vec<TokenInfo> = tokens
+    let ranges = split_items(&tokens, src, &mut errors);
+    let items = ranges
         .iter()
-        .copied()
-        .filter(|t| t.kind != Token::Newline)
+        .map(|r| {
+            let start = tokens
+                .get(r.start)
+                .map_or(src.len(), |t| t.span.start as usize);
+            let end = tokens
+                .get(r.end)
+                .map_or(src.len(), |t| t.span.start as usize);
+            start..end.max(start)
+        })
         .collect();
-
-    // Each item's tokens, with insignificant newlines and doc comments removed and spans made
-    // relative to the item's start: the pairs chumsky parses.
-    let mut prepared = Vec::new();
-    for range in split_items(&tokens, src, &mut errors) {
-        let slice = &tokens[range];
-        let Some(first) = slice.first() else { continue };
-        let last = slice
-            .iter()
-            .rev()
-            .find(|t| t.kind != Token::Newline)
-            .unwrap_or(first);
-        let base = first.span.start;
-        let abs = Span::new(base, last.span.end.max(base));
-        let significant = significant_newlines(slice);
-        let docs = collect_docs(src, base, &significant);
-        let pairs: Vec<Pair> = significant
-            .iter()
-            .map(|t| {
-                let s = t.span.start.saturating_sub(base) as usize;
-                let e = t.span.end.saturating_sub(base) as usize;
-                (t.kind, CSpan::from(s..e.max(s)))
-            })
-            .collect();
-        prepared.push((base, abs, docs, pairs));
+    Split {
+        items,
+        errors,
+        tokens: tokens
+            .into_iter()
+            .filter(|t| t.kind != Token::Newline)
+            .collect(),
     }
+}
 
-    let parser = item_parser();
-    let mut items = Vec::with_capacity(prepared.len());
-    for (base, abs, docs, pairs) in prepared.iter() {
-        let base = *base;
-        let text = src.get(base as usize..).unwrap_or("");
-        let eoi = pairs.last().map_or(0, |p| p.1.end);
-        let kind = match nesting(pairs) {
-            Err(e) => {
-                errors.push(shifted(e, base));
-                ItemKind::Error
-            }
-            Ok(depth) => {
-                let mut state = SimpleState(St {
-                    text,
-                    eoi,
-                    hard_at: None,
-                    fail_at: 0,
-                });
-                let input = pairs.as_slice().split_token_span(CSpan::from(eoi..eoi));
-                let mut run = || {
-                    parser
-                        .parse_with_state(input, &mut state)
-                        .into_output_errors()
-                };
-                // Each nesting level costs the grammar some stack (tens of KiB unoptimised): an
-                // item nested beyond a few levels gets a stack of its own.
-                let (out, errs) = if depth > SHALLOW {
-                    stacker::grow(DEEP_STACK, run)
-                } else {
-                    run()
-                };
-                errors.extend(
-                    errs.into_iter()
-                        .map(|e| shifted(to_syntax_error(e, text, pairs), base)),
-                );
-                out.unwrap_or(ItemKind::Error)
-            }
-        };
-        let start = pairs.first().map_or(0, |p| p.1.start);
-        items.push(ItemNode {
-            range: *abs,
-            item: Item {
-                docs: docs.clone(),
+/// Parses the text of one item range of a [`Split`] (see the module documentation, steps 3
+/// and 4): the text alone decides the result, whatever surrounds it in the file.
+pub fn parse_item(text: &str) -> ItemParse {
+    let tokens: Vec<TokenInfo> = lex(text)
+        .into_iter()
+        .filter(|t| t.kind != Token::Error)
+        .collect();
+    let mut errors = Vec::new();
+    let first = tokens.first().map_or(0, |t| t.span.start);
+    let last = tokens
+        .iter()
+        .rev()
+        .find(|t| t.kind != Token::Newline)
+        .map_or(first, |t| t.span.end);
+    let abs = Span::new(first, last.max(first));
+    let significant = significant_newlines(&tokens);
+    let docs = collect_docs(text, first, &significant);
+    let pairs: Vec<Pair> = significant
+        .iter()
+        .map(|t| {
+            let s = t.span.start.saturating_sub(first) as usize;
+            let e = t.span.end.saturating_sub(first) as usize;
+            (t.kind, CSpan::from(s..e.max(s)))
+        })
+        .collect();
+    let from_first = text.get(first as usize..).unwrap_or("");
+    let eoi = pairs.last().map_or(0, |p| p.1.end);
+    let kind = match nesting(&pairs) {
+        Err(e) => {
+            errors.push(shifted(e, first));
+            ItemKind::Error
+        }
+        Ok(depth) => {
+            let parser = item_parser();
+            let mut state = SimpleState(St {
+                text: from_first,
+                eoi,
+                hard_at: None,
+                fail_at: 0,
+            });
+            let input = pairs.as_slice().split_token_span(CSpan::from(eoi..eoi));
+            let mut run = || {
+                parser
+                    .parse_with_state(input, &mut state)
+                    .into_output_errors()
+            };
+            // Each nesting level costs the grammar some stack (tens of KiB unoptimised): an
+            // item nested beyond a few levels gets a stack of its own.
+            let (out, errs) = if depth > SHALLOW {
+                stacker::grow(DEEP_STACK, run)
+            } else {
+                run()
+            };
+            errors.extend(
+                errs.into_iter()
+                    .map(|e| shifted(to_syntax_error(e, from_first, &pairs), first)),
+            );
+            out.unwrap_or(ItemKind::Error)
+        }
+    };
+    let start = pairs.first().map_or(0, |p| p.1.start);
+    ItemParse {
+        node: ItemNode {
+            range: abs,
+            item: std::sync::Arc::new(Item {
+                docs,
                 kind,
                 span: Span::new(0, eoi.max(start) as u32),
-            },
-        });
+            }),
+        },
+        errors,
+    }
+}
+
+/// The parse of a file from its [`Split`] and the [`parse_item`] of each of its item ranges,
+/// with the range's start: spans made absolute, and the parser errors that a lexical error on
+/// the same line explains dropped.
+pub fn assemble(src: &str, split: Split, items: Vec<(u32, ItemParse)>) -> Parse {
+    let mut errors = split.errors;
+    let mut nodes = Vec::with_capacity(items.len());
+    for (base, p) in items {
+        errors.extend(p.errors.into_iter().map(|e| shifted(e, base)));
+        let mut node = p.node;
+        node.range = node.range.shift(base);
+        nodes.push(node);
     }
     // A lexical error (unknown character, unterminated string) already explains its line; the
     // parser errors it causes on the same line would only be noise.
@@ -205,9 +270,9 @@ pub fn parse(src: &str) -> Parse {
     }
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     Parse {
-        file: SourceFile { items },
+        file: SourceFile { items: nodes },
         errors,
-        tokens: significant,
+        tokens: split.tokens,
     }
 }
 

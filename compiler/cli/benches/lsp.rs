@@ -109,6 +109,59 @@ fn main() {
         assert!(r["result"].as_array().is_some_and(|a| !a.is_empty()), "{r}");
     }
     percentiles("completion", completions);
+
+    // Editing a large file (issue 27 item 5): the same one-line edit in one 10,000-line file
+    // and in one of the 1,000-line files, alternated side by side (seven rounds of 40
+    // keystrokes each), medians of the rounds' medians.
+    let big_path = "big.wsp";
+    let big = gen::module(10, 10_000);
+    std::fs::write(dir.join(big_path), &big).expect("write module");
+    let big_u = uri(big_path);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": big_u, "languageId": "wsp", "version": 1, "text": big}}),
+    );
+    assert!(c.diagnostics(&big_u).is_empty(), "big.wsp checks clean");
+    let middle_edit = |t: &str| {
+        const LINE: &str = "acc = acc + e / s";
+        let n = t.matches(LINE).count() / 2;
+        let (at, _) = t.match_indices(LINE).nth(n).expect("a kernel");
+        let mut e = t.to_string();
+        e.insert_str(at + LINE.len(), " * 1.0");
+        [e, t.to_string()]
+    };
+    let mut version = 1_000;
+    let mut round = |u: &str, variants: &[String; 2]| {
+        let mut v: Vec<Duration> = (0..40)
+            .map(|i| {
+                version += 1;
+                let t0 = Instant::now();
+                c.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": u, "version": version},
+                           "contentChanges": [{"text": variants[i % 2]}]}),
+                );
+                let d = c.diagnostics(u);
+                assert!(d.is_empty(), "{d:?}");
+                t0.elapsed()
+            })
+            .collect();
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e3
+    };
+    let (small_v, big_v) = (middle_edit(&text), middle_edit(&big));
+    let (mut small_ms, mut big_ms) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        small_ms.push(round(&u, &small_v));
+        big_ms.push(round(&big_u, &big_v));
+    }
+    small_ms.sort_by(f64::total_cmp);
+    big_ms.sort_by(f64::total_cmp);
+    let (a, b) = (small_ms[3], big_ms[3]);
+    println!(
+        "keystroke in one file, side by side: 1,000 lines p50 {a:.2} ms, 10,000 lines p50 {b:.2} ms, ratio {:.2}",
+        b / a
+    );
     c.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

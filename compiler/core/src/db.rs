@@ -200,9 +200,11 @@ pub struct ItemId<'db> {
     pub occurrence: u32,
 }
 
-/// The item identities of a file, in source order, with each item's absolute start offset.
+/// The item identities of a file, in source order. Equal across an edit inside an item (the
+/// offsets, which such an edit moves, are [`item_starts`]), so what walks a file's items by
+/// identity is not asked again.
 #[salsa::tracked(returns(ref))]
-pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<(ItemId<'db>, u32)> {
+pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<ItemId<'db>> {
     let parse = parse_file(db, file);
     let mut seen: BTreeMap<(ItemTag, String), u32> = BTreeMap::new();
     let mut unnamed: BTreeMap<ItemTag, u32> = BTreeMap::new();
@@ -218,11 +220,21 @@ pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<(ItemId<'db>, u32)> {
             }
         };
         let occ = seen.entry((tag, key.clone())).or_insert(0);
-        let id = ItemId::new(db, file, tag, key, *occ);
+        out.push(ItemId::new(db, file, tag, key, *occ));
         *occ += 1;
-        out.push((id, node.range.start));
     }
     out
+}
+
+/// The absolute start offset of each item of [`file_items`], in the same order.
+#[salsa::tracked(returns(ref))]
+pub fn item_starts(db: &dyn Db, file: File) -> Vec<u32> {
+    parse_file(db, file)
+        .file
+        .items
+        .iter()
+        .map(|n| n.range.start)
+        .collect()
 }
 
 /// Where each item of a file is in [`file_items`] (a search per item was quadratic in a file
@@ -235,7 +247,7 @@ pub fn item_positions<'db>(
     file_items(db, file)
         .iter()
         .enumerate()
-        .map(|(i, (id, _))| (*id, i))
+        .map(|(i, id)| (*id, i))
         .collect()
 }
 
@@ -258,8 +270,8 @@ pub fn item_offset<'db>(db: &'db dyn Db, item: ItemId<'db>) -> u32 {
     let file = item.file(db);
     item_positions(db, file)
         .get(&item)
-        .and_then(|i| file_items(db, file).get(*i))
-        .map(|(_, off)| *off)
+        .and_then(|i| item_starts(db, file).get(*i))
+        .copied()
         .unwrap_or(0)
 }
 
@@ -351,13 +363,21 @@ pub fn symbol_of(item: &Item, consts: &BTreeMap<String, i64>) -> Option<Symbol> 
 #[salsa::tracked(returns(ref))]
 pub fn own_symbols(db: &dyn Db, file: File) -> BTreeMap<String, Symbol> {
     let mut out = BTreeMap::new();
-    let consts = const_values(db, file);
-    for node in &parse_file(db, file).file.items {
-        if let (Some(name), Some(sym)) = (node.item.name(), symbol_of(&node.item, consts)) {
-            out.entry(name.name.clone()).or_insert(sym);
+    for id in file_items(db, file) {
+        if let Some(sym) = item_symbol(db, *id) {
+            out.entry(id.key(db).clone()).or_insert_with(|| sym.clone());
         }
     }
     out
+}
+
+/// What a named item is to other items ([`symbol_of`]): equal across an edit of its body, so
+/// the file's scope is not built again.
+#[salsa::tracked(returns(ref))]
+pub fn item_symbol<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Symbol> {
+    let ast = item_ast(db, item).as_deref()?;
+    ast.name()?;
+    symbol_of(ast, const_values(db, item.file(db)))
 }
 
 /// The kind name of an axis constructor expression.

@@ -388,8 +388,8 @@ impl Workspace {
         };
         file_items(&self.db, f)
             .iter()
-            .filter(|(id, _)| id.tag(&self.db) == db::ItemTag::Kernel)
-            .filter_map(|(id, _)| {
+            .filter(|id| id.tag(&self.db) == db::ItemTag::Kernel)
+            .filter_map(|id| {
                 memory::kernel_footprint(&self.db, *id)
                     .clone()
                     .map(|fp| (id.key(&self.db).clone(), fp))
@@ -433,7 +433,7 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
     out.extend(tokens::pipeline_tokens(db, file).iter().cloned());
     out.extend(keys::tasks_outside_keys(db, file).iter().cloned());
     out.extend(placement::placements(db, file).iter().cloned());
-    for (item, offset) in file_items(db, file) {
+    for (item, offset) in file_items(db, file).iter().zip(db::item_starts(db, file)) {
         for d in check::check_item(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));
         }

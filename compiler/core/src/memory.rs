@@ -60,7 +60,11 @@ pub fn file_target(db: &dyn Db, file: File) -> String {
         return a.clone();
     }
     let mut targets = Vec::new();
-    for (id, _) in file_items(db, file) {
+    // Schedules only: an edit of another item does not ask this again.
+    let schedules = file_items(db, file)
+        .iter()
+        .filter(|id| id.tag(db) == crate::db::ItemTag::Schedule);
+    for id in schedules {
         if let Some(Item {
             kind: ItemKind::Schedule(s),
             ..

@@ -39,7 +39,7 @@ pub fn lowering_input(db: &dyn Db, root: File) -> LoweringInput<'_> {
     let mut items = Vec::new();
     let mut blocked_by = Vec::new();
     for f in &files {
-        items.extend(file_items(db, *f).iter().map(|(id, _)| *id));
+        items.extend(file_items(db, *f).iter().copied());
         let has_error = crate::check_file(db, *f).iter().any(blocks_lowering);
         let unresolved = imports_of(db, *f)
             .iter()

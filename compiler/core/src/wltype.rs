@@ -292,8 +292,8 @@ pub fn workload_type<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<String> 
 pub fn workload_types(db: &dyn Db, file: File) -> Vec<(String, String)> {
     file_items(db, file)
         .iter()
-        .filter(|(id, _)| id.tag(db) == ItemTag::Workload)
-        .filter_map(|(id, _)| {
+        .filter(|id| id.tag(db) == ItemTag::Workload)
+        .filter_map(|id| {
             workload_type(db, *id)
                 .as_ref()
                 .map(|t| (id.key(db).clone(), t.clone()))

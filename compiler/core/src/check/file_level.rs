@@ -196,15 +196,16 @@ impl ImportedKernels<'_> {
         if !std && same {
             return Vec::new();
         }
-        let item = crate::db::file_items(db, m).iter().find_map(|(id, _)| {
-            match item_ast(db, *id).as_deref() {
+        let item = crate::db::file_items(db, m)
+            .iter()
+            .filter(|id| id.tag(db) == crate::db::ItemTag::Kernel && id.key(db) == name)
+            .find_map(|id| match item_ast(db, *id).as_deref() {
                 Some(Item {
                     kind: ItemKind::Kernel(k),
                     ..
                 }) if k.name.name == name => Some((*id, k)),
                 _ => None,
-            }
-        });
+            });
         let Some((id, k)) = item else {
             return Vec::new();
         };

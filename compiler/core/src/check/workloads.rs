@@ -32,8 +32,8 @@ pub(super) fn combine_races(
         };
         let found = items
             .iter()
-            .find(|(id, _)| id.tag(db) == crate::db::ItemTag::Workload && id.key(db) == &n.name);
-        if let Some((id, _)) = found {
+            .find(|id| id.tag(db) == crate::db::ItemTag::Workload && id.key(db) == &n.name);
+        if let Some(id) = found {
             if let Some(Item {
                 kind:
                     ItemKind::Workload(Workload {

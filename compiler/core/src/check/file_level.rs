@@ -30,26 +30,32 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     // Names used outside the imports (by token, so a local of the same name counts as a use:
-    // an unused-import warning is never wrong, at worst missing).
+    // an unused-import warning is never wrong, at worst missing); made only for a file that
+    // imports something, on the first import that asks.
     let text = file.text(db);
-    let import_ranges: Vec<Span> = parse
-        .file
-        .items
-        .iter()
-        .filter(|n| matches!(n.item.kind, ItemKind::Import(_)))
-        .map(|n| n.range)
-        .collect();
-    let used: BTreeSet<&str> = parse
-        .tokens
-        .iter()
-        .filter(|t| t.kind == wsp_syntax::Token::Ident)
-        .filter(|t| {
-            !import_ranges
+    let used_names: std::cell::OnceCell<BTreeSet<&str>> = std::cell::OnceCell::new();
+    let used = || {
+        used_names.get_or_init(|| {
+            let import_ranges: Vec<Span> = parse
+                .file
+                .items
                 .iter()
-                .any(|r| r.start <= t.span.start && t.span.end <= r.end)
+                .filter(|n| matches!(n.item.kind, ItemKind::Import(_)))
+                .map(|n| n.range)
+                .collect();
+            parse
+                .tokens
+                .iter()
+                .filter(|t| t.kind == wsp_syntax::Token::Ident)
+                .filter(|t| {
+                    !import_ranges
+                        .iter()
+                        .any(|r| r.start <= t.span.start && t.span.end <= r.end)
+                })
+                .filter_map(|t| text.get(t.span.start as usize..t.span.end as usize))
+                .collect()
         })
-        .filter_map(|t| text.get(t.span.start as usize..t.span.end as usize))
-        .collect();
+    };
     let imports = imports_of(db, file);
     let import_nodes = parse.file.items.iter().filter_map(|n| match &n.item.kind {
         ItemKind::Import(i) => Some((n, i)),
@@ -111,7 +117,9 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             theirs.get(&n.name),
                             Some(Symbol::Schedule | Symbol::Workload)
                         );
-                        if theirs.contains_key(&n.name) && !entry && !used.contains(n.name.as_str())
+                        if theirs.contains_key(&n.name)
+                            && !entry
+                            && !used().contains(n.name.as_str())
                         {
                             diags.push(unused_import(&fname, node, names, i));
                         }
@@ -137,7 +145,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                 } else {
                     // The whole module: the kernels this file names.
                     let theirs = crate::db::own_symbols(db, *m);
-                    for name in theirs.keys().filter(|k| used.contains(k.as_str())) {
+                    for name in theirs.keys().filter(|k| used().contains(k.as_str())) {
                         let at = Label::new(
                             fname.clone(),
                             path_span,

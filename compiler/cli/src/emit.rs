@@ -154,14 +154,7 @@ pub fn main(a: Args) -> ExitCode {
     let Some(root) = roots.first().cloned() else {
         return usage("nothing to emit");
     };
-    let mut set = Vec::new();
-    for s in &a.set {
-        match crate::run::split_kv("--set", s) {
-            Ok(kv) => set.push(kv),
-            Err(e) => return usage(e),
-        }
-    }
-    let params = match crate::set_consts(&mut ws, &roots, &set) {
+    let params = match crate::set_consts(&mut ws, &roots, &a.set) {
         Ok(rest) => rest,
         Err(e) => return usage(e),
     };

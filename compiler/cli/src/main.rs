@@ -13,6 +13,7 @@ mod emit;
 mod fmt;
 mod load;
 mod lsp;
+mod report;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -277,17 +278,7 @@ fn check(
         }
     }
     ws.set_target_table(table, strict);
-    let mut pairs = Vec::new();
-    for s in &set {
-        match run::split_kv("--set", s) {
-            Ok(kv) => pairs.push(kv),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    match set_consts(&mut ws, &roots, &pairs) {
+    match set_consts(&mut ws, &roots, &set) {
         Ok(rest) => {
             if let Some((name, _)) = rest.first() {
                 eprintln!(
@@ -361,15 +352,20 @@ fn check(
     }
 }
 
-/// Splits `--set NAME=VALUE` pairs for the programs rooted at `roots`: a name of one of their
-/// integer constants sets that constant on `ws` (the programs are checked and lowered with it;
-/// a value that is not an integer is an error), the others (params, `DenseDyn` sizes) are
-/// returned for the run to bind. A name given twice is an error.
+/// Splits the `--set NAME=VALUE` options for the programs rooted at `roots`: a name of one of
+/// their integer constants sets that constant on `ws` (the programs are checked and lowered
+/// with it; a value that is not an integer is an error), the others (params, `DenseDyn` sizes)
+/// are returned for the run to bind. An option not `NAME=VALUE`, or a name given twice, is an
+/// error.
 pub(crate) fn set_consts(
     ws: &mut Workspace,
     roots: &[String],
-    set: &[(String, String)],
+    options: &[String],
 ) -> Result<Vec<(String, String)>, String> {
+    let set = options
+        .iter()
+        .map(|s| run::split_kv("--set", s))
+        .collect::<Result<Vec<_>, _>>()?;
     let consts: std::collections::BTreeSet<String> =
         roots.iter().flat_map(|r| ws.int_consts(r)).collect();
     let mut values = std::collections::BTreeMap::new();

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use wsp_diagnostics::{Diagnostic, FileName, Label, Span};
 use wsp_syntax::ast::{Expr, ExprKind, ItemKind, WorkloadBody};
 
-use crate::db::{parse_file, Db, File, Symbol};
+use crate::db::{items_of, Db, File, ItemTag, Symbol};
 use crate::resolve::Scoped;
 use wsp_vocab::codes;
 
@@ -28,16 +28,14 @@ struct Proc {
     produces: Vec<(String, Span)>,
 }
 
-/// Channel-graph diagnostics of one file (absolute spans).
+/// Channel-graph diagnostics of one file (virtual spans: [`crate::db::real_spans`]).
 #[salsa::tracked(returns(ref))]
 pub fn channel_graph(db: &dyn Db, file: File) -> Vec<Diagnostic> {
-    let parse = parse_file(db, file);
     let fname = FileName::new(file.path(db).as_str());
     let mut channels: BTreeMap<String, Span> = BTreeMap::new();
     let mut procs: Vec<Proc> = Vec::new();
-    for node in &parse.file.items {
-        let off = node.range.start;
-        match &node.item.kind {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Channel, ItemTag::Process]) {
+        match &item.kind {
             ItemKind::Channel(c) => {
                 channels
                     .entry(c.name.name.clone())
@@ -201,12 +199,9 @@ fn member(db: &dyn Db, file: File, name: &str, operand: Span) -> Option<Member> 
         return None;
     };
     let local = home == file;
-    let (off, p) = parse_file(db, home)
-        .file
-        .items
-        .iter()
-        .find_map(|n| match &n.item.kind {
-            ItemKind::Process(p) if p.name.name == name => Some((n.range.start, p)),
+    let (off, p) =
+        items_of(db, home, &[ItemTag::Process]).find_map(|(_, off, item)| match &item.kind {
+            ItemKind::Process(p) if p.name.name == name => Some((off, p)),
             _ => None,
         })?;
     let key = |c: &str| (channel_home(db, home, c), c.to_string());
@@ -255,25 +250,21 @@ fn pipeline_members(
     let (mut imp_prod, mut imp_cons) = (BTreeSet::new(), BTreeSet::new());
     let consts = crate::db::const_values(db, file);
     // Channels some process of this file consumes (by key).
-    let consumed_here: BTreeSet<(String, String)> = parse_file(db, file)
-        .file
-        .items
-        .iter()
-        .filter_map(|n| match &n.item.kind {
+    let consumed_here: BTreeSet<(String, String)> = items_of(db, file, &[ItemTag::Process])
+        .filter_map(|(_, _, item)| match &item.kind {
             ItemKind::Process(p) => Some(&p.consumes),
             _ => None,
         })
         .flatten()
         .map(|c| (channel_home(db, file, &c.name), c.name.clone()))
         .collect();
-    for node in &parse_file(db, file).file.items {
-        let ItemKind::Workload(w) = &node.item.kind else {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Workload]) {
+        let ItemKind::Workload(w) = &item.kind else {
             continue;
         };
         let WorkloadBody::Expr(e) = &w.body else {
             continue;
         };
-        let off = node.range.start;
         let mut connects = Vec::new();
         crate::tokens::find_connects(e, &mut connects);
         for (callee, args) in connects {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use wsp_syntax::ast::{Expr, ItemKind};
 
-use crate::db::{parse_file, Db, File, Symbol};
+use crate::db::{items_of, Db, File, ItemTag, Symbol};
 
 /// The file's constants that depend on themselves, each with the names through which it does
 /// (following constants into the modules they are imported from). A query of its own, so that
@@ -25,11 +25,8 @@ pub(crate) fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<Stri
             return None;
         };
         let consts = decls.entry(home).or_insert_with(|| {
-            parse_file(db, home)
-                .file
-                .items
-                .iter()
-                .filter_map(|n| match &n.item.kind {
+            items_of(db, home, &[ItemTag::Const])
+                .filter_map(|(_, _, item)| match &item.kind {
                     ItemKind::Const(c) => Some((c.name.name.as_str(), &c.value)),
                     _ => None,
                 })
@@ -38,11 +35,8 @@ pub(crate) fn const_cycles(db: &dyn Db, file: File) -> BTreeMap<String, Vec<Stri
         consts.get(n).map(|e| (home, *e))
     };
     // The graph reachable from the file's own constants.
-    let own: Vec<String> = parse_file(db, file)
-        .file
-        .items
-        .iter()
-        .filter_map(|n| match &n.item.kind {
+    let own: Vec<String> = items_of(db, file, &[ItemTag::Const])
+        .filter_map(|(_, _, item)| match &item.kind {
             ItemKind::Const(c) => Some(c.name.name.clone()),
             _ => None,
         })

@@ -12,13 +12,37 @@ use std::sync::{Arc, Mutex};
 
 use wsp_syntax::ast::{self, Item, ItemKind};
 
-/// One source file: its path (as the user gave it) and its text.
+/// One source file: its path (as the user gave it), its text, and the text cut into items,
+/// each an input of its own, so that an edit sets only the items it touches (the driver keeps
+/// the cut: [`crate::layout`]).
 #[salsa::input(debug)]
 pub struct File {
     #[returns(ref)]
     pub path: String,
     #[returns(ref)]
     pub text: Arc<str>,
+    /// The text before the first item (comments, or text that starts no item: E0007).
+    #[returns(ref)]
+    pub prefix: String,
+    /// The items, in order.
+    #[returns(ref)]
+    pub items: Vec<ItemSrc>,
+    /// Each item's real start (its byte offset in the file): moved by every edit before it,
+    /// so only what makes spans absolute at the very end reads it.
+    #[returns(ref)]
+    pub starts: Vec<u32>,
+    /// Each item's virtual start, and the end ([`crate::layout::Layout::virt`]): the offsets
+    /// whole-file analyses give their spans, unchanged by an edit that keeps each item within
+    /// its capacity.
+    #[returns(ref)]
+    pub virt: Vec<u32>,
+}
+
+/// The text of one item of a file, as the driver cut it.
+#[salsa::input(debug)]
+pub struct ItemSrc {
+    #[returns(ref)]
+    pub text: String,
 }
 
 /// The set of loaded files by path (user files and std modules). Module resolution reads it.
@@ -121,35 +145,47 @@ impl Db for Database {
     }
 }
 
-/// The parse of a file (tree, errors with absolute spans, tokens): the file is lexed and cut
-/// into items, and each item's text is parsed by [`parse_item`], memoised by that text, so an
-/// edit re-parses only the items it touches (the same result as [`wsp_syntax::parse`]).
+/// The parse of a file (tree, errors with absolute spans): the parse of each item
+/// ([`parse_item`], memoised per item) placed at its real start. For whole-file readers
+/// outside the checks (lowering, the language server's features); the checks read items
+/// one by one ([`file_items`], [`item_ast`]) and never this, so an edit does not run them
+/// again.
 #[salsa::tracked(returns(ref))]
 pub fn parse_file(db: &dyn Db, file: File) -> wsp_syntax::Parse {
-    let src = file.text(db);
-    let split = wsp_syntax::split(src);
-    let items = split
-        .items
+    let items = file
+        .items(db)
         .iter()
-        .map(|r| {
-            let text = ItemText::new(db, src.get(r.clone()).unwrap_or("").to_string());
-            (r.start as u32, parse_item(db, text).clone())
-        })
-        .collect();
-    wsp_syntax::assemble(src, split, items)
+        .zip(file.starts(db))
+        .map(|(src, start)| (*start, parse_item(db, *src)));
+    wsp_syntax::assemble(prefix_errors(db, file).clone(), items)
 }
 
-/// The text of one item, as its file's split cut it: the key its parse is memoised by.
-#[salsa::interned(debug)]
-pub struct ItemText<'db> {
-    #[returns(ref)]
-    pub text: String,
+/// The syntax errors of the text before a file's first item.
+#[salsa::tracked(returns(ref))]
+pub fn prefix_errors(db: &dyn Db, file: File) -> Vec<wsp_syntax::SyntaxError> {
+    wsp_syntax::parse_prefix(file.prefix(db))
 }
 
 /// One item's parse ([`wsp_syntax::parse_item`]), with spans relative to its text.
 #[salsa::tracked(returns(ref))]
-pub fn parse_item<'db>(db: &'db dyn Db, text: ItemText<'db>) -> wsp_syntax::ItemParse {
-    wsp_syntax::parse_item(text.text(db))
+pub fn parse_item(db: &dyn Db, src: ItemSrc) -> wsp_syntax::ItemParse {
+    wsp_syntax::parse_item(src.text(db))
+}
+
+/// An item's kind and name (`None` for an unnamed item; its span item-relative): all
+/// [`file_items`] and the check for names defined twice read of it, equal across an edit of
+/// its body.
+#[salsa::tracked(returns(ref))]
+pub fn item_head(db: &dyn Db, src: ItemSrc) -> (ItemTag, Option<ast::Ident>) {
+    let item = &parse_item(db, src).node.item;
+    (tag_of(item), item.name().cloned())
+}
+
+/// The identifiers an item's text names ([`wsp_syntax::ItemParse::idents`]): equal across an
+/// edit that names nothing new.
+#[salsa::tracked(returns(ref))]
+pub fn item_idents(db: &dyn Db, src: ItemSrc) -> Vec<String> {
+    parse_item(db, src).idents.clone()
 }
 
 /// What kind of item an [`ItemId`] names.
@@ -187,7 +223,8 @@ pub fn tag_of(item: &Item) -> ItemTag {
 }
 
 /// A stable identity for an item: file, kind, name (or `#n` for the n-th unnamed item of its
-/// kind), and an occurrence number for duplicate names.
+/// kind), an occurrence number for duplicate names, and the input holding its text (the
+/// driver keeps an item's input across edits of it).
 #[salsa::interned(debug)]
 pub struct ItemId<'db> {
     #[returns(copy)]
@@ -198,6 +235,8 @@ pub struct ItemId<'db> {
     pub key: String,
     #[returns(copy)]
     pub occurrence: u32,
+    #[returns(copy)]
+    pub src: ItemSrc,
 }
 
 /// The item identities of a file, in source order. Equal across an edit inside an item (the
@@ -205,36 +244,30 @@ pub struct ItemId<'db> {
 /// identity is not asked again.
 #[salsa::tracked(returns(ref))]
 pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<ItemId<'db>> {
-    let parse = parse_file(db, file);
+    let srcs = file.items(db);
     let mut seen: BTreeMap<(ItemTag, String), u32> = BTreeMap::new();
     let mut unnamed: BTreeMap<ItemTag, u32> = BTreeMap::new();
-    let mut out = Vec::with_capacity(parse.file.items.len());
-    for node in &parse.file.items {
-        let tag = tag_of(&node.item);
-        let key = match node.item.name() {
+    let mut out = Vec::with_capacity(srcs.len());
+    for src in srcs {
+        let (tag, name) = item_head(db, *src);
+        let key = match name {
             Some(n) => n.name.clone(),
             None => {
-                let n = unnamed.entry(tag).or_insert(0);
+                let n = unnamed.entry(*tag).or_insert(0);
                 *n += 1;
                 format!("#{n}")
             }
         };
-        let occ = seen.entry((tag, key.clone())).or_insert(0);
-        out.push(ItemId::new(db, file, tag, key, *occ));
+        let occ = seen.entry((*tag, key.clone())).or_insert(0);
+        out.push(ItemId::new(db, file, *tag, key, *occ, *src));
         *occ += 1;
     }
     out
 }
 
-/// The absolute start offset of each item of [`file_items`], in the same order.
-#[salsa::tracked(returns(ref))]
-pub fn item_starts(db: &dyn Db, file: File) -> Vec<u32> {
-    parse_file(db, file)
-        .file
-        .items
-        .iter()
-        .map(|n| n.range.start)
-        .collect()
+/// The real start offset of each item of [`file_items`], in the same order.
+pub fn item_starts(db: &dyn Db, file: File) -> &Vec<u32> {
+    file.starts(db)
 }
 
 /// Where each item of a file is in [`file_items`] (a search per item was quadratic in a file
@@ -255,13 +288,7 @@ pub fn item_positions<'db>(
 /// shared node: comparing and copying it costs nothing).
 #[salsa::tracked(returns(ref))]
 pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Arc<Item>> {
-    let file = item.file(db);
-    let i = *item_positions(db, file).get(&item)?;
-    parse_file(db, file)
-        .file
-        .items
-        .get(i)
-        .map(|node| node.item.clone())
+    Some(parse_item(db, item.src(db)).node.item.clone())
 }
 
 /// Absolute start offset of an item in its file (changes when text before it changes; only
@@ -273,6 +300,65 @@ pub fn item_offset<'db>(db: &'db dyn Db, item: ItemId<'db>) -> u32 {
         .and_then(|i| item_starts(db, file).get(*i))
         .copied()
         .unwrap_or(0)
+}
+
+/// The items of `file` of the kinds in `tags`, each with its virtual start
+/// ([`crate::layout`]) and its AST: how whole-file analyses walk a file, reading no other
+/// item's AST and no real offset, so that an edit of another item or one moving this item in
+/// the file does not run them again. Their spans are made real by [`real_spans`].
+pub fn items_of<'db>(
+    db: &'db dyn Db,
+    file: File,
+    tags: &'static [ItemTag],
+) -> impl Iterator<Item = (ItemId<'db>, u32, &'db Arc<Item>)> + 'db {
+    let virt = file.virt(db);
+    file_items(db, file)
+        .iter()
+        .enumerate()
+        .filter(move |(_, id)| tags.contains(&id.tag(db)))
+        .filter_map(move |(i, id)| {
+            let ast = item_ast(db, *id).as_ref()?;
+            Some((*id, virt.get(i).copied().unwrap_or(0), ast))
+        })
+}
+
+/// Every tag: [`items_of`] over all items.
+pub const ALL_TAGS: &[ItemTag] = &[
+    ItemTag::Import,
+    ItemTag::Const,
+    ItemTag::Param,
+    ItemTag::Axis,
+    ItemTag::Tensor,
+    ItemTag::Kernel,
+    ItemTag::Workload,
+    ItemTag::Channel,
+    ItemTag::Process,
+    ItemTag::Schedule,
+    ItemTag::Expect,
+    ItemTag::Error,
+];
+
+/// `d` with the virtual spans of whole-file analyses ([`items_of`]) made real, in every
+/// loaded file its labels and fixes point into.
+pub fn real_spans(db: &dyn Db, mut d: wsp_diagnostics::Diagnostic) -> wsp_diagnostics::Diagnostic {
+    let files = db.file_set().files(db);
+    let real = |file: &wsp_diagnostics::FileName, span: &mut wsp_syntax::Span| {
+        if let Some(f) = files.get(file.as_str()) {
+            let (starts, virt) = (f.starts(db), f.virt(db));
+            let conv = |v: u32| crate::layout::to_real(starts, virt, v);
+            *span = wsp_syntax::Span::new(conv(span.start), conv(span.end));
+        }
+    };
+    real(&d.primary.file.clone(), &mut d.primary.span);
+    for l in &mut d.secondary {
+        real(&l.file.clone(), &mut l.span);
+    }
+    for fix in &mut d.fixes {
+        for e in &mut fix.edits {
+            real(&e.file.clone(), &mut e.span);
+        }
+    }
+    d
 }
 
 /// What a global name is, as far as other items need to know (signatures, never bodies or
@@ -414,11 +500,8 @@ pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
         .iter()
         .map(|f| {
             let targets = imports_of(db, *f);
-            parse_file(db, *f)
-                .file
-                .items
-                .iter()
-                .filter_map(|n| match &n.item.kind {
+            items_of(db, *f, &[ItemTag::Import])
+                .filter_map(|(_, _, item)| match &item.kind {
                     ItemKind::Import(imp) => Some(imp),
                     _ => None,
                 })
@@ -459,11 +542,8 @@ pub fn const_values(db: &dyn Db, file: File) -> BTreeMap<String, i64> {
                     None => own[*m].iter().for_each(|(k, v)| take(k, v, &mut env)),
                 }
             }
-            let consts: Vec<&ast::ConstDecl> = parse_file(db, *f)
-                .file
-                .items
-                .iter()
-                .filter_map(|n| match &n.item.kind {
+            let consts: Vec<&ast::ConstDecl> = items_of(db, *f, &[ItemTag::Const])
+                .filter_map(|(_, _, item)| match &item.kind {
                     ItemKind::Const(c) => Some(c),
                     _ => None,
                 })

@@ -18,7 +18,7 @@ use wsp_syntax::ast::{
 use wsp_syntax::ast::{Workload, WorkloadBody};
 use wsp_syntax::visit::{walk_stmt, Visitor};
 
-use crate::db::{parse_file, Db, File};
+use crate::db::{items_of, Db, File, ItemTag};
 use wsp_vocab::codes;
 
 /// A key expression of a schedule directive.
@@ -163,10 +163,9 @@ fn composed<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
 
 /// E0608 per task: for each schedule of the file, a task its workload runs (through
 /// compositions and the processes of a `connect`, within this file) that no loop over an axis
-/// of a key surrounds. Absolute spans; one diagnostic per key name.
+/// of a key surrounds. Virtual spans ([`crate::db::real_spans`]); one diagnostic per key name.
 #[salsa::tracked(returns(ref))]
 pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
-    let parse = parse_file(db, file);
     let fname = FileName::new(file.path(db).as_str());
     let iterated = crate::wltype::iterated_axes(db, file);
     let mut axes_of_file: BTreeSet<&str> = BTreeSet::new();
@@ -176,9 +175,9 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         Expr(&'a Expr),
     }
     let mut bodies: BTreeMap<&str, Body<'_>> = BTreeMap::new();
-    for node in &parse.file.items {
-        let off = node.range.start;
-        match &node.item.kind {
+    let tags = &[ItemTag::Axis, ItemTag::Workload, ItemTag::Process];
+    for (_, off, item) in items_of(db, file, tags) {
+        match &item.kind {
             ItemKind::Axis(a) => {
                 axes_of_file.insert(&a.name.name);
             }
@@ -198,11 +197,10 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     let mut diags = Vec::new();
-    for node in &parse.file.items {
-        let ItemKind::Schedule(s) = &node.item.kind else {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Schedule]) {
+        let ItemKind::Schedule(s) = &item.kind else {
             continue;
         };
-        let off = node.range.start;
         // Key axes of this file that some loop iterates (the others are E0608 already).
         let mut keyed: Vec<(&Directive, &Ident)> = Vec::new();
         for k in key_exprs(s).into_iter().filter(|k| k.effective) {
@@ -290,13 +288,14 @@ pub fn tasks_outside_keys(db: &dyn Db, file: File) -> Vec<Diagnostic> {
 /// The block bodies (with their items' offsets) that workload `name` runs, through
 /// compositions and the processes of a `connect`, within the file; each once.
 pub(crate) fn scheduled_bodies<'a>(
-    file: &'a wsp_syntax::SourceFile,
+    db: &'a dyn Db,
+    file: File,
     name: &'a str,
 ) -> Vec<(&'a Block, u32)> {
     let mut bodies: BTreeMap<&str, (Option<&Block>, Option<&Expr>, u32)> = BTreeMap::new();
-    for node in &file.items {
-        let off = &node.range.start;
-        match &node.item.kind {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Workload, ItemTag::Process]) {
+        let off = &off;
+        match &item.kind {
             ItemKind::Workload(Workload { name, body, .. }) => {
                 let b = match body {
                     WorkloadBody::Block(b) => (Some(b), None, *off),

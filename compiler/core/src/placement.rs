@@ -12,20 +12,18 @@ use wsp_syntax::visit::{walk_expr, Visitor};
 use wsp_vocab::codes;
 use wsp_vocab::schedule::{Directive as DirectiveKind, SHARD, SHARD_NAMES};
 
-use crate::db::{parse_file, Db, File, Symbol};
+use crate::db::{items_of, Db, File, ItemTag, Symbol};
 use crate::types::{eval_int, D};
 
-/// E0610 and E0612 for every schedule of the file. Absolute spans.
+/// E0610 and E0612 for every schedule of the file. Virtual spans ([`crate::db::real_spans`]).
 #[salsa::tracked(returns(ref))]
 pub fn placements(db: &dyn Db, file: File) -> Vec<Diagnostic> {
-    let parse = parse_file(db, file);
     let fname = FileName::new(file.path(db).as_str());
     let mut diags = Vec::new();
-    for node in &parse.file.items {
-        let ItemKind::Schedule(s) = &node.item.kind else {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Schedule]) {
+        let ItemKind::Schedule(s) = &item.kind else {
             continue;
         };
-        let off = node.range.start;
         let last = |k: DirectiveKind| {
             s.directives
                 .iter()
@@ -134,14 +132,13 @@ fn grid_fits(
     let Some(arch) = known_model(db, s) else {
         return;
     };
-    let parse = parse_file(db, file);
     let mut kernels = BTreeSet::new();
-    for (b, _) in crate::keys::scheduled_bodies(&parse.file, &s.workload.name) {
+    for (b, _) in crate::keys::scheduled_bodies(db, file, &s.workload.name) {
         kernels.extend(crate::keys::task_kernels(b));
     }
     let mut classes: BTreeMap<CoreClass, String> = BTreeMap::new();
-    for node in &parse.file.items {
-        let ItemKind::Kernel(k) = &node.item.kind else {
+    for (_, _, item) in items_of(db, file, &[ItemTag::Kernel]) {
+        let ItemKind::Kernel(k) = &item.kind else {
             continue;
         };
         let KernelBody::Block(b) = &k.body else {
@@ -234,9 +231,8 @@ fn views_fit(
         return;
     }
     let shard = size / parts;
-    let parse = parse_file(db, file);
     let sizes = crate::races::axis_sizes(db, file);
-    for (b, boff) in crate::keys::scheduled_bodies(&parse.file, &s.workload.name) {
+    for (b, boff) in crate::keys::scheduled_bodies(db, file, &s.workload.name) {
         let sharded = crate::races::Sharded {
             tensor: &tensor.name,
             dim: dim as usize,

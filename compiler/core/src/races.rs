@@ -1101,8 +1101,8 @@ fn covered(ix: &Ix, dom: &BTreeMap<String, Interval>) -> Ix {
 pub fn axis_sizes(db: &dyn crate::db::Db, file: crate::db::File) -> BTreeMap<String, D> {
     let consts = crate::db::const_values(db, file);
     let mut out = BTreeMap::new();
-    for n in &crate::db::parse_file(db, file).file.items {
-        if let ItemKind::Axis(a) = &n.item.kind {
+    for (_, _, item) in crate::db::items_of(db, file, &[crate::db::ItemTag::Axis]) {
+        if let ItemKind::Axis(a) = &item.kind {
             // `DenseDyn(p)` over a param: the symbolic size `p`.
             if let ExprKind::Call { callee, args, .. } = &a.ctor.kind {
                 if let (ExprKind::Name(k), [arg]) = (&callee.kind, args.as_slice()) {

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_syntax::ast::{Import, ItemKind};
 
-use crate::db::{own_symbols, parse_file, Db, File, Symbol};
+use crate::db::{own_symbols, Db, File, ItemTag, Symbol};
 
 /// The file path an import names, relative to the importing file.
 /// `import std.nn` → `std/nn.wsp`; `import layers.norm` → `<dir of importer>/layers/norm.wsp`.
@@ -70,8 +70,8 @@ pub fn scope(db: &dyn Db, file: File) -> BTreeMap<String, Scoped> {
             )
         })
         .collect();
-    for node in &parse_file(db, file).file.items {
-        let ItemKind::Import(imp) = &node.item.kind else {
+    for (_, _, item) in crate::db::items_of(db, file, &[ItemTag::Import]) {
+        let ItemKind::Import(imp) = &item.kind else {
             continue;
         };
         let (path, target) = resolve_import(db, file, imp);
@@ -117,11 +117,8 @@ fn imported_file(db: &dyn Db, file: File, module: &str) -> Option<File> {
 /// Files imported by `file` (resolved paths), loaded or not.
 #[salsa::tracked(returns(ref))]
 pub fn imports_of(db: &dyn Db, file: File) -> Vec<(String, ImportTarget)> {
-    parse_file(db, file)
-        .file
-        .items
-        .iter()
-        .filter_map(|n| match &n.item.kind {
+    crate::db::items_of(db, file, &[ItemTag::Import])
+        .filter_map(|(_, _, item)| match &item.kind {
             ItemKind::Import(imp) => Some(resolve_import(db, file, imp)),
             _ => None,
         })

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, VecDeque};
 use wsp_diagnostics::{Diagnostic, Edit, FileName, Fix, Label, Span};
 use wsp_syntax::ast::{Block, Expr, ExprKind, ItemKind, StmtKind};
 
-use crate::db::{parse_file, Db, File, Symbol};
+use crate::db::{items_of, Db, File, ItemTag, Symbol};
 use crate::resolve::Scoped;
 use wsp_vocab::codes;
 
@@ -42,7 +42,7 @@ use verdict::analyse_connect;
 const STEP_BUDGET: u64 = 1_000_000;
 
 /// A place in one of the program's files: the file (an index into the analysis's files, the
-/// analysed one first) and an absolute span in it.
+/// analysed one first) and a virtual span in it.
 #[derive(Clone, Copy, Debug)]
 struct At {
     file: usize,
@@ -62,7 +62,7 @@ struct Chan {
     depth: u64,
     /// A constant depth out of range: an error of its own (E0505), nothing to decide.
     invalid: bool,
-    /// Where a quick fix writes a new depth `n` (absolute span in file `fix_file`): replace the
+    /// Where a quick fix writes a new depth `n` (virtual span in file `fix_file`): replace the
     /// span with `{prefix}{n}{suffix}`.
     fix_at: (Span, &'static str, &'static str),
     fix_file: usize,
@@ -211,7 +211,8 @@ fn trip_count(iter: &Expr, cx: &Ctx) -> Result<u64, Undecidable> {
     }
 }
 
-/// Static deadlock diagnostics of one file's `connect` workloads (absolute spans).
+/// Static deadlock diagnostics of one file's `connect` workloads (virtual spans:
+/// [`crate::db::real_spans`]).
 #[salsa::tracked(returns(ref))]
 pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     tokens_with(db, file, crate::db::const_values(db, file), None)
@@ -219,7 +220,8 @@ pub fn pipeline_tokens(db: &dyn Db, file: File) -> Vec<Diagnostic> {
 
 /// The same analysis with the values a run gives the file's params (`wsp run` after a
 /// deadlock): a `DenseDyn(n)` axis or a `replicate(p, n)` count whose size folds with them is
-/// then a constant, so a pipeline undecided by `wsp check` may be decided for that run.
+/// then a constant, so a pipeline undecided by `wsp check` may be decided for that run. Real
+/// spans.
 pub fn pipeline_tokens_bound(
     db: &dyn Db,
     file: File,
@@ -231,6 +233,9 @@ pub fn pipeline_tokens_bound(
         consts.insert(k.clone(), *v);
     }
     tokens_with(db, file, &consts, Some(only))
+        .into_iter()
+        .map(|d| crate::db::real_spans(db, d))
+        .collect()
 }
 
 /// The analysis of `file`'s `connect` workloads (those named in `only`, when given).
@@ -311,14 +316,12 @@ fn tokens_with(
         else {
             continue;
         };
-        let found = parse_file(db, files[home])
-            .file
-            .items
-            .iter()
-            .find_map(|node| match &node.item.kind {
-                ItemKind::Process(p) if &p.name.name == name => Some((node.range.start, p)),
+        let found = items_of(db, files[home], &[ItemTag::Process]).find_map(|(_, off, item)| {
+            match &item.kind {
+                ItemKind::Process(p) if &p.name.name == name => Some((off, p)),
                 _ => None,
-            });
+            }
+        });
         let Some((off, p)) = found else {
             continue;
         };
@@ -341,18 +344,15 @@ fn tokens_with(
         });
         procs.insert(name.clone(), lowered);
     }
-    let params: Vec<String> = parse_file(db, file)
-        .file
-        .items
-        .iter()
-        .filter_map(|node| match &node.item.kind {
+    let params: Vec<String> = items_of(db, file, &[ItemTag::Param])
+        .filter_map(|(_, _, item)| match &item.kind {
             ItemKind::Param(p) => Some(p.name.name.clone()),
             _ => None,
         })
         .collect();
     let mut diags = Vec::new();
-    for node in &parse_file(db, file).file.items {
-        let ItemKind::Workload(w) = &node.item.kind else {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Workload]) {
+        let ItemKind::Workload(w) = &item.kind else {
             continue;
         };
         let wsp_syntax::ast::WorkloadBody::Expr(e) = &w.body else {
@@ -361,7 +361,6 @@ fn tokens_with(
         if only.is_some_and(|o| !o.contains(&w.name.name)) {
             continue;
         }
-        let off = node.range.start;
         let mut connects = Vec::new();
         find_connects(e, &mut connects);
         for (call_span, args) in connects {
@@ -400,8 +399,8 @@ fn file_decls(
     chans: &mut Vec<Chan>,
 ) -> Decls {
     let mut own = Decls::default();
-    for node in &parse_file(db, file).file.items {
-        match &node.item.kind {
+    for (_, off, item) in items_of(db, file, &[ItemTag::Axis, ItemTag::Channel]) {
+        match &item.kind {
             ItemKind::Axis(a) => {
                 let v = match &a.ctor.kind {
                     ExprKind::Index { base, indices }
@@ -436,7 +435,6 @@ fn file_decls(
                 own.axes.insert(a.name.name.clone(), v);
             }
             ItemKind::Channel(c) => {
-                let off = node.range.start;
                 let depth_arg = c
                     .args
                     .iter()

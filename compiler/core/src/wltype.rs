@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wsp_syntax::ast::*;
 
-use crate::db::{const_values, file_items, item_ast, parse_file, Db, File, ItemId, ItemTag};
+use crate::db::{const_values, file_items, item_ast, items_of, Db, File, ItemId, ItemTag};
 use crate::types::eval_int;
 
 struct Ctx {
@@ -165,8 +165,8 @@ pub fn loop_headers(body: &Block, axes: &BTreeMap<String, String>) -> Vec<(u32, 
 pub fn axis_types(db: &dyn Db, file: File) -> BTreeMap<String, String> {
     let consts = const_values(db, file);
     let mut axes = BTreeMap::new();
-    for n in &parse_file(db, file).file.items {
-        if let ItemKind::Axis(a) = &n.item.kind {
+    for (_, _, item) in items_of(db, file, &[ItemTag::Axis]) {
+        if let ItemKind::Axis(a) = &item.kind {
             axes.insert(a.name.name.clone(), axis_type(&a.ctor, consts));
         }
     }
@@ -187,8 +187,8 @@ pub fn iterated_axes(db: &dyn Db, file: File) -> BTreeSet<String> {
         }
     };
     let mut out = BTreeSet::new();
-    for n in &parse_file(db, file).file.items {
-        match &n.item.kind {
+    for (_, _, item) in items_of(db, file, &[ItemTag::Workload, ItemTag::Process]) {
+        match &item.kind {
             ItemKind::Workload(Workload {
                 body: WorkloadBody::Block(b),
                 ..

@@ -11,7 +11,7 @@ pub mod visit;
 
 pub use ast::SourceFile;
 pub use lexer::{lex, Token, TokenInfo};
-pub use parser::{assemble, parse, parse_item, split, ItemParse, Split};
+pub use parser::{assemble, cut, parse, parse_item, parse_prefix, ItemParse};
 pub use span::Span;
 
 /// The result of parsing one file.
@@ -20,8 +20,6 @@ pub struct Parse {
     pub file: SourceFile,
     /// Errors with absolute spans, in source order.
     pub errors: Vec<SyntaxError>,
-    /// Every significant token with its absolute span (for semantic highlighting).
-    pub tokens: Vec<TokenInfo>,
 }
 
 /// A syntax error. `code` is a stable diagnostic code from the `E00xx` range.

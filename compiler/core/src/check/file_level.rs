@@ -1,19 +1,21 @@
-//! File-level checks (absolute spans): items defined twice, imports (modules and names that do
+//! File-level checks (virtual spans, [`crate::layout`]): items defined twice, imports (modules and names that do
 //! not exist, a name imported from two modules, unused names, imported kernels too large for
 //! the importing file's target), and the quick fixes that import an unknown name.
 
 use super::*;
+use crate::db::file_items;
 
-/// File-level diagnostics (absolute spans): duplicate definitions and imports.
+/// File-level diagnostics (virtual spans: [`crate::db::real_spans`]): duplicate definitions
+/// and imports.
 #[salsa::tracked(returns(ref))]
 pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
-    let parse = parse_file(db, file);
     let fname = FileName::new(file.path(db).as_str());
+    let virt = file.virt(db);
     let mut diags = Vec::new();
     let mut first: BTreeMap<&str, Span> = BTreeMap::new();
-    for node in &parse.file.items {
-        if let Some(name) = node.item.name() {
-            let span = name.span.shift(node.range.start);
+    for (i, id) in file_items(db, file).iter().enumerate() {
+        if let (_, Some(name)) = crate::db::item_head(db, id.src(db)) {
+            let span = name.span.shift(virt.get(i).copied().unwrap_or(0));
             if let Some(prev) = first.get(name.name.as_str()) {
                 diags.push(
                     Diagnostic::new(
@@ -30,48 +32,39 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
         }
     }
     // Names used outside the imports (by token, so a local of the same name counts as a use:
-    // an unused-import warning is never wrong, at worst missing); made only for a file that
-    // imports something, on the first import that asks.
-    let text = file.text(db);
+    // an unused-import warning is never wrong, at worst missing); gathered only for a file
+    // that imports something, on the first import that asks.
     let used_names: std::cell::OnceCell<BTreeSet<&str>> = std::cell::OnceCell::new();
     let used = || {
         used_names.get_or_init(|| {
-            let import_ranges: Vec<Span> = parse
-                .file
-                .items
+            file_items(db, file)
                 .iter()
-                .filter(|n| matches!(n.item.kind, ItemKind::Import(_)))
-                .map(|n| n.range)
-                .collect();
-            parse
-                .tokens
-                .iter()
-                .filter(|t| t.kind == wsp_syntax::Token::Ident)
-                .filter(|t| {
-                    !import_ranges
-                        .iter()
-                        .any(|r| r.start <= t.span.start && t.span.end <= r.end)
-                })
-                .filter_map(|t| text.get(t.span.start as usize..t.span.end as usize))
+                .filter(|id| id.tag(db) != crate::db::ItemTag::Import)
+                .flat_map(|id| crate::db::item_idents(db, id.src(db)))
+                .map(String::as_str)
                 .collect()
         })
     };
     let imports = imports_of(db, file);
-    let import_nodes = parse.file.items.iter().filter_map(|n| match &n.item.kind {
-        ItemKind::Import(i) => Some((n, i)),
-        _ => None,
-    });
+    let import_nodes = crate::db::items_of(db, file, &[crate::db::ItemTag::Import]).filter_map(
+        |(id, off, item)| match &item.kind {
+            ItemKind::Import(i) => {
+                let range = crate::db::parse_item(db, id.src(db)).node.range.shift(off);
+                Some(((range, off), i))
+            }
+            _ => None,
+        },
+    );
     let kernels = ImportedKernels {
         here: crate::memory::file_target(db, file),
         model: std::cell::OnceCell::new(),
     };
     // Names imported one by one so far: the module and where (E0102 for a second module).
     let mut imported: BTreeMap<&str, (&str, Span)> = BTreeMap::new();
-    for ((node, imp), (path, target)) in import_nodes.zip(imports) {
-        let off = node.range.start;
+    for (((range, off), imp), (path, target)) in import_nodes.zip(imports) {
         let path_span = match (imp.path.first(), imp.path.last()) {
             (Some(a), Some(b)) => a.span.cover(b.span).shift(off),
-            _ => node.range,
+            _ => range,
         };
         let modname = imp
             .path
@@ -121,7 +114,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
                             && !entry
                             && !used().contains(n.name.as_str())
                         {
-                            diags.push(unused_import(&fname, node, names, i));
+                            diags.push(unused_import(&fname, (range, off), names, i));
                         }
                         let at = Label::new(fname.clone(), n.span.shift(off), "imported here");
                         diags.extend(kernels.memory(db, *m, std, &n.name, at));
@@ -262,14 +255,13 @@ impl ImportedKernels<'_> {
 /// import when it is the only name).
 fn unused_import(
     fname: &FileName,
-    node: &wsp_syntax::ast::ItemNode,
+    (range, off): (Span, u32),
     names: &[wsp_syntax::ast::Ident],
     i: usize,
 ) -> Diagnostic {
-    let off = node.range.start;
     let n = &names[i];
     let (span, title) = if names.len() == 1 {
-        (node.range, "remove the unused import".to_string())
+        (range, "remove the unused import".to_string())
     } else if i + 1 < names.len() {
         (
             Span::new(n.span.start, names[i + 1].span.start).shift(off),

@@ -82,73 +82,35 @@ pub mod codes {
 
 /// Parses a whole file. Never fails and never panics.
 ///
-/// The same as [`split`], [`parse_item`] on the text of each item range, then [`assemble`]:
-/// what the salsa database does item by item, so that an edit re-parses only the items whose
-/// text changed.
+/// The same as [`cut`], [`parse_prefix`] on the text before the first item, [`parse_item`] on
+/// the text of each item range, then [`assemble`]: what the salsa database does item by item,
+/// so that an edit re-parses only the items whose text changed.
 pub fn parse(src: &str) -> Parse {
-    let split = split(src);
-    let items: Vec<(u32, ItemParse)> = split
-        .items
+    let ranges = cut(src);
+    let prefix_end = ranges.first().map_or(src.len(), |r| r.start);
+    let prefix = parse_prefix(src.get(..prefix_end).unwrap_or(""));
+    let items: Vec<(u32, ItemParse)> = ranges
         .iter()
         .map(|r| (r.start as u32, parse_item(src.get(r.clone()).unwrap_or(""))))
         .collect();
-    assemble(src, split, items)
+    assemble(prefix, items.iter().map(|(base, p)| (*base, p)))
 }
 
-/// A file cut into items: the first step of [`parse`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Split {
-    /// The byte range of each item: from its first token (its doc comment, or its keyword)
-    /// to the next item's first token, or the end of the file.
-    pub items: Vec<std::ops::Range<usize>>,
-    /// The errors of the whole file's tokens (unknown characters, unterminated strings) and
-    /// of the text before the first item (absolute spans).
-    errors: Vec<SyntaxError>,
-    /// Every significant token with its absolute span.
-    tokens: Vec<TokenInfo>,
-}
-
-/// One item parsed on its own, from the text of one of its file's [`Split::items`]: its node
-/// and its syntax errors, with spans relative to the start of that text.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ItemParse {
-    pub node: ItemNode,
-    pub errors: Vec<SyntaxError>,
-}
-
-/// Lexes a file and cuts it into items (see the module documentation, step 2).
-pub fn split(src: &str) -> Split {
-    let all = lex(src);
-    let mut errors = Vec::new();
-    let mut tokens = Vec::with_capacity(all.len());
-    for t in &all {
-        match t.kind {
-            Token::Error => errors.push(SyntaxError {
-                code: codes::UNKNOWN_CHAR,
-                span: t.span,
-                message: format!(
-                    "unknown character `{}`",
-                    src.get(t.span.range()).unwrap_or("?").escape_debug()
-                ),
-                label: "not part of the language".into(),
-                help: Some("remove it; comments start with `//`".into()),
-            }),
-            Token::UnterminatedStr => {
-                errors.push(SyntaxError {
-                    code: codes::UNTERMINATED_STRING,
-                    span: t.span,
-                    message: "unterminated string literal".into(),
-                    label: "this string is never closed".into(),
-                    help: Some("add a closing `\"` before the end of the line".into()),
-                });
-                tokens.push(*t);
-            }
-            _ => tokens.push(*t),
-        }
-    }
-    let ranges = split_items(&tokens, src, &mut errors);
-    let items = ranges
-        .iter()
+/// Lexes a file and cuts it into items (see the module documentation, step 2): the byte range
+/// of each item, from its first token (its doc comment, or its keyword) to the next item's
+/// first token, or the end of the text.
+///
+/// Tokens never span lines and an item starts at the start of a line, so cutting a piece of a
+/// file that starts at an item's start (or at the file's start) and ends at another item's
+/// start (or the file's end) gives the same ranges as cutting the whole file: the language
+/// server's edits are cut again only around the items they touch.
+pub fn cut(src: &str) -> Vec<std::ops::Range<usize>> {
+    let tokens: Vec<TokenInfo> = lex(src)
+        .into_iter()
+        .filter(|t| t.kind != Token::Error)
+        .collect();
+    split_items(&tokens, src, &mut Vec::new())
+        .into_iter()
         .map(|r| {
             let start = tokens
                 .get(r.start)
@@ -158,25 +120,107 @@ pub fn split(src: &str) -> Split {
                 .map_or(src.len(), |t| t.span.start as usize);
             start..end.max(start)
         })
+        .collect()
+}
+
+/// One item parsed on its own, from the text of one of its file's [`cut`] ranges: its node,
+/// its syntax errors (lexical ones included) with spans relative to the start of that text,
+/// and the identifiers it names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ItemParse {
+    pub node: ItemNode,
+    pub errors: Vec<SyntaxError>,
+    /// Every identifier token of the item's text, sorted, without repeats (a local of an
+    /// imported name's spelling counts: what the unused-import check reads).
+    pub idents: Vec<String>,
+}
+
+/// The lexical errors of `tokens` (unknown characters, unterminated strings), spans as
+/// the tokens have them.
+fn lexical_errors(text: &str, tokens: &[TokenInfo]) -> Vec<SyntaxError> {
+    let mut errors = Vec::new();
+    for t in tokens {
+        match t.kind {
+            Token::Error => errors.push(SyntaxError {
+                code: codes::UNKNOWN_CHAR,
+                span: t.span,
+                message: format!(
+                    "unknown character `{}`",
+                    text.get(t.span.range()).unwrap_or("?").escape_debug()
+                ),
+                label: "not part of the language".into(),
+                help: Some("remove it; comments start with `//`".into()),
+            }),
+            Token::UnterminatedStr => errors.push(SyntaxError {
+                code: codes::UNTERMINATED_STRING,
+                span: t.span,
+                message: "unterminated string literal".into(),
+                label: "this string is never closed".into(),
+                help: Some("add a closing `\"` before the end of the line".into()),
+            }),
+            _ => {}
+        }
+    }
+    errors
+}
+
+/// A lexical error (unknown character, unterminated string) already explains its line; the
+/// parser errors it causes on the same line would only be noise. Lines never cross items, so
+/// this is decided within one item's (or the prefix's) text.
+fn drop_explained(text: &str, errors: &mut Vec<SyntaxError>) {
+    let lexical =
+        |e: &SyntaxError| matches!(e.code, codes::UNKNOWN_CHAR | codes::UNTERMINATED_STRING);
+    let lexical_lines: Vec<usize> = errors
+        .iter()
+        .filter(|e| lexical(e))
+        .map(|e| line_of(text, e.span.start))
         .collect();
-    Split {
-        items,
-        errors,
-        tokens: tokens
-            .into_iter()
-            .filter(|t| t.kind != Token::Newline)
-            .collect(),
+    if !lexical_lines.is_empty() {
+        errors.retain(|e| lexical(e) || !lexical_lines.contains(&line_of(text, e.span.start)));
     }
 }
 
-/// Parses the text of one item range of a [`Split`] (see the module documentation, steps 3
-/// and 4): the text alone decides the result, whatever surrounds it in the file.
-pub fn parse_item(text: &str) -> ItemParse {
-    let tokens: Vec<TokenInfo> = lex(text)
-        .into_iter()
-        .filter(|t| t.kind != Token::Error)
+/// The errors of the text before a file's first item (all of the file when it has none):
+/// its lexical errors, and anything but comments there (E0007).
+pub fn parse_prefix(text: &str) -> Vec<SyntaxError> {
+    let all = lex(text);
+    let mut errors = lexical_errors(text, &all);
+    let garbage: Vec<&TokenInfo> = all
+        .iter()
+        .filter(|t| !matches!(t.kind, Token::Newline | Token::DocComment | Token::Error))
         .collect();
-    let mut errors = Vec::new();
+    if let (Some(a), Some(b)) = (garbage.first(), garbage.last()) {
+        let found = text.get(a.span.range()).unwrap_or("");
+        errors.push(SyntaxError {
+            code: codes::EXPECTED_ITEM,
+            span: Span::new(a.span.start, b.span.end),
+            message: format!("expected an item, found `{}`", found.escape_debug()),
+            label: "not the start of an item".into(),
+            help: Some(
+                "top-level items start with `import`, `const`, `param`, `axis`, `input`, `output`, \
+                 `tensor`, `kernel`, `workload`, `channel`, `process`, `schedule` or `expect`"
+                    .into(),
+            ),
+        });
+    }
+    drop_explained(text, &mut errors);
+    errors
+}
+
+/// Parses the text of one item range of [`cut`] (see the module documentation, steps 3 and
+/// 4): the text alone decides the result, whatever surrounds it in the file.
+pub fn parse_item(text: &str) -> ItemParse {
+    let all = lex(text);
+    let mut errors = lexical_errors(text, &all);
+    let mut idents: Vec<String> = all
+        .iter()
+        .filter(|t| t.kind == Token::Ident)
+        .filter_map(|t| text.get(t.span.range()))
+        .map(str::to_string)
+        .collect();
+    idents.sort_unstable();
+    idents.dedup();
+    let tokens: Vec<TokenInfo> = all.into_iter().filter(|t| t.kind != Token::Error).collect();
     let first = tokens.first().map_or(0, |t| t.span.start);
     let last = tokens
         .iter()
@@ -230,6 +274,8 @@ pub fn parse_item(text: &str) -> ItemParse {
         }
     };
     let start = pairs.first().map_or(0, |p| p.1.start);
+    drop_explained(text, &mut errors);
+    errors.sort_by_key(|e| (e.span.start, e.span.end));
     ItemParse {
         node: ItemNode {
             range: abs,
@@ -240,39 +286,30 @@ pub fn parse_item(text: &str) -> ItemParse {
             }),
         },
         errors,
+        idents,
     }
 }
 
-/// The parse of a file from its [`Split`] and the [`parse_item`] of each of its item ranges,
-/// with the range's start: spans made absolute, and the parser errors that a lexical error on
-/// the same line explains dropped.
-pub fn assemble(src: &str, split: Split, items: Vec<(u32, ItemParse)>) -> Parse {
-    let mut errors = split.errors;
-    let mut nodes = Vec::with_capacity(items.len());
+/// The parse of a file from the errors of the text before its first item ([`parse_prefix`])
+/// and the [`parse_item`] of each of its item ranges with the range's start: spans made
+/// absolute, errors in source order.
+pub fn assemble<'p>(
+    prefix: Vec<SyntaxError>,
+    items: impl IntoIterator<Item = (u32, &'p ItemParse)>,
+) -> Parse {
+    let mut errors = prefix;
+    let mut nodes = Vec::new();
     for (base, p) in items {
-        errors.extend(p.errors.into_iter().map(|e| shifted(e, base)));
-        let mut node = p.node;
-        node.range = node.range.shift(base);
-        nodes.push(node);
-    }
-    // A lexical error (unknown character, unterminated string) already explains its line; the
-    // parser errors it causes on the same line would only be noise.
-    let lexical_lines: Vec<usize> = errors
-        .iter()
-        .filter(|e| matches!(e.code, codes::UNKNOWN_CHAR | codes::UNTERMINATED_STRING))
-        .map(|e| line_of(src, e.span.start))
-        .collect();
-    if !lexical_lines.is_empty() {
-        errors.retain(|e| {
-            matches!(e.code, codes::UNKNOWN_CHAR | codes::UNTERMINATED_STRING)
-                || !lexical_lines.contains(&line_of(src, e.span.start))
+        errors.extend(p.errors.iter().map(|e| shifted(e.clone(), base)));
+        nodes.push(ItemNode {
+            range: p.node.range.shift(base),
+            item: p.node.item.clone(),
         });
     }
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     Parse {
         file: SourceFile { items: nodes },
         errors,
-        tokens: split.tokens,
     }
 }
 

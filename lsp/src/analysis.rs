@@ -81,15 +81,40 @@ pub fn diagnostics(ws: &Workspace, path: &str, uri_of: UriOf<'_>) -> Vec<lsp::Di
     let Some(text) = ws.text(&FileName::new(path)) else {
         return Vec::new();
     };
-    let idx = LineIndex::new(&text);
-    let mut out = Vec::new();
-    for d in ws.check(path) {
-        if d.primary.file.as_str() != path {
-            continue;
-        }
-        out.push(convert(ws, &d, &idx, uri_of));
+    let mine: Vec<Diagnostic> = ws
+        .check(path)
+        .into_iter()
+        .filter(|d| d.primary.file.as_str() == path)
+        .collect();
+    if mine.is_empty() {
+        return Vec::new();
     }
-    out
+    // Lines are indexed only for a file with diagnostics (a clean file costs no pass over
+    // its text).
+    let idx = LineIndex::new(&text);
+    mine.iter().map(|d| convert(ws, d, &idx, uri_of)).collect()
+}
+
+/// The text after a `didChange`'s changes, applied in order to `current` (the text the server
+/// has; empty if none): a change with a range replaces that range (positions as LSP counts
+/// them, clamped to the text), one without replaces the whole text.
+pub fn apply_changes(
+    current: Option<&str>,
+    changes: Vec<lsp::TextDocumentContentChangeEvent>,
+) -> String {
+    let mut text = current.unwrap_or("").to_string();
+    for c in changes {
+        match c.range {
+            Some(r) => {
+                let idx = LineIndex::new(&text);
+                let (a, b) = (idx.offset(r.start), idx.offset(r.end));
+                let (a, b) = (a.min(b), a.max(b));
+                text.replace_range(a..b, &c.text);
+            }
+            None => text = c.text,
+        }
+    }
+    text
 }
 
 fn convert(
@@ -599,6 +624,50 @@ pub fn fixes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn change(
+        range: Option<((u32, u32), (u32, u32))>,
+        text: &str,
+    ) -> lsp::TextDocumentContentChangeEvent {
+        lsp::TextDocumentContentChangeEvent {
+            range: range.map(|((l0, c0), (l1, c1))| {
+                lsp::Range::new(lsp::Position::new(l0, c0), lsp::Position::new(l1, c1))
+            }),
+            range_length: None,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn incremental_changes_apply_in_order() {
+        let t = "kernel k() {\n    y = x\n}\n";
+        // Insert, then delete on the text the insertion left; positions in UTF-16 units.
+        let out = apply_changes(
+            Some(t),
+            vec![
+                change(Some(((1, 9), (1, 9))), " * \u{1F600}"),
+                change(Some(((1, 12), (1, 14))), "2.0"),
+            ],
+        );
+        assert_eq!(out, "kernel k() {\n    y = x * 2.0\n}\n");
+        // A change spanning lines, one past the end (clamped), and a whole-text replacement.
+        let out = apply_changes(Some(t), vec![change(Some(((0, 11), (2, 1))), "{}")]);
+        assert_eq!(out, "kernel k() {}\n");
+        let out = apply_changes(Some(t), vec![change(Some(((9, 0), (9, 5))), "// end\n")]);
+        assert_eq!(out, format!("{t}// end\n"));
+        let out = apply_changes(
+            Some(t),
+            vec![
+                change(None, "const N = 1\n"),
+                change(Some(((0, 10), (0, 11))), "2"),
+            ],
+        );
+        assert_eq!(out, "const N = 2\n");
+        assert_eq!(
+            apply_changes(None, vec![change(Some(((0, 0), (0, 0))), "x")]),
+            "x"
+        );
+    }
 
     #[test]
     fn positions_round_trip_with_utf16() {

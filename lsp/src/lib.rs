@@ -96,6 +96,15 @@ impl State {
         self.ws
             .load_imports(|m| wsp_ir::fsio::read_module(std::path::Path::new(m)));
     }
+
+    /// [`State::load_imports`] for the imports of `path`, just edited: the other files'
+    /// imports are as they were (asking every file again cost a pass over every file's items
+    /// on every keystroke).
+    fn load_imports_of(&mut self, path: &str) {
+        self.ws.load_imports_of(&[path.to_string()], |m| {
+            wsp_ir::fsio::read_module(std::path::Path::new(m))
+        });
+    }
 }
 
 /// The language server.
@@ -374,7 +383,7 @@ impl LanguageServer for Backend {
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 text_document_sync: Some(TextDocumentSyncCapability::Kind(
-                    TextDocumentSyncKind::FULL,
+                    TextDocumentSyncKind::INCREMENTAL,
                 )),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 definition_provider: Some(OneOf::Left(true)),
@@ -459,11 +468,14 @@ impl LanguageServer for Backend {
         self.count_edit(&p.text_document.uri);
         let r = self.with("didChange", |st| {
             let path = path_of(&p.text_document.uri);
-            // Full sync: the last change holds the whole text.
             let files = st.ws.paths().len();
-            if let Some(c) = p.content_changes.into_iter().last() {
-                st.ws.set_file(&path, c.text);
-                st.load_imports();
+            // Incremental sync: each change replaces a range of the text as the previous
+            // changes left it (one without a range replaces the whole text).
+            if !p.content_changes.is_empty() {
+                let current = st.ws.text(&FileName::new(path.as_str()));
+                let text = analysis::apply_changes(current.as_deref(), p.content_changes);
+                st.ws.set_file(&path, text);
+                st.load_imports_of(&path);
             }
             // Newly loaded imports may resolve other files' imports: re-check every file.
             (path, st.ws.paths().len() != files)

@@ -5,6 +5,9 @@
 //! one-line edits inside a kernel body until that file's diagnostics arrive, hovers on task
 //! calls, and completions inside kernel bodies.
 //!
+//! Edits go as an editor sends them to a server that asks for incremental changes: the
+//! changed range and its new text.
+//!
 //! Run: `cargo bench -p wsp --bench lsp` (prints percentiles; results in docs/perf.md).
 
 #[path = "../tests/common/mod.rs"]
@@ -30,6 +33,23 @@ fn percentiles(name: &str, mut v: Vec<Duration>) {
     );
 }
 
+/// The line the keystroke benchmarks edit, in a kernel body of every generated module.
+const EDITED: &str = "acc = acc + e / s";
+
+/// The two incremental changes that toggle ` * 1.0` at the end of the `n`-th [`EDITED`] line
+/// of `text`: insert it, then delete it again.
+fn toggle(text: &str, n: usize) -> [serde_json::Value; 2] {
+    let (at, _) = text.match_indices(EDITED).nth(n).expect("a kernel");
+    let at = at + EDITED.len();
+    let line = text[..at].matches('\n').count();
+    let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let pos = |c: usize| json!({"line": line, "character": c});
+    [
+        json!({"range": {"start": pos(col), "end": pos(col)}, "text": " * 1.0"}),
+        json!({"range": {"start": pos(col), "end": pos(col + 6)}, "text": ""}),
+    ]
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is configurable.
     let dir = std::env::temp_dir().join(format!("wsp-lsp-bench-{}", std::process::id()));
@@ -52,18 +72,18 @@ fn main() {
     }
     println!("workspace: {} files, {lines} lines", files.len());
 
-    // Keystrokes: a one-line edit inside one kernel body of the middle file, toggled.
+    // Keystrokes: a one-line edit inside one kernel body of the middle file, toggled, sent as
+    // editors send them (the server asks for incremental changes).
     let (path, text) = files[files.len() / 2].clone();
     let u = uri(&path);
-    let edited = text.replacen("acc = acc + e / s", "acc = acc + e / s * 1.0", 1);
-    let variants = [edited, text.clone()];
+    let variants = toggle(&text, 0);
     let mut keys = Vec::with_capacity(SAMPLES);
     for i in 0..SAMPLES {
         let t0 = Instant::now();
         c.notify(
             "textDocument/didChange",
             json!({"textDocument": {"uri": u, "version": i + 2},
-                   "contentChanges": [{"text": variants[i % 2]}]}),
+                   "contentChanges": [variants[i % 2]]}),
         );
         let d = c.diagnostics(&u);
         keys.push(t0.elapsed());
@@ -122,16 +142,9 @@ fn main() {
         json!({"textDocument": {"uri": big_u, "languageId": "wsp", "version": 1, "text": big}}),
     );
     assert!(c.diagnostics(&big_u).is_empty(), "big.wsp checks clean");
-    let middle_edit = |t: &str| {
-        const LINE: &str = "acc = acc + e / s";
-        let n = t.matches(LINE).count() / 2;
-        let (at, _) = t.match_indices(LINE).nth(n).expect("a kernel");
-        let mut e = t.to_string();
-        e.insert_str(at + LINE.len(), " * 1.0");
-        [e, t.to_string()]
-    };
+    let middle_edit = |t: &str| toggle(t, t.matches(EDITED).count() / 2);
     let mut version = 1_000;
-    let mut round = |u: &str, variants: &[String; 2]| {
+    let mut round = |u: &str, variants: &[serde_json::Value; 2]| {
         let mut v: Vec<Duration> = (0..40)
             .map(|i| {
                 version += 1;
@@ -139,7 +152,7 @@ fn main() {
                 c.notify(
                     "textDocument/didChange",
                     json!({"textDocument": {"uri": u, "version": version},
-                           "contentChanges": [{"text": variants[i % 2]}]}),
+                           "contentChanges": [variants[i % 2]]}),
                 );
                 let d = c.diagnostics(u);
                 assert!(d.is_empty(), "{d:?}");

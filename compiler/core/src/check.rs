@@ -256,7 +256,7 @@ pub fn kernel_types<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> 
     let Some(Item {
         kind: ItemKind::Kernel(k),
         ..
-    }) = item_ast(db, item).as_deref()
+    }) = item_ast(db, item)
     else {
         return Vec::new();
     };
@@ -296,7 +296,7 @@ fn item_body(kind: &ItemKind) -> Option<&Block> {
 /// for the checks and the race analysis; `None` when the body makes none.
 #[salsa::tracked(returns(ref))]
 fn body_scope<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<BTreeMap<String, Scoped>> {
-    let body = item_body(&item_ast(db, item).as_ref()?.kind)?;
+    let body = item_body(&item_ast(db, item)?.kind)?;
     let file = item.file(db);
     crate::locals::scope_with_locals(scope(db, file), body, crate::db::const_values(db, file))
 }
@@ -304,7 +304,7 @@ fn body_scope<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<BTreeMap<String
 /// Races between iterations of `P` loops and view bounds in one workload or process body.
 #[salsa::tracked(returns(ref))]
 pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
-    let Some(body) = item_ast(db, item).as_ref().and_then(|i| item_body(&i.kind)) else {
+    let Some(body) = item_ast(db, item).and_then(|i| item_body(&i.kind)) else {
         return Vec::new();
     };
     let file = item.file(db);

@@ -38,11 +38,34 @@ pub struct File {
     pub virt: Vec<u32>,
 }
 
-/// The text of one item of a file, as the driver cut it.
+/// The text of one item of a file, as the driver cut it, and the kind its first keyword says
+/// ([`keyword_tag`]: what [`items_of`] filters by without parsing the item).
 #[salsa::input(debug)]
 pub struct ItemSrc {
     #[returns(ref)]
     pub text: String,
+    #[returns(copy)]
+    pub keyword: Option<ItemTag>,
+}
+
+/// The kind of item an item's text starts with ([`wsp_syntax::item_keyword`]); its parse's
+/// kind ([`tag_of`]) is this or [`ItemTag::Error`].
+pub fn keyword_tag(text: &str) -> Option<ItemTag> {
+    use wsp_syntax::Token as T;
+    Some(match wsp_syntax::item_keyword(text)? {
+        T::Import => ItemTag::Import,
+        T::Const => ItemTag::Const,
+        T::Param => ItemTag::Param,
+        T::Axis => ItemTag::Axis,
+        T::Input | T::Output | T::Tensor => ItemTag::Tensor,
+        T::Kernel => ItemTag::Kernel,
+        T::Workload => ItemTag::Workload,
+        T::Channel => ItemTag::Channel,
+        T::Process => ItemTag::Process,
+        T::Schedule => ItemTag::Schedule,
+        T::Expect => ItemTag::Expect,
+        _ => return None,
+    })
 }
 
 /// The set of loaded files by path (user files and std modules). Module resolution reads it.
@@ -284,11 +307,15 @@ pub fn item_positions<'db>(
         .collect()
 }
 
-/// The AST of one item, with item-relative spans. Equal across edits to other items (the same
-/// shared node: comparing and copying it costs nothing).
-#[salsa::tracked(returns(ref))]
-pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Arc<Item>> {
-    Some(parse_item(db, item.src(db)).node.item.clone())
+/// The AST of one item, with item-relative spans: its memoised parse's ([`parse_item`]),
+/// unchanged by edits to other items.
+pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<&'db Item> {
+    Some(&parse_item(db, item.src(db)).node.item)
+}
+
+/// [`item_ast`], shared.
+pub fn item_arc<'db>(db: &'db dyn Db, item: ItemId<'db>) -> &'db Arc<Item> {
+    &parse_item(db, item.src(db)).node.item
 }
 
 /// Absolute start offset of an item in its file (changes when text before it changes; only
@@ -302,41 +329,25 @@ pub fn item_offset<'db>(db: &'db dyn Db, item: ItemId<'db>) -> u32 {
         .unwrap_or(0)
 }
 
-/// The items of `file` of the kinds in `tags`, each with its virtual start
-/// ([`crate::layout`]) and its AST: how whole-file analyses walk a file, reading no other
-/// item's AST and no real offset, so that an edit of another item or one moving this item in
-/// the file does not run them again. Their spans are made real by [`real_spans`].
+/// The items of `file` of the kinds in `tags`, each with its input, its virtual start
+/// ([`crate::layout`]) and its AST: how whole-file analyses walk a file. Items are picked by
+/// their first keyword (an input) and only those are parsed, so an analysis reads no other
+/// item, no item identity and no real offset: an edit of another item, or one that moves
+/// this item in the file, does not run it again. Their spans are made real by [`real_spans`].
 pub fn items_of<'db>(
     db: &'db dyn Db,
     file: File,
     tags: &'static [ItemTag],
-) -> impl Iterator<Item = (ItemId<'db>, u32, &'db Arc<Item>)> + 'db {
-    let virt = file.virt(db);
-    file_items(db, file)
+) -> impl Iterator<Item = (ItemSrc, u32, &'db Arc<Item>)> + 'db {
+    file.items(db)
         .iter()
-        .enumerate()
-        .filter(move |(_, id)| tags.contains(&id.tag(db)))
-        .filter_map(move |(i, id)| {
-            let ast = item_ast(db, *id).as_ref()?;
-            Some((*id, virt.get(i).copied().unwrap_or(0), ast))
+        .zip(file.virt(db))
+        .filter(move |(src, _)| src.keyword(db).is_some_and(|k| tags.contains(&k)))
+        .filter_map(move |(src, v)| {
+            let ast = &parse_item(db, *src).node.item;
+            tags.contains(&tag_of(ast)).then_some((*src, *v, ast))
         })
 }
-
-/// Every tag: [`items_of`] over all items.
-pub const ALL_TAGS: &[ItemTag] = &[
-    ItemTag::Import,
-    ItemTag::Const,
-    ItemTag::Param,
-    ItemTag::Axis,
-    ItemTag::Tensor,
-    ItemTag::Kernel,
-    ItemTag::Workload,
-    ItemTag::Channel,
-    ItemTag::Process,
-    ItemTag::Schedule,
-    ItemTag::Expect,
-    ItemTag::Error,
-];
 
 /// `d` with the virtual spans of whole-file analyses ([`items_of`]) made real, in every
 /// loaded file its labels and fixes point into.
@@ -461,7 +472,7 @@ pub fn own_symbols(db: &dyn Db, file: File) -> BTreeMap<String, Symbol> {
 /// the file's scope is not built again.
 #[salsa::tracked(returns(ref))]
 pub fn item_symbol<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Symbol> {
-    let ast = item_ast(db, item).as_deref()?;
+    let ast = item_ast(db, item)?;
     ast.name()?;
     symbol_of(ast, const_values(db, item.file(db)))
 }

@@ -97,6 +97,39 @@ pub fn to_real(starts: &[u32], virt: &[u32], v: u32) -> u32 {
     }
 }
 
+/// The length of the longest common prefix of `a` and `b`, compared a block at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..len]
+        .iter()
+        .zip(&b[at..len])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The length of the longest common suffix of `a` and `b`, compared a block at a time.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - len..], &b[b.len() - len..]);
+    let mut end = len;
+    while end >= BLOCK && a[end - BLOCK..end] == b[end - BLOCK..end] {
+        end -= BLOCK;
+    }
+    len - end
+        + a[..end]
+            .iter()
+            .rev()
+            .zip(b[..end].iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
+}
+
 /// What changed when a file's text was replaced: the items kept at the front and the back
 /// (their texts unchanged; the back's starts move by the change in length), the ranges of the
 /// items cut again in between (real, in the new text), and the new layout.
@@ -113,15 +146,9 @@ pub struct Recut {
 /// do the ones cut again while their count stays and each still fits.
 pub fn recut(old: &str, layout: &Layout, new: &str) -> Recut {
     let (o, n) = (old.as_bytes(), new.as_bytes());
-    let p = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+    let p = common_prefix(o, n);
     let max_s = o.len().min(n.len()) - p;
-    let s = o
-        .iter()
-        .rev()
-        .zip(n.iter().rev())
-        .take(max_s)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let s = common_suffix(&o[p..], &n[p..]).min(max_s);
     let starts = &layout.starts;
     let items = starts.len();
     let from_scratch = || {
@@ -245,6 +272,20 @@ mod tests {
             }
             assert!(r.layout.virt[i + 1] - r.layout.virt[i] > rg.len() as u32 || rg.is_empty());
         }
+    }
+
+    #[test]
+    fn common_ends_by_blocks_and_bytes() {
+        let a: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+        for at in [0, 1, 255, 256, 257, 511, 512, 999] {
+            let mut b = a.clone();
+            b[at] ^= 1;
+            assert_eq!(common_prefix(&a, &b), at);
+            assert_eq!(common_suffix(&a, &b), 999 - at);
+        }
+        assert_eq!(common_prefix(&a, &a[..300]), 300);
+        assert_eq!(common_suffix(&a, &a[700..]), 300);
+        assert_eq!(common_suffix(&a, &a), 1000);
     }
 
     #[test]

@@ -57,7 +57,8 @@ fn new_file(db: &Database, path: String, text: &str, durability: Durability) -> 
     let srcs: Vec<db::ItemSrc> = ranges
         .iter()
         .map(|r| {
-            db::ItemSrc::builder(text.get(r.clone()).unwrap_or("").to_string())
+            let t = text.get(r.clone()).unwrap_or("");
+            db::ItemSrc::builder(t.to_string(), db::keyword_tag(t))
                 .durability(durability)
                 .new(db)
         })
@@ -201,6 +202,10 @@ impl Workspace {
             match old_rest.get(j) {
                 Some(src) => {
                     if !same(&self.db, src, t) {
+                        let keyword = db::keyword_tag(t);
+                        if src.keyword(&self.db) != keyword {
+                            src.set_keyword(&mut self.db).to(keyword);
+                        }
                         src.set_text(&mut self.db)
                             .with_durability(Durability::LOW)
                             .to(t.to_string());
@@ -208,7 +213,7 @@ impl Workspace {
                     srcs.push(*src);
                 }
                 None => srcs.push(
-                    db::ItemSrc::builder(t.to_string())
+                    db::ItemSrc::builder(t.to_string(), db::keyword_tag(t))
                         .durability(Durability::LOW)
                         .new(&self.db),
                 ),
@@ -244,9 +249,15 @@ impl Workspace {
     /// Paths imported by loaded files that are neither loaded nor known to be unreadable
     /// (never std modules: those are embedded).
     pub fn unloaded_imports(&self) -> Vec<String> {
+        let all: Vec<String> = self.files.files(&self.db).keys().cloned().collect();
+        self.unloaded_imports_of(&all)
+    }
+
+    /// [`Workspace::unloaded_imports`] of the files `paths` only.
+    fn unloaded_imports_of(&self, paths: &[String]) -> Vec<String> {
         let mut out = Vec::new();
-        for f in self.files.files(&self.db).values() {
-            for (path, target) in resolve::imports_of(&self.db, *f) {
+        for f in paths.iter().filter_map(|p| self.file(p)) {
+            for (path, target) in resolve::imports_of(&self.db, f) {
                 if matches!(target, resolve::ImportTarget::Missing)
                     && !resolve::is_std(path)
                     && !out.contains(path)
@@ -263,26 +274,39 @@ impl Workspace {
     /// the checker says it cannot find it (E0103); one it finds but cannot read is unreadable
     /// (E0103 with the reason). The core reads no files: every driver (the CLI, the language
     /// server, tests) passes its reader here.
-    pub fn load_imports(&mut self, mut read: impl FnMut(&str) -> std::io::Result<String>) {
+    pub fn load_imports(&mut self, read: impl FnMut(&str) -> std::io::Result<String>) {
+        let all: Vec<String> = self.files.files(&self.db).keys().cloned().collect();
+        self.load_imports_of(&all, read);
+    }
+
+    /// [`Workspace::load_imports`] for what the files `paths` import (those an edit changed:
+    /// the other files' imports are as they were), and what those import in turn.
+    pub fn load_imports_of(
+        &mut self,
+        paths: &[String],
+        mut read: impl FnMut(&str) -> std::io::Result<String>,
+    ) {
         let mut absent = std::collections::BTreeSet::new();
+        let mut from = paths.to_vec();
         loop {
             let missing: Vec<String> = self
-                .unloaded_imports()
+                .unloaded_imports_of(&from)
                 .into_iter()
                 .filter(|m| !absent.contains(m))
                 .collect();
             if missing.is_empty() {
                 return;
             }
-            for m in missing {
-                match read(&m) {
-                    Ok(t) => self.set_file(&m, t),
+            for m in &missing {
+                match read(m) {
+                    Ok(t) => self.set_file(m, t),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        absent.insert(m);
+                        absent.insert(m.clone());
                     }
-                    Err(e) => self.set_unreadable(&m, e.to_string()),
+                    Err(e) => self.set_unreadable(m, e.to_string()),
                 }
             }
+            from.extend(missing);
         }
     }
 
@@ -561,12 +585,17 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
             .flatten()
             .map(|d| db::real_spans(db, d.clone())),
     );
+    // Capabilities are checked only against a target (asking each item for none would still
+    // cost a memo per item on every edit).
+    let target = db.file_set().target(db).is_some();
     for (item, offset) in file_items(db, file).iter().zip(starts) {
         for d in check::check_item(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));
         }
-        for d in capabilities::item_capabilities(db, *item) {
-            out.push(d.clone().shifted(&fname, *offset));
+        if target {
+            for d in capabilities::item_capabilities(db, *item) {
+                out.push(d.clone().shifted(&fname, *offset));
+            }
         }
     }
     if out.iter().any(|d| d.code == codes::E0101) {

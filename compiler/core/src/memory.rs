@@ -68,7 +68,7 @@ pub fn file_target(db: &dyn Db, file: File) -> String {
         if let Some(Item {
             kind: ItemKind::Schedule(s),
             ..
-        }) = item_ast(db, *id).as_deref()
+        }) = item_ast(db, *id)
         {
             for d in &s.directives {
                 if d.name.name == "target" {
@@ -762,7 +762,7 @@ pub fn kernel_footprint<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Footp
     let Some(Item {
         kind: ItemKind::Kernel(k),
         ..
-    }) = item_ast(db, item).as_deref()
+    }) = item_ast(db, item)
     else {
         return None;
     };

@@ -207,7 +207,7 @@ pub fn workload_type<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<String> 
     let Some(Item {
         kind: ItemKind::Workload(w),
         ..
-    }) = item_ast(db, item).as_deref()
+    }) = item_ast(db, item)
     else {
         return None;
     };

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use wsp_core::db::{item_ast, item_offset, Db, File, ItemId};
+use wsp_core::db::{item_offset, Db, File, ItemId};
 use wsp_diagnostics::{Diagnostic, FileName, Label};
 use wsp_ir::dtype::{DType, ScalarValue};
 use wsp_ir::kernel as k;
@@ -117,7 +117,7 @@ fn lower_db(db: &dyn Db, root: File) -> Result<wsp_ir::Program, Vec<Diagnostic>>
     let items: Vec<(ItemId, Arc<ast::Item>)> = input
         .items
         .iter()
-        .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
+        .map(|id| (*id, wsp_core::db::item_arc(db, *id).clone()))
         .collect();
     // Workload and process names first, so schedules, `combine` and `connect` can refer to
     // any of them. Processes are lowered in this same item order (the last pass).
@@ -212,7 +212,7 @@ pub fn kernel_ir(db: &dyn Db, file: File, name: &str) -> Option<k::Kernel> {
     let consts: Vec<(ItemId, Arc<ast::Item>)> = wsp_core::program::lowering_input(db, file)
         .items
         .iter()
-        .filter_map(|id| item_ast(db, *id).clone().map(|a| (*id, a)))
+        .map(|id| (*id, wsp_core::db::item_arc(db, *id).clone()))
         .filter(|(_, it)| matches!(it.kind, ItemKind::Const(_) | ItemKind::Param(_)))
         .collect();
     let _ = l.lower_items(db, &files, consts.iter().collect(), true);

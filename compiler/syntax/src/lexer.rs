@@ -221,6 +221,16 @@ pub struct TokenInfo {
     pub span: Span,
 }
 
+/// The item keyword `text` starts with, after its doc comments (`None`: it starts with
+/// something else): the kind of item an item range of [`crate::cut`] is, as its first token
+/// says, without lexing the rest.
+pub fn item_keyword(text: &str) -> Option<Token> {
+    Token::lexer(text)
+        .filter_map(Result::ok)
+        .find(|t| !matches!(t, Token::DocComment | Token::Newline))
+        .filter(|t| t.is_item_keyword())
+}
+
 /// Lexes `src` into tokens. Never fails; unrecognised input becomes `Token::Error`.
 pub fn lex(src: &str) -> Vec<TokenInfo> {
     let mut out = Vec::with_capacity(src.len() / 3);

@@ -10,7 +10,7 @@ mod span;
 pub mod visit;
 
 pub use ast::SourceFile;
-pub use lexer::{lex, Token, TokenInfo};
+pub use lexer::{item_keyword, lex, Token, TokenInfo};
 pub use parser::{assemble, cut, parse, parse_item, parse_prefix, ItemParse};
 pub use span::Span;
 

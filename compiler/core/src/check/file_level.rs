@@ -47,9 +47,9 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
     };
     let imports = imports_of(db, file);
     let import_nodes = crate::db::items_of(db, file, &[crate::db::ItemTag::Import]).filter_map(
-        |(id, off, item)| match &item.kind {
+        |(src, off, item)| match &item.kind {
             ItemKind::Import(i) => {
-                let range = crate::db::parse_item(db, id.src(db)).node.range.shift(off);
+                let range = crate::db::parse_item(db, src).node.range.shift(off);
                 Some(((range, off), i))
             }
             _ => None,
@@ -200,7 +200,7 @@ impl ImportedKernels<'_> {
         let item = crate::db::file_items(db, m)
             .iter()
             .filter(|id| id.tag(db) == crate::db::ItemTag::Kernel && id.key(db) == name)
-            .find_map(|id| match item_ast(db, *id).as_deref() {
+            .find_map(|id| match item_ast(db, *id) {
                 Some(Item {
                     kind: ItemKind::Kernel(k),
                     ..

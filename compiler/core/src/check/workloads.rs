@@ -41,7 +41,7 @@ pub(super) fn combine_races(
                         ..
                     }),
                 ..
-            }) = item_ast(db, *id).as_deref()
+            }) = item_ast(db, *id)
             {
                 asts.push((n, b));
             }

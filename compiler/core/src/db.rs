@@ -1,11 +1,14 @@
 //! The salsa database, its inputs and the structural queries (parse, items, scope).
 //!
-//! Incrementality: an item's identity ([`ItemId`]) is interned from its file, kind and name (or
-//! its position among unnamed items of its kind), never from its byte position, and the AST that
-//! [`item_ast`] returns has item-relative spans. An edit inside one item therefore changes only
-//! that item's `item_ast`; every other item's AST compares equal, salsa backdates it, and their
-//! checks are not re-run. [`scope`] holds signatures only (names, kinds, kernel parameters), so
-//! editing a body does not change it either.
+//! Incrementality: a file is one input per item ([`ItemSrc`]), set by the driver only for the
+//! items an edit changed ([`crate::layout`]). An item's identity ([`ItemId`]) is interned from
+//! its file, kind and name (or its position among unnamed items of its kind) and its input,
+//! never from its byte position, and the AST that [`item_ast`] returns has item-relative
+//! spans. An edit inside one item therefore re-parses only that item; every other item's
+//! queries find their inputs unchanged and are not re-run. [`scope`] holds signatures only
+//! (names, kinds, kernel parameters), so editing a body does not change it either; whole-file
+//! analyses read items through [`items_of`] in virtual offsets, which such an edit leaves
+//! as they were.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -40,12 +43,72 @@ pub struct File {
 
 /// The text of one item of a file, as the driver cut it, and the kind its first keyword says
 /// ([`keyword_tag`]: what [`items_of`] filters by without parsing the item).
+///
+/// An item the driver has re-cut after an edit also carries what the driver parsed
+/// ([`Workspace::set_file`](crate::Workspace::set_file)): its parse, the identifiers it names,
+/// and its interface ([`Face`]: kind, name and signature — what other items read of it), each
+/// set only when it changed. An edit of a body changes the parse only: what reads just the
+/// interfaces of a file's items (its item list, its scope) then keeps its durability, and
+/// salsa need not verify it item by item again.
 #[salsa::input(debug)]
 pub struct ItemSrc {
     #[returns(ref)]
     pub text: String,
     #[returns(copy)]
     pub keyword: Option<ItemTag>,
+    #[returns(ref)]
+    pub parsed: Option<Arc<wsp_syntax::ItemParse>>,
+    #[returns(ref)]
+    pub names: Option<Arc<Vec<String>>>,
+    #[returns(ref)]
+    pub face: Option<Arc<Face>>,
+}
+
+/// What other items read of an item: its kind and name (name span item-relative), and its
+/// signature — the item with the bodies of kernels, workloads and processes left out (what
+/// [`symbol_of`] reads).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Face {
+    pub tag: ItemTag,
+    pub name: Option<ast::Ident>,
+    pub sig: Item,
+}
+
+impl Face {
+    pub fn of(item: &Item) -> Face {
+        let empty = || ast::Block {
+            stmts: Vec::new(),
+            span: wsp_syntax::Span::default(),
+        };
+        let kind = match &item.kind {
+            ItemKind::Kernel(k) => ItemKind::Kernel(ast::Kernel {
+                extern_span: k.extern_span,
+                name: k.name.clone(),
+                params: k.params.clone(),
+                body: ast::KernelBody::Block(empty()),
+            }),
+            ItemKind::Workload(w) => ItemKind::Workload(ast::Workload {
+                name: w.name.clone(),
+                body: ast::WorkloadBody::Block(empty()),
+            }),
+            ItemKind::Process(p) => ItemKind::Process(ast::Process {
+                name: p.name.clone(),
+                consumes: p.consumes.clone(),
+                produces: p.produces.clone(),
+                body: empty(),
+            }),
+            k => k.clone(),
+        };
+        Face {
+            tag: tag_of(item),
+            name: item.name().cloned(),
+            sig: Item {
+                docs: None,
+                kind,
+                span: wsp_syntax::Span::default(),
+            },
+        }
+    }
 }
 
 /// The kind of item an item's text starts with ([`wsp_syntax::item_keyword`]); its parse's
@@ -179,7 +242,7 @@ pub fn parse_file(db: &dyn Db, file: File) -> wsp_syntax::Parse {
         .items(db)
         .iter()
         .zip(file.starts(db))
-        .map(|(src, start)| (*start, parse_item(db, *src)));
+        .map(|(src, start)| (*start, &**parse_item(db, *src)));
     wsp_syntax::assemble(prefix_errors(db, file).clone(), items)
 }
 
@@ -189,25 +252,49 @@ pub fn prefix_errors(db: &dyn Db, file: File) -> Vec<wsp_syntax::SyntaxError> {
     wsp_syntax::parse_prefix(file.prefix(db))
 }
 
-/// One item's parse ([`wsp_syntax::parse_item`]), with spans relative to its text.
+/// One item's parse ([`wsp_syntax::parse_item`]), with spans relative to its text: the
+/// driver's, when it parsed the item, else parsed here.
 #[salsa::tracked(returns(ref))]
-pub fn parse_item(db: &dyn Db, src: ItemSrc) -> wsp_syntax::ItemParse {
-    wsp_syntax::parse_item(src.text(db))
+pub fn parse_item(db: &dyn Db, src: ItemSrc) -> Arc<wsp_syntax::ItemParse> {
+    match src.parsed(db) {
+        Some(p) => p.clone(),
+        None => Arc::new(wsp_syntax::parse_item(src.text(db))),
+    }
+}
+
+/// An item's interface ([`Face`]): the driver's, when it parsed the item, else from its parse.
+pub fn item_face(db: &dyn Db, src: ItemSrc) -> &Face {
+    match src.face(db) {
+        Some(f) => f,
+        None => derived_face(db, src),
+    }
+}
+
+/// [`Face`] of an item the driver has not parsed.
+#[salsa::tracked(returns(ref))]
+fn derived_face(db: &dyn Db, src: ItemSrc) -> Face {
+    Face::of(&parse_item(db, src).node.item)
 }
 
 /// An item's kind and name (`None` for an unnamed item; its span item-relative): all
 /// [`file_items`] and the check for names defined twice read of it, equal across an edit of
 /// its body.
-#[salsa::tracked(returns(ref))]
-pub fn item_head(db: &dyn Db, src: ItemSrc) -> (ItemTag, Option<ast::Ident>) {
-    let item = &parse_item(db, src).node.item;
-    (tag_of(item), item.name().cloned())
+pub fn item_head(db: &dyn Db, src: ItemSrc) -> (ItemTag, Option<&ast::Ident>) {
+    let f = item_face(db, src);
+    (f.tag, f.name.as_ref())
 }
 
-/// The identifiers an item's text names ([`wsp_syntax::ItemParse::idents`]): equal across an
-/// edit that names nothing new.
+/// The identifiers an item's text names ([`wsp_syntax::ItemParse::idents`]): the driver's,
+/// when it parsed the item, else from its parse.
+pub fn item_idents(db: &dyn Db, src: ItemSrc) -> &[String] {
+    match src.names(db) {
+        Some(n) => n,
+        None => derived_idents(db, src),
+    }
+}
+
 #[salsa::tracked(returns(ref))]
-pub fn item_idents(db: &dyn Db, src: ItemSrc) -> Vec<String> {
+fn derived_idents(db: &dyn Db, src: ItemSrc) -> Vec<String> {
     parse_item(db, src).idents.clone()
 }
 
@@ -276,13 +363,13 @@ pub fn file_items<'db>(db: &'db dyn Db, file: File) -> Vec<ItemId<'db>> {
         let key = match name {
             Some(n) => n.name.clone(),
             None => {
-                let n = unnamed.entry(*tag).or_insert(0);
+                let n = unnamed.entry(tag).or_insert(0);
                 *n += 1;
                 format!("#{n}")
             }
         };
-        let occ = seen.entry((*tag, key.clone())).or_insert(0);
-        out.push(ItemId::new(db, file, *tag, key, *occ, *src));
+        let occ = seen.entry((tag, key.clone())).or_insert(0);
+        out.push(ItemId::new(db, file, tag, key, *occ, *src));
         *occ += 1;
     }
     out
@@ -472,9 +559,9 @@ pub fn own_symbols(db: &dyn Db, file: File) -> BTreeMap<String, Symbol> {
 /// the file's scope is not built again.
 #[salsa::tracked(returns(ref))]
 pub fn item_symbol<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Symbol> {
-    let ast = item_ast(db, item)?;
-    ast.name()?;
-    symbol_of(ast, const_values(db, item.file(db)))
+    let sig = &item_face(db, item.src(db)).sig;
+    sig.name()?;
+    symbol_of(sig, const_values(db, item.file(db)))
 }
 
 /// The kind name of an axis constructor expression.

@@ -9,6 +9,7 @@ pub mod csp;
 mod cycles;
 pub mod db;
 pub mod expect;
+mod files;
 pub mod flow;
 pub mod keys;
 pub mod layout;
@@ -49,37 +50,6 @@ impl Default for Workspace {
     }
 }
 
-/// A new file input: `text` cut into items, each an input of high durability, as are the
-/// prefix, the item list and the virtual layout, which edits seldom change; the text and the
-/// real offsets, which every edit changes, have `durability` (high for std modules).
-fn new_file(db: &Database, path: String, text: &str, durability: Durability) -> File {
-    let (layout, ranges) = layout::Layout::fresh(text);
-    let srcs: Vec<db::ItemSrc> = ranges
-        .iter()
-        .map(|r| {
-            let t = text.get(r.clone()).unwrap_or("");
-            db::ItemSrc::builder(t.to_string(), db::keyword_tag(t))
-                .durability(durability)
-                .new(db)
-        })
-        .collect();
-    let prefix_end = layout.starts.first().map_or(text.len(), |&s| s as usize);
-    let prefix = text.get(..prefix_end).unwrap_or("").to_string();
-    File::builder(
-        path,
-        Arc::from(text),
-        prefix,
-        srcs,
-        layout.starts,
-        layout.virt,
-    )
-    .durability(durability)
-    .prefix_durability(Durability::HIGH)
-    .items_durability(Durability::HIGH)
-    .virt_durability(Durability::HIGH)
-    .new(db)
-}
-
 impl Workspace {
     /// A workspace with the standard library loaded (high durability).
     pub fn new() -> Workspace {
@@ -96,11 +66,12 @@ impl Workspace {
         let mut map = BTreeMap::new();
         for (name, text) in std_lib::STD_MODULES {
             let path = format!("std/{name}.wsp");
-            let f = new_file(&db, path.clone(), text, Durability::HIGH);
+            let f = files::new_file(&db, path.clone(), text);
             map.insert(path, f);
         }
-        let files = FileSet::new(
-            &db,
+        // The file set and the driver's options change seldom (a file loaded, an option
+        // set): durable, so that what reads them is verified at once after an edit.
+        let files = FileSet::builder(
             map,
             BTreeMap::new(),
             None,
@@ -108,7 +79,9 @@ impl Workspace {
             None,
             Vec::new(),
             BTreeMap::new(),
-        );
+        )
+        .durability(Durability::HIGH)
+        .new(&db);
         db.set_file_set_handle(files);
         Workspace { db, files }
     }
@@ -147,103 +120,20 @@ impl Workspace {
     ///
     /// The file is held as one input per item ([`db::ItemSrc`]): a new version is cut again
     /// only around the bytes that changed ([`layout::recut`]), and only the items whose text
-    /// changed are set. Items of a file as loaded are durable (salsa then verifies what
-    /// reads only them at once); an item set by an edit, and what reads it, is not.
+    /// changed are set ([`files`]).
     pub fn set_file(&mut self, path: &str, text: String) {
-        let Some(f) = self.file(path) else {
-            let f = new_file(&self.db, path.to_string(), &text, Durability::LOW);
-            let mut map = self.files.files(&self.db).clone();
-            map.insert(path.to_string(), f);
-            let mut unreadable = self.files.unreadable(&self.db).clone();
-            unreadable.remove(path);
-            self.files.set_files(&mut self.db).to(map);
-            self.files.set_unreadable(&mut self.db).to(unreadable);
-            return;
-        };
-        let old = f.text(&self.db).clone();
-        if *old == *text {
-            return;
-        }
-        let before = layout::Layout {
-            starts: f.starts(&self.db).clone(),
-            virt: f.virt(&self.db).clone(),
-        };
-        let cut = layout::recut(&old, &before, &text);
-        let old_srcs = f.items(&self.db).clone();
-        let mid = &old_srcs[cut.front..old_srcs.len() - cut.back];
-        let mut srcs: Vec<db::ItemSrc> = old_srcs[..cut.front].to_vec();
-        let texts: Vec<&str> = cut
-            .middle
-            .iter()
-            .map(|r| text.get(r.clone()).unwrap_or(""))
-            .collect();
-        // The items cut again keep their inputs: those whose text is the same at either end
-        // (an item inserted or removed shifts the others), then the rest in order.
-        let same = |db: &Database, src: &db::ItemSrc, t: &str| src.text(db) == t;
-        let head = mid
-            .iter()
-            .zip(&texts)
-            .take_while(|(src, t)| same(&self.db, src, t))
-            .count();
-        let room = mid.len().min(texts.len()) - head;
-        let tail = mid
-            .iter()
-            .rev()
-            .zip(texts.iter().rev())
-            .take(room)
-            .take_while(|(src, t)| same(&self.db, src, t))
-            .count();
-        let (old_rest, new_rest) = (
-            &mid[head..mid.len() - tail],
-            &texts[head..texts.len() - tail],
-        );
-        srcs.extend_from_slice(&mid[..head]);
-        for (j, t) in new_rest.iter().enumerate() {
-            match old_rest.get(j) {
-                Some(src) => {
-                    if !same(&self.db, src, t) {
-                        let keyword = db::keyword_tag(t);
-                        if src.keyword(&self.db) != keyword {
-                            src.set_keyword(&mut self.db).to(keyword);
-                        }
-                        src.set_text(&mut self.db)
-                            .with_durability(Durability::LOW)
-                            .to(t.to_string());
-                    }
-                    srcs.push(*src);
-                }
-                None => srcs.push(
-                    db::ItemSrc::builder(t.to_string(), db::keyword_tag(t))
-                        .durability(Durability::LOW)
-                        .new(&self.db),
-                ),
+        match self.file(path) {
+            Some(f) => files::edit_file(&mut self.db, f, text),
+            None => {
+                let f = files::new_file(&self.db, path.to_string(), &text);
+                let mut map = self.files.files(&self.db).clone();
+                map.insert(path.to_string(), f);
+                let mut unreadable = self.files.unreadable(&self.db).clone();
+                unreadable.remove(path);
+                self.files.set_files(&mut self.db).to(map);
+                self.files.set_unreadable(&mut self.db).to(unreadable);
             }
         }
-        srcs.extend_from_slice(&mid[mid.len() - tail..]);
-        // Items no longer in the file: their text is dropped.
-        for src in old_rest.iter().skip(new_rest.len()) {
-            src.set_text(&mut self.db).to(String::new());
-        }
-        srcs.extend_from_slice(&old_srcs[old_srcs.len() - cut.back..]);
-        if srcs != old_srcs {
-            f.set_items(&mut self.db).to(srcs);
-        }
-        let prefix_end = cut
-            .layout
-            .starts
-            .first()
-            .map_or(text.len(), |&s| s as usize);
-        let prefix = text.get(..prefix_end).unwrap_or("");
-        if f.prefix(&self.db) != prefix {
-            f.set_prefix(&mut self.db).to(prefix.to_string());
-        }
-        if cut.layout.starts != before.starts {
-            f.set_starts(&mut self.db).to(cut.layout.starts);
-        }
-        if cut.layout.virt != before.virt {
-            f.set_virt(&mut self.db).to(cut.layout.virt);
-        }
-        f.set_text(&mut self.db).to(Arc::from(text));
     }
 
     /// Paths imported by loaded files that are neither loaded nor known to be unreadable

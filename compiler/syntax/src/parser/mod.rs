@@ -109,7 +109,7 @@ pub fn cut(src: &str) -> Vec<std::ops::Range<usize>> {
         .into_iter()
         .filter(|t| t.kind != Token::Error)
         .collect();
-    split_items(&tokens, src, &mut Vec::new())
+    split_items(&tokens)
         .into_iter()
         .map(|r| {
             let start = tokens

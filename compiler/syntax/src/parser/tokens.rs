@@ -4,7 +4,7 @@
 use super::combinators::{to_span, CSpan, Pair};
 use super::{codes, MAX_CHAIN, MAX_DEPTH};
 use crate::lexer::{Token, TokenInfo};
-use crate::{Span, SyntaxError};
+use crate::SyntaxError;
 
 /// The item's nesting depth (open brackets plus runs of prefix operators). Nesting deeper than
 /// [`MAX_DEPTH`] is an error before parsing: the item is not parsed at all, so deep input never
@@ -121,14 +121,9 @@ pub(super) fn line_of(src: &str, offset: u32) -> usize {
         .count()
 }
 
-/// Splits the token stream (newlines included) into item token ranges.
-/// Top-level tokens before the first item or between items that cannot start an item
-/// are reported once per run (E0007) and dropped.
-pub(super) fn split_items(
-    tokens: &[TokenInfo],
-    src: &str,
-    errors: &mut Vec<SyntaxError>,
-) -> Vec<std::ops::Range<usize>> {
+/// Splits the token stream (newlines included) into item token ranges (the tokens before the
+/// first item are the prefix's: `parse_prefix` reports them, E0007).
+pub(super) fn split_items(tokens: &[TokenInfo]) -> Vec<std::ops::Range<usize>> {
     let mut starts = Vec::new();
     let mut line_start = true;
     let mut i = 0;
@@ -162,27 +157,6 @@ pub(super) fn split_items(
         }
         line_start = false;
         i += 1;
-    }
-
-    // Leading garbage before the first item.
-    let first = starts.first().copied().unwrap_or(tokens.len());
-    let garbage: Vec<&TokenInfo> = tokens[..first]
-        .iter()
-        .filter(|t| !matches!(t.kind, Token::Newline | Token::DocComment))
-        .collect();
-    if let (Some(a), Some(b)) = (garbage.first(), garbage.last()) {
-        let text = src.get(a.span.range()).unwrap_or("");
-        errors.push(SyntaxError {
-            code: codes::EXPECTED_ITEM,
-            span: Span::new(a.span.start, b.span.end),
-            message: format!("expected an item, found `{}`", text.escape_debug()),
-            label: "not the start of an item".into(),
-            help: Some(
-                "top-level items start with `import`, `const`, `param`, `axis`, `input`, `output`, \
-                 `tensor`, `kernel`, `workload`, `channel`, `process`, `schedule` or `expect`"
-                    .into(),
-            ),
-        });
     }
 
     let mut out = Vec::with_capacity(starts.len());

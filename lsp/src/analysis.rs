@@ -106,8 +106,7 @@ pub fn apply_changes(
     for c in changes {
         match c.range {
             Some(r) => {
-                let idx = LineIndex::new(&text);
-                let (a, b) = (idx.offset(r.start), idx.offset(r.end));
+                let (a, b) = (offset_at(&text, r.start), offset_at(&text, r.end));
                 let (a, b) = (a.min(b), a.max(b));
                 text.replace_range(a..b, &c.text);
             }
@@ -115,6 +114,25 @@ pub fn apply_changes(
         }
     }
     text
+}
+
+/// The byte offset of position `p` in `text`, as [`LineIndex::offset`] gives it, reading only
+/// the lines up to `p`'s (a keystroke in a long file does not index all of its lines).
+fn offset_at(text: &str, p: lsp::Position) -> usize {
+    let b = text.as_bytes();
+    // Line breaks as `line_starts` counts them: `\n`, `\r\n`, or a lone `\r`.
+    let mut breaks = memchr::memchr2_iter(b'\n', b'\r', b)
+        .filter(|&i| !(b[i] == b'\r' && b.get(i + 1) == Some(&b'\n')));
+    let mut start = 0;
+    for _ in 0..p.line {
+        match breaks.next() {
+            Some(i) => start = i + 1,
+            None => return text.len(),
+        }
+    }
+    let end = breaks.next().map_or(text.len(), |i| i + 1);
+    let line = &text[start..end];
+    start + LineIndex::new(line).offset(lsp::Position::new(0, p.character))
 }
 
 fn convert(
@@ -667,6 +685,16 @@ mod tests {
             apply_changes(None, vec![change(Some(((0, 0), (0, 0))), "x")]),
             "x"
         );
+        // Offsets agree with the line index's for every position, whatever the line endings.
+        for t in ["a\r\nbc\rd\n\u{1F600}é\n", "", "\n\n", "x"] {
+            let idx = LineIndex::new(t);
+            for line in 0..5 {
+                for ch in 0..5 {
+                    let p = lsp::Position::new(line, ch);
+                    assert_eq!(offset_at(t, p), idx.offset(p), "{t:?} {p:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -429,37 +429,45 @@ impl Workspace {
     }
 }
 
+/// A syntax error as a diagnostic in `fname`.
+fn syntax_diagnostic(fname: &FileName, e: &wsp_syntax::SyntaxError) -> Diagnostic {
+    let mut d = Diagnostic::new(
+        e.code,
+        e.message.clone(),
+        Label::new(fname.clone(), e.span, e.label.clone()),
+    );
+    if let Some(h) = &e.help {
+        d = d.with_help(h.clone());
+    }
+    d
+}
+
+/// One item's diagnostics, item-relative: its syntax errors, its checks and, against a target,
+/// its capabilities. One query per item, so that after an edit elsewhere `check_file` asks
+/// each other item one durable question.
+#[salsa::tracked(returns(ref))]
+fn item_diagnostics<'db>(db: &'db dyn db::Db, item: db::ItemId<'db>) -> Vec<Diagnostic> {
+    let fname = FileName::new(item.file(db).path(db).as_str());
+    let mut out: Vec<Diagnostic> = db::parse_item(db, item.src(db))
+        .errors
+        .iter()
+        .map(|e| syntax_diagnostic(&fname, e))
+        .collect();
+    out.extend(check::check_item(db, item).iter().cloned());
+    if db.file_set().target(db).is_some() {
+        out.extend(capabilities::item_capabilities(db, item).iter().cloned());
+    }
+    out
+}
+
 /// All diagnostics of a file: syntax errors, file-level checks, and every item's checks with
 /// their item-relative spans made absolute.
 pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
     let fname = FileName::new(file.path(db).as_str());
     let starts = db::item_starts(db, file);
-    let syntax = db::prefix_errors(db, file).iter().cloned().chain(
-        file_items(db, file)
-            .iter()
-            .zip(starts)
-            .flat_map(|(id, start)| {
-                db::parse_item(db, id.src(db))
-                    .errors
-                    .iter()
-                    .map(move |e| wsp_syntax::SyntaxError {
-                        span: e.span.shift(*start),
-                        ..e.clone()
-                    })
-            }),
-    );
-    let mut out: Vec<Diagnostic> = syntax
-        .map(|e| {
-            let mut d = Diagnostic::new(
-                e.code,
-                e.message.clone(),
-                Label::new(fname.clone(), e.span, e.label.clone()),
-            );
-            if let Some(h) = &e.help {
-                d = d.with_help(h.clone());
-            }
-            d
-        })
+    let mut out: Vec<Diagnostic> = db::prefix_errors(db, file)
+        .iter()
+        .map(|e| syntax_diagnostic(&fname, e))
         .collect();
     // Whole-file analyses give virtual spans; items' checks, item-relative ones.
     let whole = [
@@ -475,17 +483,9 @@ pub fn check_file(db: &dyn db::Db, file: File) -> Vec<Diagnostic> {
             .flatten()
             .map(|d| db::real_spans(db, d.clone())),
     );
-    // Capabilities are checked only against a target (asking each item for none would still
-    // cost a memo per item on every edit).
-    let target = db.file_set().target(db).is_some();
     for (item, offset) in file_items(db, file).iter().zip(starts) {
-        for d in check::check_item(db, *item) {
+        for d in item_diagnostics(db, *item) {
             out.push(d.clone().shifted(&fname, *offset));
-        }
-        if target {
-            for d in capabilities::item_capabilities(db, *item) {
-                out.push(d.clone().shifted(&fname, *offset));
-            }
         }
     }
     if out.iter().any(|d| d.code == codes::E0101) {

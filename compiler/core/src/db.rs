@@ -45,8 +45,7 @@ pub struct File {
 /// ([`keyword_tag`]: what [`items_of`] filters by without parsing the item).
 ///
 /// An item the driver has re-cut after an edit also carries what the driver parsed
-/// ([`Workspace::set_file`](crate::Workspace::set_file)): its parse, the identifiers it names,
-/// and its interface ([`Face`]: kind, name and signature — what other items read of it), each
+/// ([`Workspace::set_file`](crate::Workspace::set_file)): its parse and its interface ([`Face`]: kind, name and signature — what other items read of it), each
 /// set only when it changed. An edit of a body changes the parse only: what reads just the
 /// interfaces of a file's items (its item list, its scope) then keeps its durability, and
 /// salsa need not verify it item by item again.
@@ -59,8 +58,6 @@ pub struct ItemSrc {
     #[returns(ref)]
     pub parsed: Option<Arc<wsp_syntax::ItemParse>>,
     #[returns(ref)]
-    pub names: Option<Arc<Vec<String>>>,
-    #[returns(ref)]
     pub face: Option<Arc<Face>>,
 }
 
@@ -71,11 +68,12 @@ pub struct ItemSrc {
 pub struct Face {
     pub tag: ItemTag,
     pub name: Option<ast::Ident>,
-    pub sig: Item,
+    pub sig: Arc<Item>,
 }
 
 impl Face {
-    pub fn of(item: &Item) -> Face {
+    /// The interface of `item` (an item without a body is its own signature: shared).
+    pub fn of(item: &Arc<Item>) -> Face {
         let empty = || ast::Block {
             stmts: Vec::new(),
             span: wsp_syntax::Span::default(),
@@ -97,16 +95,22 @@ impl Face {
                 produces: p.produces.clone(),
                 body: empty(),
             }),
-            k => k.clone(),
+            _ => {
+                return Face {
+                    tag: tag_of(item),
+                    name: item.name().cloned(),
+                    sig: item.clone(),
+                }
+            }
         };
         Face {
             tag: tag_of(item),
             name: item.name().cloned(),
-            sig: Item {
+            sig: Arc::new(Item {
                 docs: None,
                 kind,
                 span: wsp_syntax::Span::default(),
-            },
+            }),
         }
     }
 }
@@ -284,18 +288,11 @@ pub fn item_head(db: &dyn Db, src: ItemSrc) -> (ItemTag, Option<&ast::Ident>) {
     (f.tag, f.name.as_ref())
 }
 
-/// The identifiers an item's text names ([`wsp_syntax::ItemParse::idents`]): the driver's,
-/// when it parsed the item, else from its parse.
-pub fn item_idents(db: &dyn Db, src: ItemSrc) -> &[String] {
-    match src.names(db) {
-        Some(n) => n,
-        None => derived_idents(db, src),
-    }
-}
-
+/// The identifiers an item's text names ([`wsp_syntax::idents`]): asked only by a file that
+/// imports something (the unused-import check).
 #[salsa::tracked(returns(ref))]
-fn derived_idents(db: &dyn Db, src: ItemSrc) -> Vec<String> {
-    parse_item(db, src).idents.clone()
+pub fn item_idents(db: &dyn Db, src: ItemSrc) -> Vec<String> {
+    wsp_syntax::idents(src.text(db))
 }
 
 /// What kind of item an [`ItemId`] names.
@@ -429,11 +426,19 @@ pub fn items_of<'db>(
     file.items(db)
         .iter()
         .zip(file.virt(db))
-        .filter(move |(src, _)| src.keyword(db).is_some_and(|k| tags.contains(&k)))
-        .filter_map(move |(src, v)| {
+        .zip(item_keywords(db, file))
+        .filter(move |(_, k)| k.is_some_and(|k| tags.contains(&k)))
+        .filter_map(move |((src, v), _)| {
             let ast = &parse_item(db, *src).node.item;
             tags.contains(&tag_of(ast)).then_some((*src, *v, ast))
         })
+}
+
+/// Each item's first keyword ([`ItemSrc::keyword`]), in order: read once per file, not once
+/// per item by every analysis (each read is a dependency salsa records).
+#[salsa::tracked(returns(ref))]
+fn item_keywords(db: &dyn Db, file: File) -> Vec<Option<ItemTag>> {
+    file.items(db).iter().map(|s| s.keyword(db)).collect()
 }
 
 /// `d` with the virtual spans of whole-file analyses ([`items_of`]) made real, in every

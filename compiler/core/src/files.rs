@@ -23,7 +23,7 @@ pub(crate) fn new_file(db: &Database, path: String, text: &str) -> File {
         .iter()
         .map(|r| {
             let t = text.get(r.clone()).unwrap_or("");
-            ItemSrc::builder(t.to_string(), db::keyword_tag(t), None, None, None)
+            ItemSrc::builder(t.to_string(), db::keyword_tag(t), None, None)
                 .durability(Durability::HIGH)
                 .new(db)
         })
@@ -115,25 +115,18 @@ pub(crate) fn edit_file(db: &mut Database, f: File, text: String) {
 }
 
 /// The input of an item whose text is now `text`: `src` with what changed set, or a new one.
-/// The item is parsed here, once: its parse and names are set with low durability, its
+/// The item is parsed here, once: its parse is set with low durability, its
 /// interface with high durability and only when it changed.
 fn set_item(db: &mut Database, src: Option<ItemSrc>, text: &str) -> ItemSrc {
     let parse = Arc::new(wsp_syntax::parse_item(text));
     let face = Face::of(&parse.node.item);
-    let names = Arc::new(parse.idents.clone());
     let keyword = db::keyword_tag(text);
     let Some(src) = src else {
-        return ItemSrc::builder(
-            text.to_string(),
-            keyword,
-            Some(parse),
-            Some(names),
-            Some(Arc::new(face)),
-        )
-        .durability(Durability::LOW)
-        .face_durability(Durability::HIGH)
-        .keyword_durability(Durability::HIGH)
-        .new(db);
+        return ItemSrc::builder(text.to_string(), keyword, Some(parse), Some(Arc::new(face)))
+            .durability(Durability::LOW)
+            .face_durability(Durability::HIGH)
+            .keyword_durability(Durability::HIGH)
+            .new(db);
     };
     if src.text(db) == text {
         return src;
@@ -148,11 +141,6 @@ fn set_item(db: &mut Database, src: Option<ItemSrc>, text: &str) -> ItemSrc {
         src.set_face(db)
             .with_durability(Durability::HIGH)
             .to(Some(Arc::new(face)));
-    }
-    if src.names(db).as_deref() != Some(&*names) {
-        src.set_names(db)
-            .with_durability(Durability::LOW)
-            .to(Some(names));
     }
     src.set_parsed(db)
         .with_durability(Durability::LOW)

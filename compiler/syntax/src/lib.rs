@@ -11,7 +11,7 @@ pub mod visit;
 
 pub use ast::SourceFile;
 pub use lexer::{item_keyword, lex, Token, TokenInfo};
-pub use parser::{assemble, cut, parse, parse_item, parse_prefix, ItemParse};
+pub use parser::{assemble, cut, idents, parse, parse_item, parse_prefix, ItemParse};
 pub use span::Span;
 
 /// The result of parsing one file.

@@ -40,7 +40,7 @@ pub fn check_file_level(db: &dyn Db, file: File) -> Vec<Diagnostic> {
             file_items(db, file)
                 .iter()
                 .filter(|id| id.tag(db) != crate::db::ItemTag::Import)
-                .flat_map(|id| crate::db::item_idents(db, id.src(db)).iter())
+                .flat_map(|id| crate::db::item_idents(db, id.src(db)))
                 .map(String::as_str)
                 .collect()
         })

@@ -52,7 +52,9 @@ use crate::lexer::{lex, Token, TokenInfo};
 use crate::{Parse, Span, SyntaxError};
 use combinators::{found, to_span, CSpan, PErr, Pair, St};
 use items::item_parser;
-use tokens::{collect_docs, line_of, nesting, significant_newlines, split_items};
+#[cfg(test)]
+use tokens::split_items;
+use tokens::{collect_docs, line_of, nesting, significant_newlines};
 
 /// The deepest expression/statement nesting the parser accepts.
 pub const MAX_DEPTH: u32 = 64;
@@ -96,15 +98,76 @@ pub fn parse(src: &str) -> Parse {
     assemble(prefix, items.iter().map(|(base, p)| (*base, p)))
 }
 
-/// Lexes a file and cuts it into items (see the module documentation, step 2): the byte range
-/// of each item, from its first token (its doc comment, or its keyword) to the next item's
-/// first token, or the end of the text.
+/// Cuts a file into items (see the module documentation, step 2): the byte range of each item,
+/// from its first token (its doc comment, or its keyword) to the next item's first token, or
+/// the end of the text.
 ///
-/// Tokens never span lines and an item starts at the start of a line, so cutting a piece of a
-/// file that starts at an item's start (or at the file's start) and ends at another item's
-/// start (or the file's end) gives the same ranges as cutting the whole file: the language
-/// server's edits are cut again only around the items they touch.
+/// Tokens never span lines and an item starts at the start of a line, so only the first token
+/// of each line is lexed here (the same cut as [`split_items`] over every token), and cutting
+/// a piece of a file that starts at an item's start (or at the file's start) and ends at
+/// another item's start (or the file's end) gives the same ranges as cutting the whole file:
+/// the language server's edits are cut again only around the items they touch.
 pub fn cut(src: &str) -> Vec<std::ops::Range<usize>> {
+    use logos::Logos;
+    // Each line's first token (unknown characters skipped, as the parser drops them) and
+    // where it starts; `None` for a line with no token.
+    let b = src.as_bytes();
+    let mut lines: Vec<Option<(Token, usize)>> = Vec::new();
+    let mut at = 0;
+    loop {
+        let end = memchr::memchr2(b'\n', b'\r', &b[at..]).map_or(b.len(), |i| at + i);
+        let line = &src[at..end];
+        let mut lexer = Token::lexer(line);
+        let first = loop {
+            match lexer.next() {
+                Some(Ok(t)) => break Some((t, at + lexer.span().start)),
+                Some(Err(_)) => continue,
+                None => break None,
+            }
+        };
+        lines.push(first);
+        if end == b.len() {
+            break;
+        }
+        at = if b[end] == b'\r' && b.get(end + 1) == Some(&b'\n') {
+            end + 2
+        } else {
+            end + 1
+        };
+    }
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        match lines[i] {
+            Some((t, pos)) if t.is_item_keyword() => starts.push(pos),
+            // A run of doc comments (blank lines between) starts an item only if an item
+            // keyword begins the next line with a token.
+            Some((Token::DocComment, pos)) => {
+                let mut j = i + 1;
+                while j < lines.len() && matches!(lines[j], None | Some((Token::DocComment, _))) {
+                    j += 1;
+                }
+                if let Some(Some((t, _))) = lines.get(j) {
+                    if t.is_item_keyword() {
+                        starts.push(pos);
+                        i = j;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(n, &s)| s..starts.get(n + 1).copied().unwrap_or(src.len()))
+        .collect()
+}
+
+/// [`cut`] over every token of the file ([`split_items`]): what [`cut`] must agree with.
+#[cfg(test)]
+pub(crate) fn cut_by_tokens(src: &str) -> Vec<std::ops::Range<usize>> {
     let tokens: Vec<TokenInfo> = lex(src)
         .into_iter()
         .filter(|t| t.kind != Token::Error)
@@ -123,16 +186,27 @@ pub fn cut(src: &str) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
-/// One item parsed on its own, from the text of one of its file's [`cut`] ranges: its node,
-/// its syntax errors (lexical ones included) with spans relative to the start of that text,
-/// and the identifiers it names.
+/// One item parsed on its own, from the text of one of its file's [`cut`] ranges: its node
+/// and its syntax errors (lexical ones included) with spans relative to the start of that
+/// text.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ItemParse {
     pub node: ItemNode,
     pub errors: Vec<SyntaxError>,
-    /// Every identifier token of the item's text, sorted, without repeats (a local of an
-    /// imported name's spelling counts: what the unused-import check reads).
-    pub idents: Vec<String>,
+}
+
+/// Every identifier token of `text`, sorted, without repeats (a local of an imported name's
+/// spelling counts: what the unused-import check reads).
+pub fn idents(text: &str) -> Vec<String> {
+    let all = lex(text);
+    let mut names: Vec<&str> = all
+        .iter()
+        .filter(|t| t.kind == Token::Ident)
+        .filter_map(|t| text.get(t.span.range()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names.into_iter().map(str::to_string).collect()
 }
 
 /// The lexical errors of `tokens` (unknown characters, unterminated strings), spans as
@@ -212,14 +286,6 @@ pub fn parse_prefix(text: &str) -> Vec<SyntaxError> {
 pub fn parse_item(text: &str) -> ItemParse {
     let all = lex(text);
     let mut errors = lexical_errors(text, &all);
-    let mut idents: Vec<String> = all
-        .iter()
-        .filter(|t| t.kind == Token::Ident)
-        .filter_map(|t| text.get(t.span.range()))
-        .map(str::to_string)
-        .collect();
-    idents.sort_unstable();
-    idents.dedup();
     let tokens: Vec<TokenInfo> = all.into_iter().filter(|t| t.kind != Token::Error).collect();
     let first = tokens.first().map_or(0, |t| t.span.start);
     let last = tokens
@@ -286,7 +352,6 @@ pub fn parse_item(text: &str) -> ItemParse {
             }),
         },
         errors,
-        idents,
     }
 }
 
@@ -352,3 +417,63 @@ fn to_syntax_error(e: PErr, text: &str, pairs: &[Pair]) -> SyntaxError {
 const SHALLOW: u32 = 8;
 /// The stack for parsing a more deeply nested item (at most [`MAX_DEPTH`] levels).
 const DEEP_STACK: usize = 64 << 20;
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    /// Every `.wsp` file of the repository's tests, examples and std, and each of them with
+    /// lines that change the cut (keywords, doc comments, garbage, line endings) inserted at
+    /// many places: the line-by-line cut is the token-by-token one.
+    #[test]
+    fn cut_agrees_with_the_token_cut() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["tests/ui", "std", "examples", "compiler/syntax/tests/data"] {
+            let mut stack = vec![root.join(dir)];
+            while let Some(d) = stack.pop() {
+                let Ok(rd) = std::fs::read_dir(&d) else {
+                    continue;
+                };
+                for e in rd.flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if p.extension().is_some_and(|x| x == "wsp") {
+                        files.push(std::fs::read_to_string(&p).unwrap_or_default());
+                    }
+                }
+            }
+        }
+        assert!(files.len() > 20, "found {} files", files.len());
+        let inserts = [
+            "kernel k() {}\n",
+            "/// doc\n",
+            "/// doc\n\n",
+            "////\n",
+            "  workload",
+            "@@ const N = 1\n",
+            "\r",
+            "\r\n",
+            "kernelx\n",
+            "\"kernel\n",
+            "// kernel\n",
+            "\u{FEFF}input X: f32[1]\n",
+        ];
+        let mut n = 0;
+        for f in &files {
+            assert_eq!(cut(f), cut_by_tokens(f));
+            let lines: Vec<usize> = std::iter::once(0)
+                .chain(f.match_indices('\n').map(|(i, _)| i + 1))
+                .collect();
+            for (k, &at) in lines.iter().enumerate().step_by(7) {
+                let ins = inserts[k % inserts.len()];
+                let mut g = f.clone();
+                g.insert_str(at, ins);
+                assert_eq!(cut(&g), cut_by_tokens(&g), "{ins:?} at {at}");
+                n += 1;
+            }
+        }
+        assert!(n > 100);
+    }
+}

@@ -121,6 +121,7 @@ pub(super) fn line_of(src: &str, offset: u32) -> usize {
         .count()
 }
 
+#[cfg(test)]
 /// Splits the token stream (newlines included) into item token ranges (the tokens before the
 /// first item are the prefix's: `parse_prefix` reports them, E0007).
 pub(super) fn split_items(tokens: &[TokenInfo]) -> Vec<std::ops::Range<usize>> {

@@ -105,3 +105,80 @@ fn changing_a_kernel_signature_rechecks_its_callers() {
     let ran = log.lock().unwrap().clone();
     assert!(ran.iter().filter(|q| q.contains("check_item")).count() >= 2);
 }
+
+/// Edits applied one after another to a workspace give, after each, the diagnostics a fresh
+/// workspace gives for the same text: for every fixture of `tests/ui`, seeded edits that
+/// insert and delete text anywhere (new items, doc comments, braces, line breaks) — the re-cut,
+/// the per-item inputs, the virtual offsets and the durable interfaces against a check from
+/// scratch.
+#[test]
+fn edits_check_as_from_scratch() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let std::result::Result::Ok(rd) = std::fs::read_dir(root.join("tests/ui")) else {
+        panic!("tests/ui");
+    };
+    let mut paths: Vec<_> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wsp"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() > 50);
+    let snippets = [
+        "\n",
+        " ",
+        "x",
+        "}",
+        "{",
+        "(",
+        "1",
+        "\nkernel k9(a: in f32[4, 4], b: out f32[4, 4]) {\n    b = a\n}\n",
+        "/// doc\n",
+        "const Q = 3\n",
+        " * 2.0",
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n.max(1) as u64) as usize
+    };
+    let read = |m: &str| std::fs::read_to_string(root.join(m));
+    let mut checked = 0;
+    for p in &paths {
+        let name = p
+            .strip_prefix(&root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let mut text = std::fs::read_to_string(p).unwrap_or_default();
+        let mut ws = Workspace::new();
+        ws.set_file(&name, text.clone());
+        ws.load_imports(read);
+        let _ = ws.check(&name);
+        for _ in 0..6 {
+            let mut at = next(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            if next(3) == 0 && at < text.len() {
+                let mut end = (at + 1 + next(12)).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                text.replace_range(at..end, "");
+            } else {
+                text.insert_str(at, snippets[next(snippets.len())]);
+            }
+            ws.set_file(&name, text.clone());
+            ws.load_imports(read);
+            let mut fresh = Workspace::new();
+            fresh.set_file(&name, text.clone());
+            fresh.load_imports(read);
+            assert_eq!(ws.check(&name), fresh.check(&name), "{name} after edits:\n{text}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 300);
+}

@@ -176,7 +176,11 @@ fn edits_check_as_from_scratch() {
             let mut fresh = Workspace::new();
             fresh.set_file(&name, text.clone());
             fresh.load_imports(read);
-            assert_eq!(ws.check(&name), fresh.check(&name), "{name} after edits:\n{text}");
+            assert_eq!(
+                ws.check(&name),
+                fresh.check(&name),
+                "{name} after edits:\n{text}"
+            );
             checked += 1;
         }
     }

@@ -555,3 +555,51 @@ fn unused_imports_are_tagged_unnecessary() {
     assert_eq!(d[0]["range"]["start"], json!({"line": 0, "character": 24}));
     c.stop();
 }
+
+/// Edits arrive as ranges (the server asks for incremental changes), each applied to the text
+/// the previous ones left: an error fixed by deleting one character, a new kernel typed in a
+/// line at a time (cut in as an item of its own), two changes in one notification.
+#[test]
+fn incremental_changes_edit_the_text_the_server_has() {
+    let (dir, uri) = setup("incremental");
+    let mut c = Client::start(&dir, false);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "wsp", "version": 1, "text": SRC}}),
+    );
+    assert_eq!(codes(&c.diagnostics(&uri)), ["E0101"]);
+    let range = |l0: u32, c0: u32, l1: u32, c1: u32| json!({"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}});
+    let mut version = 1;
+    let mut change = |c: &mut Client, changes: Value| {
+        version += 1;
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}),
+        );
+        c.diagnostics(&uri)
+    };
+    // `Yy` → `Y`: clean.
+    let d = change(&mut c, json!([{"range": range(8, 46, 8, 47), "text": ""}]));
+    assert!(d.is_empty(), "{d:?}");
+    // A kernel's first line above the workload: its `{` is not closed yet.
+    let head = "kernel half(x: in f32[8, 8], y: out f32[8, 8]) {\n";
+    let d = change(&mut c, json!([{"range": range(7, 0, 7, 0), "text": head}]));
+    assert!(!d.is_empty(), "an unclosed kernel checks clean");
+    // Its body and closing brace: clean again.
+    let body = "    y = x * 0.5\n}\n";
+    let d = change(&mut c, json!([{"range": range(8, 0, 8, 0), "text": body}]));
+    assert!(d.is_empty(), "{d:?}");
+    // Two changes in one notification, the second on the text the first left: the task calls
+    // `half`, then a name no item has.
+    let d = change(
+        &mut c,
+        json!([
+            {"range": range(11, 23, 11, 29), "text": "half"},
+            {"range": range(11, 23, 11, 27), "text": "halver"},
+        ]),
+    );
+    assert_eq!(codes(&d), ["E0101"], "{d:?}");
+    let at = &d[0]["range"]["start"];
+    assert_eq!(*at, json!({"line": 11, "character": 23}), "{d:?}");
+    c.stop();
+}

@@ -5,6 +5,15 @@ use std::path::Path;
 
 use wsp_sim::{Engine, Options, SimRun};
 
+/// An engine as `--stats json` writes it: its name, and the reason the interpreter ran.
+fn engine_json(e: &Engine) -> (&'static str, Option<&str>) {
+    match e {
+        Engine::Jit => ("jit", None),
+        Engine::Interpreter(why) => ("interpreter", Some(why)),
+        Engine::None => ("none", None),
+    }
+}
+
 fn engine_text(e: &Engine) -> String {
     match e {
         Engine::Jit => "jit".into(),
@@ -229,18 +238,12 @@ pub(crate) fn stats_json(
         .kernels
         .iter()
         .map(|k| {
+            let (engine, reason) = engine_json(&k.engine);
             serde_json::json!({
                 "name": k.name,
                 "tasks": k.tasks,
-                "engine": match &k.engine {
-                    Engine::Jit => "jit",
-                    Engine::Interpreter(_) => "interpreter",
-                    Engine::None => "none",
-                },
-                "reason": match &k.engine {
-                    Engine::Interpreter(w) => Some(w.clone()),
-                    _ => None,
-                },
+                "engine": engine,
+                "reason": reason,
             })
         })
         .collect();
@@ -254,6 +257,7 @@ pub(crate) fn stats_json(
     let mut stats: serde_json::Value =
         serde_json::from_str(&run.stats.to_json()).unwrap_or(serde_json::Value::Null);
     compact_idle_cores(&mut stats);
+    let (orch_engine, orch_reason) = engine_json(&run.orchestration);
     let v = serde_json::json!({
         "arch": arch,
         "schedule": run.schedule,
@@ -266,15 +270,8 @@ pub(crate) fn stats_json(
         "compile_ms": run.compile_time.as_secs_f64() * 1e3,
         "jit_cache": { "loaded": loaded.0, "compiled": loaded.1 },
         "orchestration": {
-            "engine": match &run.orchestration {
-                Engine::Jit => "jit",
-                Engine::Interpreter(_) => "interpreter",
-                Engine::None => "none",
-            },
-            "reason": match &run.orchestration {
-                Engine::Interpreter(w) => Some(w.clone()),
-                _ => None,
-            },
+            "engine": orch_engine,
+            "reason": orch_reason,
             "compile_ms": run.orch_compile_time.as_secs_f64() * 1e3,
         },
         "run_ms": run.run_time.as_secs_f64() * 1e3,

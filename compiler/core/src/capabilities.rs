@@ -55,9 +55,7 @@ pub fn item_capabilities<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnos
     let Some(target) = db.file_set().target(db).clone() else {
         return Vec::new();
     };
-    let Some(ast) = item_ast(db, item) else {
-        return Vec::new();
-    };
+    let ast = item_ast(db, item);
     let file = FileName::new(item.file(db).path(db).as_str());
     let mut out: Vec<Diagnostic> = uses(&ast.kind)
         .into_iter()

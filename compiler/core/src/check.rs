@@ -253,11 +253,7 @@ impl<'a> Checker<'a> {
 /// (`types::check_kernel`), then reads before writes and the pipe protocol (`flow`).
 #[salsa::tracked(returns(ref))]
 pub fn kernel_types<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
-    let Some(Item {
-        kind: ItemKind::Kernel(k),
-        ..
-    }) = item_ast(db, item)
-    else {
+    let ItemKind::Kernel(k) = &item_ast(db, item).kind else {
         return Vec::new();
     };
     let file = item.file(db);
@@ -296,7 +292,7 @@ fn item_body(kind: &ItemKind) -> Option<&Block> {
 /// for the checks and the race analysis; `None` when the body makes none.
 #[salsa::tracked(returns(ref))]
 fn body_scope<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<BTreeMap<String, Scoped>> {
-    let body = item_body(&item_ast(db, item)?.kind)?;
+    let body = item_body(&item_ast(db, item).kind)?;
     let file = item.file(db);
     crate::locals::scope_with_locals(scope(db, file), body, crate::db::const_values(db, file))
 }
@@ -304,7 +300,7 @@ fn body_scope<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<BTreeMap<String
 /// Races between iterations of `P` loops and view bounds in one workload or process body.
 #[salsa::tracked(returns(ref))]
 pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
-    let Some(body) = item_ast(db, item).and_then(|i| item_body(&i.kind)) else {
+    let Some(body) = item_body(&item_ast(db, item).kind) else {
         return Vec::new();
     };
     let file = item.file(db);
@@ -320,9 +316,7 @@ pub fn item_races<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
 
 #[salsa::tracked(returns(ref))]
 pub fn check_item<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Vec<Diagnostic> {
-    let Some(ast) = item_ast(db, item) else {
-        return Vec::new();
-    };
+    let ast = item_ast(db, item);
     let file = item.file(db);
     let globals = scope(db, file);
     let consts = crate::db::const_values(db, file);

@@ -78,39 +78,36 @@ impl Face {
             stmts: Vec::new(),
             span: wsp_syntax::Span::default(),
         };
-        let kind = match &item.kind {
-            ItemKind::Kernel(k) => ItemKind::Kernel(ast::Kernel {
+        let without_body = |kind| {
+            Arc::new(Item {
+                docs: None,
+                kind,
+                span: wsp_syntax::Span::default(),
+            })
+        };
+        let sig = match &item.kind {
+            ItemKind::Kernel(k) => without_body(ItemKind::Kernel(ast::Kernel {
                 extern_span: k.extern_span,
                 name: k.name.clone(),
                 params: k.params.clone(),
                 body: ast::KernelBody::Block(empty()),
-            }),
-            ItemKind::Workload(w) => ItemKind::Workload(ast::Workload {
+            })),
+            ItemKind::Workload(w) => without_body(ItemKind::Workload(ast::Workload {
                 name: w.name.clone(),
                 body: ast::WorkloadBody::Block(empty()),
-            }),
-            ItemKind::Process(p) => ItemKind::Process(ast::Process {
+            })),
+            ItemKind::Process(p) => without_body(ItemKind::Process(ast::Process {
                 name: p.name.clone(),
                 consumes: p.consumes.clone(),
                 produces: p.produces.clone(),
                 body: empty(),
-            }),
-            _ => {
-                return Face {
-                    tag: tag_of(item),
-                    name: item.name().cloned(),
-                    sig: item.clone(),
-                }
-            }
+            })),
+            _ => item.clone(),
         };
         Face {
             tag: tag_of(item),
             name: item.name().cloned(),
-            sig: Arc::new(Item {
-                docs: None,
-                kind,
-                span: wsp_syntax::Span::default(),
-            }),
+            sig,
         }
     }
 }
@@ -393,8 +390,8 @@ pub fn item_positions<'db>(
 
 /// The AST of one item, with item-relative spans: its memoised parse's ([`parse_item`]),
 /// unchanged by edits to other items.
-pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<&'db Item> {
-    Some(&parse_item(db, item.src(db)).node.item)
+pub fn item_ast<'db>(db: &'db dyn Db, item: ItemId<'db>) -> &'db Item {
+    &parse_item(db, item.src(db)).node.item
 }
 
 /// [`item_ast`], shared.

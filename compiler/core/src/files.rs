@@ -28,8 +28,7 @@ pub(crate) fn new_file(db: &Database, path: String, text: &str) -> File {
                 .new(db)
         })
         .collect();
-    let prefix_end = layout.starts.first().map_or(text.len(), |&s| s as usize);
-    let prefix = text.get(..prefix_end).unwrap_or("").to_string();
+    let prefix = prefix(text, &layout.starts).to_string();
     File::builder(
         path,
         Arc::from(text),
@@ -47,14 +46,13 @@ pub(crate) fn new_file(db: &Database, path: String, text: &str) -> File {
 /// Replaces the text of `f` with `text`, setting only the inputs that change.
 pub(crate) fn edit_file(db: &mut Database, f: File, text: String) {
     let old = f.text(db).clone();
-    if *old == *text {
-        return;
-    }
     let before = layout::Layout {
         starts: f.starts(db).clone(),
         virt: f.virt(db).clone(),
     };
-    let cut = layout::recut(&old, &before, &text);
+    let Some(cut) = layout::recut(&old, &before, &text) else {
+        return;
+    };
     let old_srcs = f.items(db).clone();
     let mid = &old_srcs[cut.front..old_srcs.len() - cut.back];
     let texts: Vec<&str> = cut
@@ -96,12 +94,7 @@ pub(crate) fn edit_file(db: &mut Database, f: File, text: String) {
     if srcs != old_srcs {
         f.set_items(db).to(srcs);
     }
-    let prefix_end = cut
-        .layout
-        .starts
-        .first()
-        .map_or(text.len(), |&s| s as usize);
-    let prefix = text.get(..prefix_end).unwrap_or("");
+    let prefix = prefix(&text, &cut.layout.starts);
     if f.prefix(db) != prefix {
         f.set_prefix(db).to(prefix.to_string());
     }
@@ -114,10 +107,19 @@ pub(crate) fn edit_file(db: &mut Database, f: File, text: String) {
     f.set_text(db).to(Arc::from(text));
 }
 
+/// The text before the first item (all of it when there is none), items starting at `starts`.
+fn prefix<'t>(text: &'t str, starts: &[u32]) -> &'t str {
+    let end = starts.first().map_or(text.len(), |&s| s as usize);
+    text.get(..end).unwrap_or("")
+}
+
 /// The input of an item whose text is now `text`: `src` with what changed set, or a new one.
 /// The item is parsed here, once: its parse is set with low durability, its
 /// interface with high durability and only when it changed.
 fn set_item(db: &mut Database, src: Option<ItemSrc>, text: &str) -> ItemSrc {
+    if let Some(src) = src.filter(|s| s.text(db) == text) {
+        return src;
+    }
     let parse = Arc::new(wsp_syntax::parse_item(text));
     let face = Face::of(&parse.node.item);
     let keyword = db::keyword_tag(text);
@@ -128,9 +130,6 @@ fn set_item(db: &mut Database, src: Option<ItemSrc>, text: &str) -> ItemSrc {
             .keyword_durability(Durability::HIGH)
             .new(db);
     };
-    if src.text(db) == text {
-        return src;
-    }
     if src.keyword(db) != keyword {
         src.set_keyword(db).to(keyword);
     }

@@ -78,11 +78,6 @@ impl Layout {
     fn caps(&self) -> Vec<u64> {
         self.virt.windows(2).map(|w| (w[1] - w[0]) as u64).collect()
     }
-
-    /// The real position of virtual position `v`.
-    pub fn to_real(&self, v: u32) -> u32 {
-        to_real(&self.starts, &self.virt, v)
-    }
 }
 
 /// The real position of virtual position `v` in a file whose items start at `starts` and
@@ -141,12 +136,16 @@ pub struct Recut {
     pub layout: Layout,
 }
 
-/// The cut of `new` given the cut of `old` (see the module documentation). Equal to cutting
-/// `new` from scratch; the items outside the changed region keep their capacities, and so
-/// do the ones cut again while their count stays and each still fits.
-pub fn recut(old: &str, layout: &Layout, new: &str) -> Recut {
+/// The cut of `new` given the cut of `old` (see the module documentation), `None` when the
+/// texts are the same. Equal to cutting `new` from scratch; the items outside the changed
+/// region keep their capacities, and so do the ones cut again while their count stays and
+/// each still fits.
+pub fn recut(old: &str, layout: &Layout, new: &str) -> Option<Recut> {
     let (o, n) = (old.as_bytes(), new.as_bytes());
     let p = common_prefix(o, n);
+    if p == o.len() && p == n.len() {
+        return None;
+    }
     let max_s = o.len().min(n.len()) - p;
     let s = common_suffix(&o[p..], &n[p..]).min(max_s);
     let starts = &layout.starts;
@@ -161,7 +160,7 @@ pub fn recut(old: &str, layout: &Layout, new: &str) -> Recut {
         }
     };
     if items == 0 {
-        return from_scratch();
+        return Some(from_scratch());
     }
     // The item holding byte `at` of the old text (`None`: the prefix).
     let holding = |at: usize| starts.partition_point(|&x| x as usize <= at).checked_sub(1);
@@ -182,7 +181,7 @@ pub fn recut(old: &str, layout: &Layout, new: &str) -> Recut {
     let old_end = starts.get(back_first).map_or(o.len(), |&x| x as usize);
     let new_end = old_end + n.len() - o.len();
     let Some(piece) = new.get(region_start..new_end) else {
-        return from_scratch();
+        return Some(from_scratch());
     };
     let cut: Vec<Range<usize>> = wsp_syntax::cut(piece)
         .into_iter()
@@ -191,7 +190,7 @@ pub fn recut(old: &str, layout: &Layout, new: &str) -> Recut {
     // A piece that starts at an item's start begins with that item: if it did not, cutting
     // from scratch is the answer.
     if region_start > 0 && cut.first().is_none_or(|r| r.start != region_start) {
-        return from_scratch();
+        return Some(from_scratch());
     }
     let back = items - back_first;
     let delta = n.len() as i64 - o.len() as i64;
@@ -223,12 +222,12 @@ pub fn recut(old: &str, layout: &Layout, new: &str) -> Recut {
         caps.push(old_caps.get(i).copied());
     }
     let layout = Layout::build(prefix, &ranges, &caps);
-    Recut {
+    Some(Recut {
         front,
         back,
         middle: cut,
         layout,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -239,7 +238,10 @@ mod tests {
 
     fn check(old: &str, new: &str) {
         let (l, _) = Layout::fresh(old);
-        let r = recut(old, &l, new);
+        let Some(r) = recut(old, &l, new) else {
+            assert_eq!(old, new);
+            return;
+        };
         let (fresh, ranges) = Layout::fresh(new);
         let items = l.starts.len();
         let old_ranges: Vec<Range<usize>> = (0..items)
@@ -268,7 +270,10 @@ mod tests {
         for (i, rg) in ranges.iter().enumerate() {
             for off in [0, rg.len()] {
                 let v = r.layout.virt[i] + off as u32;
-                assert_eq!(r.layout.to_real(v) as usize, rg.start + off);
+                assert_eq!(
+                    to_real(&r.layout.starts, &r.layout.virt, v) as usize,
+                    rg.start + off
+                );
             }
             assert!(r.layout.virt[i + 1] - r.layout.virt[i] > rg.len() as u32 || rg.is_empty());
         }
@@ -292,7 +297,7 @@ mod tests {
     fn an_edit_inside_an_item_keeps_the_layout() {
         let new = FILE.replace("b = a", "b = a * 2.0");
         let (l, _) = Layout::fresh(FILE);
-        let r = recut(FILE, &l, &new);
+        let r = recut(FILE, &l, &new).expect("an edit");
         assert_eq!(r.layout.virt, l.virt);
         assert_ne!(r.layout.starts, l.starts);
         check(FILE, &new);

@@ -65,11 +65,7 @@ pub fn file_target(db: &dyn Db, file: File) -> String {
         .iter()
         .filter(|id| id.tag(db) == crate::db::ItemTag::Schedule);
     for id in schedules {
-        if let Some(Item {
-            kind: ItemKind::Schedule(s),
-            ..
-        }) = item_ast(db, *id)
-        {
+        if let ItemKind::Schedule(s) = &item_ast(db, *id).kind {
             for d in &s.directives {
                 if d.name.name == "target" {
                     if let Some(ExprKind::Name(n)) = d.args.first().map(|a| &a.value.kind) {
@@ -759,11 +755,7 @@ fn peaks(
 /// A kernel's footprint on its file's target (see [`file_target`]).
 #[salsa::tracked(returns(ref))]
 pub fn kernel_footprint<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<Footprint> {
-    let Some(Item {
-        kind: ItemKind::Kernel(k),
-        ..
-    }) = item_ast(db, item)
-    else {
+    let ItemKind::Kernel(k) = &item_ast(db, item).kind else {
         return None;
     };
     let file = item.file(db);

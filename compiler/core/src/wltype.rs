@@ -204,11 +204,7 @@ pub fn iterated_axes(db: &dyn Db, file: File) -> BTreeSet<String> {
 /// item does not re-run it.
 #[salsa::tracked(returns(ref))]
 pub fn workload_type<'db>(db: &'db dyn Db, item: ItemId<'db>) -> Option<String> {
-    let Some(Item {
-        kind: ItemKind::Workload(w),
-        ..
-    }) = item_ast(db, item)
-    else {
+    let ItemKind::Workload(w) = &item_ast(db, item).kind else {
         return None;
     };
     let file = item.file(db);

@@ -200,11 +200,8 @@ impl ImportedKernels<'_> {
         let item = crate::db::file_items(db, m)
             .iter()
             .filter(|id| id.tag(db) == crate::db::ItemTag::Kernel && id.key(db) == name)
-            .find_map(|id| match item_ast(db, *id) {
-                Some(Item {
-                    kind: ItemKind::Kernel(k),
-                    ..
-                }) if k.name.name == name => Some((*id, k)),
+            .find_map(|id| match &item_ast(db, *id).kind {
+                ItemKind::Kernel(k) if k.name.name == name => Some((*id, k)),
                 _ => None,
             });
         let Some((id, k)) = item else {

@@ -34,14 +34,10 @@ pub(super) fn combine_races(
             .iter()
             .find(|id| id.tag(db) == crate::db::ItemTag::Workload && id.key(db) == &n.name);
         if let Some(id) = found {
-            if let Some(Item {
-                kind:
-                    ItemKind::Workload(Workload {
-                        body: WorkloadBody::Block(b),
-                        ..
-                    }),
+            if let ItemKind::Workload(Workload {
+                body: WorkloadBody::Block(b),
                 ..
-            }) = item_ast(db, *id)
+            }) = &item_ast(db, *id).kind
             {
                 asts.push((n, b));
             }
